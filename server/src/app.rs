@@ -1,0 +1,373 @@
+//! The HTTP face of the server: every route of the OpenEnv wire contract (openenv-wire.md §3) plus
+//! the `/ws` upgrade. HTTP `/reset`, `/step` and `/state` drive one shared HTTP session, because the
+//! Python server's "fresh environment per request" cannot hold a browser between calls.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State, WebSocketUpgrade};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Map, Value};
+use tokio::sync::{watch, Mutex};
+
+use browserenv::models::{
+    action_schema, observation_schema, state_schema, BrowserAction, FieldError, StepResult,
+};
+use browserenv::protocol::step_result_body;
+
+use crate::browser::Launcher;
+use crate::environment::Environment;
+use crate::pool::WarmPool;
+use crate::settings::EnvSettings;
+
+/// Incoming frames and bodies up to this size are accepted (the wire doc asks for at least 16 MiB).
+pub const MAX_INCOMING_BYTES: usize = 32 * 1024 * 1024;
+
+pub struct AppState<L: Launcher> {
+    pub pool: Arc<WarmPool<L>>,
+    pub settings: EnvSettings,
+    pub capacity: Arc<Capacity>,
+    pub http_session: Mutex<HttpSession<L>>,
+    /// Turns true when the server shuts down: sessions end their episodes and close their sockets.
+    pub shutdown: watch::Receiver<bool>,
+}
+
+impl<L: Launcher> AppState<L> {
+    pub fn new(
+        pool: Arc<WarmPool<L>>,
+        settings: EnvSettings,
+        max_sessions: usize,
+        shutdown: watch::Receiver<bool>,
+    ) -> Self {
+        AppState {
+            pool,
+            settings,
+            capacity: Arc::new(Capacity::new(max_sessions)),
+            http_session: Mutex::new(HttpSession {
+                env: None,
+                _slot: None,
+            }),
+            shutdown,
+        }
+    }
+}
+
+/// The shared HTTP session. It takes a capacity slot on its first `/reset` and keeps it.
+pub struct HttpSession<L: Launcher> {
+    env: Option<Environment<WarmPool<L>>>,
+    _slot: Option<Slot>,
+}
+
+impl<L: Launcher> HttpSession<L> {
+    pub async fn close(&mut self) {
+        if let Some(env) = self.env.as_mut() {
+            env.close().await;
+        }
+    }
+}
+
+/// Counts live sessions against `max_sessions` (`max_concurrent_envs` in OpenEnv).
+pub struct Capacity {
+    active: AtomicUsize,
+    max: usize,
+}
+
+/// A held session slot; dropping it frees the slot.
+pub struct Slot(Arc<Capacity>);
+
+impl Capacity {
+    pub fn new(max: usize) -> Self {
+        Capacity {
+            active: AtomicUsize::new(0),
+            max,
+        }
+    }
+
+    pub fn try_acquire(self: &Arc<Self>) -> Option<Slot> {
+        self.active
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < self.max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Slot(self.clone()))
+    }
+
+    pub fn active(&self) -> usize {
+        self.active.load(Ordering::SeqCst)
+    }
+
+    pub fn max(&self) -> usize {
+        self.max
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+pub fn router<L: Launcher>(state: Arc<AppState<L>>) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/metadata", get(metadata))
+        .route("/schema", get(schema))
+        .route("/openapi.json", get(openapi))
+        .route("/mcp", post(mcp))
+        .route("/reset", post(http_reset::<L>))
+        .route("/step", post(http_step::<L>))
+        .route("/state", get(http_state::<L>))
+        .route("/ws", get(ws_upgrade::<L>))
+        .layer(DefaultBodyLimit::max(MAX_INCOMING_BYTES))
+        .with_state(state)
+}
+
+async fn health() -> Json<Value> {
+    Json(json!({"status": "healthy"}))
+}
+
+async fn metadata() -> Json<Value> {
+    Json(json!({
+        "name": "browserenv",
+        "description": "A real headless Chromium behind the OpenEnv reset/step/state protocol: \
+            800x600 screenshots, trusted pointer and key events, one private browser per session.",
+        "readme_content": include_str!("../../README.md"),
+        "version": env!("CARGO_PKG_VERSION"),
+        "author": "browserenv developers",
+        "documentation_url": null,
+    }))
+}
+
+async fn schema() -> Json<Value> {
+    Json(json!({
+        "action": action_schema(),
+        "observation": observation_schema(),
+        "state": state_schema(),
+    }))
+}
+
+async fn openapi() -> Json<Value> {
+    Json(openapi_document())
+}
+
+/// A hand-written OpenAPI description of the HTTP routes (the WebSocket protocol is in the README).
+pub fn openapi_document() -> Value {
+    let step_result = json!({
+        "type": "object",
+        "properties": {
+            "observation": {"$ref": "#/components/schemas/BrowserObservation"},
+            "reward": {"type": ["number", "null"]},
+            "done": {"type": "boolean"},
+            "metadata": {"type": ["object", "null"]}
+        },
+        "required": ["observation", "reward", "done"]
+    });
+    let reply = |description: &str, schema: Value| json!({"description": description, "content": {"application/json": {"schema": schema}}});
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "browserenv",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "OpenEnv browser environment. Agents normally use the /ws WebSocket; \
+                the HTTP /reset, /step and /state routes drive one shared HTTP session."
+        },
+        "paths": {
+            "/health": {"get": {"summary": "Liveness", "responses": {"200": reply("healthy", json!({"type": "object"}))}}},
+            "/metadata": {"get": {"summary": "Environment metadata", "responses": {"200": reply("metadata", json!({"type": "object"}))}}},
+            "/schema": {"get": {"summary": "JSON Schemas of action, observation and state", "responses": {"200": reply("schemas", json!({"type": "object"}))}}},
+            "/reset": {"post": {
+                "summary": "Start a new episode in the shared HTTP session",
+                "requestBody": {"content": {"application/json": {"schema": {
+                    "type": "object",
+                    "properties": {
+                        "start_url": {"type": "string"},
+                        "episode_id": {"type": ["string", "null"]},
+                        "seed": {"type": ["integer", "null"]}
+                    },
+                    "required": ["start_url"],
+                    "additionalProperties": true
+                }}}},
+                "responses": {"200": reply("first observation", step_result.clone()), "400": reply("environment error", json!({"type": "object"})), "422": reply("validation error", json!({"type": "object"}))}
+            }},
+            "/step": {"post": {
+                "summary": "Apply one action in the shared HTTP session",
+                "requestBody": {"content": {"application/json": {"schema": {
+                    "type": "object",
+                    "properties": {
+                        "action": {"$ref": "#/components/schemas/BrowserAction"},
+                        "timeout_s": {"type": ["number", "null"]}
+                    },
+                    "required": ["action"]
+                }}}},
+                "responses": {"200": reply("next observation", step_result), "400": reply("environment error", json!({"type": "object"})), "422": reply("validation error", json!({"type": "object"}))}
+            }},
+            "/state": {"get": {"summary": "Episode metadata of the shared HTTP session", "responses": {"200": reply("state", json!({"$ref": "#/components/schemas/BrowserState"}))}}},
+            "/mcp": {"post": {"summary": "JSON-RPC endpoint (MCP is not supported)", "responses": {"200": reply("JSON-RPC reply", json!({"type": "object"}))}}}
+        },
+        "components": {"schemas": {
+            "BrowserAction": action_schema(),
+            "BrowserObservation": observation_schema(),
+            "BrowserState": state_schema()
+        }}
+    })
+}
+
+/// JSON-RPC 2.0, always HTTP 200, as the Python server answers it.
+async fn mcp(body: Bytes) -> Json<Value> {
+    let error = |id: Value, code: i64, message: &str| {
+        Json(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
+    };
+    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+        return error(Value::Null, -32700, "Parse error");
+    };
+    let id = request.get("id").cloned().unwrap_or(Value::Null);
+    let valid = request.get("jsonrpc") == Some(&json!("2.0"))
+        && request.get("method").is_some_and(Value::is_string);
+    if !valid {
+        return error(id, -32600, "Invalid Request");
+    }
+    error(id, -32603, "Environment does not support MCP")
+}
+
+fn unprocessable(errors: Vec<FieldError>) -> Response {
+    (
+        StatusCode::UNPROCESSABLE_ENTITY,
+        Json(json!({"detail": errors})),
+    )
+        .into_response()
+}
+
+fn execution_error(message: String) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        Json(json!({"detail": message, "code": "EXECUTION_ERROR"})),
+    )
+        .into_response()
+}
+
+fn http_reply(result: &StepResult) -> Response {
+    let mut body = step_result_body(result);
+    if body.get("metadata").is_none() {
+        body["metadata"] = Value::Null;
+    }
+    Json(body).into_response()
+}
+
+/// FastAPI's reply to a body that is not JSON.
+fn json_body(body: &Bytes, allow_empty: bool) -> Result<Value, Response> {
+    if allow_empty && body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Object(Map::new()));
+    }
+    serde_json::from_slice(body).map_err(|err| {
+        unprocessable(vec![FieldError::new(
+            "json_invalid",
+            vec![json!("body"), json!(err.column())],
+            "JSON decode error",
+            json!({}),
+        )])
+    })
+}
+
+async fn http_reset<L: Launcher>(State(app): State<Arc<AppState<L>>>, body: Bytes) -> Response {
+    let kwargs = match json_body(&body, true) {
+        Ok(Value::Object(kwargs)) => kwargs,
+        Ok(other) => {
+            return unprocessable(vec![FieldError::new(
+                "dict_type",
+                vec![json!("body")],
+                "Input should be a valid dictionary",
+                other,
+            )])
+        }
+        Err(response) => return response,
+    };
+    let mut session = app.http_session.lock().await;
+    if session.env.is_none() {
+        let Some(slot) = app.capacity.try_acquire() else {
+            return capacity_response(&app.capacity);
+        };
+        session._slot = Some(slot);
+        session.env = Some(Environment::new(app.pool.clone(), app.settings.clone()));
+    }
+    let Some(env) = session.env.as_mut() else {
+        return execution_error("no HTTP session".into());
+    };
+    match env.reset(&kwargs).await {
+        Ok(result) => http_reply(&result),
+        Err(err) => execution_error(err.0),
+    }
+}
+
+fn capacity_response(capacity: &Capacity) -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        Json(json!({
+            "detail": "Server at capacity",
+            "code": "CAPACITY_REACHED",
+            "active_sessions": capacity.active(),
+            "max_sessions": capacity.max(),
+        })),
+    )
+        .into_response()
+}
+
+async fn http_step<L: Launcher>(State(app): State<Arc<AppState<L>>>, body: Bytes) -> Response {
+    let request = match json_body(&body, false) {
+        Ok(request) => request,
+        Err(response) => return response,
+    };
+    let Some(raw_action) = request.get("action") else {
+        return unprocessable(vec![FieldError::new(
+            "missing",
+            vec![json!("body"), json!("action")],
+            "Field required",
+            request.clone(),
+        )]);
+    };
+    let action = match BrowserAction::from_value(raw_action) {
+        Ok(action) => action,
+        Err(errors) => {
+            // FastAPI puts the body path in front of the model's own location.
+            let errors = errors
+                .into_iter()
+                .map(|mut error| {
+                    error.loc.splice(0..0, [json!("body"), json!("action")]);
+                    error
+                })
+                .collect();
+            return unprocessable(errors);
+        }
+    };
+    let mut session = app.http_session.lock().await;
+    let Some(env) = session.env.as_mut() else {
+        return execution_error("reset before stepping".into());
+    };
+    match env.step(&action).await {
+        Ok(result) => http_reply(&result),
+        Err(err) => execution_error(err.0),
+    }
+}
+
+async fn http_state<L: Launcher>(State(app): State<Arc<AppState<L>>>) -> Json<Value> {
+    let session = app.http_session.lock().await;
+    let state = session
+        .env
+        .as_ref()
+        .map(Environment::state)
+        .unwrap_or_default();
+    Json(json!(state))
+}
+
+async fn ws_upgrade<L: Launcher>(
+    State(app): State<Arc<AppState<L>>>,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    upgrade
+        .max_message_size(MAX_INCOMING_BYTES)
+        .max_frame_size(MAX_INCOMING_BYTES)
+        .on_upgrade(move |socket| crate::session::run(socket, app))
+}

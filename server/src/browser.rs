@@ -1,0 +1,134 @@
+//! The browser seam: the narrow interface the episode logic drives. The Chromium adapter
+//! (`chromium.rs`) implements it for real; `fake.rs` implements it deterministically for unit tests
+//! of the episode logic.
+//!
+//! The seam is a `Launcher` (makes browsers) and a `Browser` (one private browser whose current page
+//! is the newest tab) rather than a separate per-tab `Page` type: the environment always acts on the
+//! newest tab, so following tabs is the adapter's job and the episode never juggles page handles.
+
+use std::future::Future;
+use std::time::Duration;
+
+use browserenv::models::Key;
+
+/// What went wrong inside the page. These become the observation's `error` code; the episode goes on
+/// unless the failure means the page is gone (see [`PageError::ends_episode`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PageError {
+    #[error("page_load_timeout")]
+    PageLoadTimeout,
+    #[error("navigation_failed")]
+    NavigationFailed(String),
+    #[error("action_timeout")]
+    ActionTimeout,
+    #[error("action_failed")]
+    ActionFailed(String),
+    #[error("renderer_timeout")]
+    RendererTimeout,
+    #[error("renderer_crashed")]
+    RendererCrashed,
+    #[error("browser_disconnected")]
+    Disconnected(String),
+}
+
+impl PageError {
+    /// The stable snake_case code put in the observation's `error`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            PageError::PageLoadTimeout => "page_load_timeout",
+            PageError::NavigationFailed(_) => "navigation_failed",
+            PageError::ActionTimeout => "action_timeout",
+            PageError::ActionFailed(_) => "action_failed",
+            PageError::RendererTimeout => "renderer_timeout",
+            PageError::RendererCrashed => "renderer_crashed",
+            PageError::Disconnected(_) => "browser_disconnected",
+        }
+    }
+
+    /// A page that cannot paint or a browser that is gone cannot produce further observations.
+    pub fn ends_episode(&self) -> bool {
+        matches!(
+            self,
+            PageError::RendererTimeout | PageError::RendererCrashed | PageError::Disconnected(_)
+        )
+    }
+}
+
+/// Facts read from the settled page in one round trip.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageFacts {
+    pub url: String,
+    pub title: String,
+    /// The visible text (cut), for the bot-verification check.
+    pub text: String,
+}
+
+/// Things the browser handled on its own during an action, reported in observation metadata.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Incidents {
+    /// `(kind, message)` of each alert/confirm/prompt/beforeunload dialog that was answered.
+    pub dialogs: Vec<(String, String)>,
+    /// URLs of downloads that were denied.
+    pub downloads_denied: Vec<String>,
+    /// Navigations to forbidden schemes (`javascript:`, `file:`, `data:`, `chrome:`) that were stopped.
+    pub navigations_blocked: Vec<String>,
+    /// How many times a new tab opened and became the current page.
+    pub tab_switches: u32,
+    /// Whether a navigation happened during the action (including a back/forward-cache restore).
+    pub navigated: bool,
+}
+
+/// How an adaptive settle ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettleOutcome {
+    /// The page went quiet before the bound.
+    Quiet,
+    /// The bound was reached first; the screenshot is taken anyway, as the seed would after its sleep.
+    Bounded,
+}
+
+/// Makes fresh private browsers (a new profile each).
+pub trait Launcher: Send + Sync + 'static {
+    type Browser: Browser;
+    fn launch(&self) -> impl Future<Output = anyhow::Result<Self::Browser>> + Send;
+}
+
+/// One private browser. Every method acts on the current page (the newest tab). Implementations bound
+/// every call so a hung renderer turns into an error, never a hang.
+pub trait Browser: Send + 'static {
+    /// Open `url` and wait for it to load (up to `timeout`).
+    fn goto(
+        &mut self,
+        url: &str,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<(), PageError>> + Send;
+    /// A trusted pointer click (move, press, release) at the viewport pixel.
+    fn click(&mut self, x: i64, y: i64) -> impl Future<Output = Result<(), PageError>> + Send;
+    /// Real key events for each character into the focused element.
+    fn type_text(&mut self, text: &str) -> impl Future<Output = Result<(), PageError>> + Send;
+    fn press(&mut self, key: Key) -> impl Future<Output = Result<(), PageError>> + Send;
+    /// A mouse wheel of `dy` pixels at the viewport pixel (scrolls whatever is under it).
+    fn scroll(
+        &mut self,
+        x: i64,
+        y: i64,
+        dy: i64,
+    ) -> impl Future<Output = Result<(), PageError>> + Send;
+    /// History back; returns false when there is nothing to go back to.
+    fn back(&mut self) -> impl Future<Output = Result<bool, PageError>> + Send;
+    /// Wait until the page is settled (navigation committed and loaded, no request or short timer
+    /// pending, DOM quiet, two frames painted), at most `bound`.
+    fn settle(
+        &mut self,
+        bound: Duration,
+    ) -> impl Future<Output = Result<SettleOutcome, PageError>> + Send;
+    /// Follow a newly opened tab if there is one.
+    fn follow_new_tab(&mut self) -> impl Future<Output = Result<(), PageError>> + Send;
+    fn facts(&mut self) -> impl Future<Output = Result<PageFacts, PageError>> + Send;
+    /// A PNG of the viewport, base64-encoded.
+    fn screenshot(&mut self) -> impl Future<Output = Result<String, PageError>> + Send;
+    /// What happened on its own since the last call.
+    fn take_incidents(&mut self) -> Incidents;
+    /// Close the browser and remove its profile.
+    fn close(self) -> impl Future<Output = ()> + Send;
+}

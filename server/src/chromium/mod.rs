@@ -1,0 +1,760 @@
+//! The Chromium adapter of the browser seam, over CDP with chromiumoxide.
+//!
+//! Every input is a real CDP input event (trusted in the page). Page events (loading, navigation,
+//! dialogs, crashes, downloads, new tabs) are watched by small tasks that update shared state, so
+//! the step path only reads it. Dialogs are answered from those tasks the moment they open: a
+//! dialog can never hold a step hostage.
+
+mod process;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use chromiumoxide::browser::Browser as CdpBrowser;
+use chromiumoxide::cdp::browser_protocol::browser::{
+    EventDownloadWillBegin, SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
+};
+use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
+use chromiumoxide::cdp::browser_protocol::input::{
+    DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType,
+    MouseButton,
+};
+use chromiumoxide::cdp::browser_protocol::inspector::EventTargetCrashed;
+use chromiumoxide::cdp::browser_protocol::page::{
+    AddScriptToEvaluateOnNewDocumentParams, BringToFrontParams, CaptureScreenshotFormat,
+    CaptureScreenshotParams, EventFrameNavigated, EventFrameStartedLoading,
+    EventFrameStoppedLoading, EventJavascriptDialogOpening, EventNavigatedWithinDocument,
+    GetNavigationHistoryParams, HandleJavaScriptDialogParams, NavigateParams,
+    NavigateToHistoryEntryParams,
+};
+use chromiumoxide::cdp::browser_protocol::target::{EventTargetCreated, TargetId};
+use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
+use chromiumoxide::error::CdpError;
+use chromiumoxide::handler::HandlerConfig;
+use chromiumoxide::Page;
+use futures_util::StreamExt;
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use browserenv::models::{Key, VIEWPORT_HEIGHT, VIEWPORT_WIDTH};
+
+use crate::browser::{Browser, Incidents, Launcher, PageError, PageFacts, SettleOutcome};
+
+pub use process::{clean_leftovers, live_count, shutdown_all};
+
+const PROBE_JS: &str = include_str!("probe.js");
+/// How long the DOM must be unchanged to count as quiet.
+const QUIET_MS: u64 = 30;
+/// A click or key that navigates starts its navigation within ~10-25 ms (measured); wait this long
+/// before believing that it did not.
+const NAVIGATION_WINDOW: Duration = Duration::from_millis(40);
+/// Cap on the page text read for the bot-verification check.
+const MAX_TEXT_CHARS: usize = 20_000;
+/// Reading title and text is a tiny script; a renderer that cannot run it in this time is hung.
+const FACTS_TIMEOUT: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Clone)]
+pub struct ChromiumConfig {
+    pub executable: PathBuf,
+    /// Where per-browser profiles are created (and leftovers looked for).
+    pub profile_root: PathBuf,
+    pub launch_timeout: Duration,
+}
+
+impl Default for ChromiumConfig {
+    fn default() -> Self {
+        ChromiumConfig {
+            executable: PathBuf::from("/usr/bin/chromium"),
+            profile_root: std::env::temp_dir(),
+            launch_timeout: Duration::from_secs(20),
+        }
+    }
+}
+
+pub struct ChromiumLauncher {
+    config: ChromiumConfig,
+}
+
+impl ChromiumLauncher {
+    pub fn new(config: ChromiumConfig) -> Self {
+        ChromiumLauncher { config }
+    }
+
+    pub fn config(&self) -> &ChromiumConfig {
+        &self.config
+    }
+}
+
+impl Launcher for ChromiumLauncher {
+    type Browser = ChromiumBrowser;
+
+    async fn launch(&self) -> anyhow::Result<ChromiumBrowser> {
+        let config = self.config.clone();
+        let process = tokio::task::spawn_blocking(move || {
+            process::ChromiumProcess::launch(
+                &config.executable,
+                &config.profile_root,
+                config.launch_timeout,
+            )
+        })
+        .await??;
+        ChromiumBrowser::connect(process).await
+    }
+}
+
+/// Loading state of the current page, written by its event tasks.
+#[derive(Debug, Clone, Default)]
+struct LoadState {
+    loading: bool,
+    /// Main-frame loads started, navigations committed (incl. back/forward-cache restores).
+    navigation_events: u64,
+    /// Main-frame loads finished.
+    loads_finished: u64,
+    crashed: bool,
+}
+
+struct CurrentPage {
+    page: Page,
+    load: watch::Receiver<LoadState>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+pub struct ChromiumBrowser {
+    browser: CdpBrowser,
+    handler: JoinHandle<()>,
+    browser_tasks: Vec<JoinHandle<()>>,
+    current: CurrentPage,
+    /// Older tabs stay open, as in a person's browser, but their event tasks are stopped.
+    background_tasks: Vec<JoinHandle<()>>,
+    incidents: Arc<Mutex<Incidents>>,
+    new_tabs: Arc<Mutex<Vec<TargetId>>>,
+    last_action: Instant,
+    expect_navigation: bool,
+    // Declared last: dropped after the CDP connection, it kills the process and removes the profile.
+    process: process::ChromiumProcess,
+}
+
+fn cdp_error(err: CdpError) -> PageError {
+    match err {
+        CdpError::Timeout => PageError::ActionTimeout,
+        CdpError::Ws(_) | CdpError::ChannelSendError(_) | CdpError::NoResponse => {
+            PageError::Disconnected(err.to_string())
+        }
+        other => PageError::ActionFailed(other.to_string()),
+    }
+}
+
+impl ChromiumBrowser {
+    async fn connect(process: process::ChromiumProcess) -> anyhow::Result<Self> {
+        let config = HandlerConfig {
+            // We set the viewport ourselves: chromiumoxide's emulation also turns on touch emulation.
+            viewport: None,
+            request_timeout: Duration::from_secs(30),
+            ..HandlerConfig::default()
+        };
+        let (browser, mut handler) =
+            CdpBrowser::connect_with_config(&process.websocket_url, config)
+                .await
+                .context("cannot connect to chromium's DevTools endpoint")?;
+        let handler = tokio::spawn(async move {
+            // Errors here are single messages chromiumoxide could not decode (Chromium 156 renamed a
+            // Network field); the connection goes on.
+            while let Some(event) = handler.next().await {
+                if let Err(err) = event {
+                    tracing::trace!("cdp handler: {err}");
+                }
+            }
+        });
+
+        browser
+            .execute(SetDownloadBehaviorParams {
+                behavior: SetDownloadBehaviorBehavior::Deny,
+                browser_context_id: None,
+                download_path: None,
+                events_enabled: Some(true),
+            })
+            .await
+            .context("cannot deny downloads")?;
+
+        let incidents = Arc::new(Mutex::new(Incidents::default()));
+        let new_tabs = Arc::new(Mutex::new(Vec::new()));
+        let first = first_page(&browser).await?;
+        let mut browser_tasks = Vec::new();
+
+        let mut downloads = browser.event_listener::<EventDownloadWillBegin>().await?;
+        let sink = incidents.clone();
+        browser_tasks.push(tokio::spawn(async move {
+            while let Some(event) = downloads.next().await {
+                if let Ok(mut incidents) = sink.lock() {
+                    incidents.downloads_denied.push(event.url.clone());
+                }
+            }
+        }));
+
+        let mut created = browser.event_listener::<EventTargetCreated>().await?;
+        let tabs = new_tabs.clone();
+        let mut known: HashSet<TargetId> = HashSet::from([first.target_id().clone()]);
+        browser_tasks.push(tokio::spawn(async move {
+            while let Some(event) = created.next().await {
+                let info = &event.target_info;
+                if info.r#type == "page" && known.insert(info.target_id.clone()) {
+                    if let Ok(mut tabs) = tabs.lock() {
+                        tabs.push(info.target_id.clone());
+                    }
+                }
+            }
+        }));
+
+        let current = prepare_page(first, incidents.clone()).await?;
+        let mut chromium = ChromiumBrowser {
+            browser,
+            handler,
+            browser_tasks,
+            current,
+            background_tasks: Vec::new(),
+            incidents,
+            new_tabs,
+            last_action: Instant::now(),
+            expect_navigation: false,
+            process,
+        };
+        chromium.verify_viewport().await?;
+        Ok(chromium)
+    }
+
+    /// The seed waits until the page reports exactly 800x600 at scale 1 before navigating.
+    async fn verify_viewport(&mut self) -> anyhow::Result<()> {
+        let wanted = serde_json::json!([VIEWPORT_WIDTH, VIEWPORT_HEIGHT, 1]);
+        let mut seen = Value::Null;
+        for _ in 0..40 {
+            seen = evaluate(
+                &self.current.page,
+                "[innerWidth, innerHeight, devicePixelRatio]".into(),
+                false,
+            )
+            .await
+            .unwrap_or(Value::Null);
+            if seen == wanted {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        bail!("the viewport is {seen} instead of {wanted}")
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
+    fn page(&self) -> Result<&Page, PageError> {
+        if self.current.load.borrow().crashed {
+            return Err(PageError::RendererCrashed);
+        }
+        Ok(&self.current.page)
+    }
+
+    fn acted(&mut self, may_navigate: bool) {
+        self.last_action = Instant::now();
+        self.expect_navigation = may_navigate;
+    }
+
+    async fn mouse(
+        &self,
+        kind: DispatchMouseEventType,
+        x: i64,
+        y: i64,
+        dy: Option<i64>,
+    ) -> Result<(), PageError> {
+        let mut params = DispatchMouseEventParams::new(kind.clone(), x as f64, y as f64);
+        match kind {
+            DispatchMouseEventType::MousePressed | DispatchMouseEventType::MouseReleased => {
+                params.button = Some(MouseButton::Left);
+                params.click_count = Some(1);
+                params.buttons = Some(i64::from(kind == DispatchMouseEventType::MousePressed));
+            }
+            DispatchMouseEventType::MouseWheel => {
+                params.delta_x = Some(0.0);
+                params.delta_y = dy.map(|dy| dy as f64);
+            }
+            DispatchMouseEventType::MouseMoved => {}
+        }
+        self.page()?.execute(params).await.map_err(cdp_error)?;
+        Ok(())
+    }
+
+    async fn key_event(&self, params: DispatchKeyEventParams) -> Result<(), PageError> {
+        self.page()?.execute(params).await.map_err(cdp_error)?;
+        Ok(())
+    }
+
+    async fn press_key(&self, key: Key) -> Result<(), PageError> {
+        let spec = key_spec(key);
+        let mut down = DispatchKeyEventParams::new(if spec.text.is_some() {
+            DispatchKeyEventType::KeyDown
+        } else {
+            DispatchKeyEventType::RawKeyDown
+        });
+        down.key = Some(spec.key.into());
+        down.code = Some(spec.code.into());
+        down.windows_virtual_key_code = Some(spec.key_code);
+        down.native_virtual_key_code = Some(spec.key_code);
+        down.modifiers = Some(spec.modifiers);
+        down.text = spec.text.map(Into::into);
+        down.unmodified_text = spec.text.map(Into::into);
+        let mut up = DispatchKeyEventParams::new(DispatchKeyEventType::KeyUp);
+        up.key = down.key.clone();
+        up.code = down.code.clone();
+        up.windows_virtual_key_code = down.windows_virtual_key_code;
+        up.native_virtual_key_code = down.native_virtual_key_code;
+        up.modifiers = down.modifiers;
+        self.key_event(down).await?;
+        self.key_event(up).await
+    }
+
+    async fn history(&self) -> Result<(i64, Vec<(i64, String)>), PageError> {
+        let history = self
+            .page()?
+            .execute(GetNavigationHistoryParams::default())
+            .await
+            .map_err(cdp_error)?;
+        let entries = history
+            .result
+            .entries
+            .iter()
+            .map(|entry| (entry.id, entry.url.clone()))
+            .collect();
+        Ok((history.result.current_index, entries))
+    }
+
+    async fn current_url(&self) -> Result<String, PageError> {
+        let (index, entries) = self.history().await?;
+        Ok(usize::try_from(index)
+            .ok()
+            .and_then(|i| entries.get(i))
+            .map(|(_, url)| url.clone())
+            .unwrap_or_default())
+    }
+
+    /// Wait (at most until `deadline`) for the current page's load state to satisfy `done`.
+    async fn wait_load(&mut self, deadline: Instant, done: impl Fn(&LoadState) -> bool) -> bool {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let mut load = self.current.load.clone();
+        let reached = tokio::time::timeout(remaining, load.wait_for(|s| done(s) || s.crashed))
+            .await
+            .is_ok_and(|waited| waited.is_ok());
+        reached
+    }
+}
+
+/// The tab Chromium opened at start (about:blank), or a new one.
+async fn first_page(browser: &CdpBrowser) -> anyhow::Result<Page> {
+    for _ in 0..40 {
+        if let Some(page) = browser.pages().await?.into_iter().next() {
+            return Ok(page);
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    Ok(browser.new_page("about:blank").await?)
+}
+
+/// Viewport, probe script, focus and event watchers for a page we are about to drive.
+async fn prepare_page(page: Page, incidents: Arc<Mutex<Incidents>>) -> anyhow::Result<CurrentPage> {
+    let metrics = SetDeviceMetricsOverrideParams::new(VIEWPORT_WIDTH, VIEWPORT_HEIGHT, 1.0, false);
+    page.execute(metrics).await?;
+    page.execute(AddScriptToEvaluateOnNewDocumentParams::new(PROBE_JS))
+        .await?;
+    // Documents that loaded before we attached (a new tab) get the probe now.
+    let _ = evaluate(&page, PROBE_JS.into(), false).await;
+    page.execute(BringToFrontParams::default()).await?;
+    let (tx, rx) = watch::channel(LoadState::default());
+    let tx = Arc::new(tx);
+    let main_frame = page.target_id().as_ref().to_string();
+    let mut tasks = Vec::new();
+
+    let mut started = page.event_listener::<EventFrameStartedLoading>().await?;
+    let (state, frame) = (tx.clone(), main_frame.clone());
+    tasks.push(tokio::spawn(async move {
+        while let Some(event) = started.next().await {
+            if event.frame_id.as_ref() == frame {
+                state.send_modify(|s| {
+                    s.loading = true;
+                    s.navigation_events += 1;
+                });
+            }
+        }
+    }));
+    let mut stopped = page.event_listener::<EventFrameStoppedLoading>().await?;
+    let (state, frame) = (tx.clone(), main_frame.clone());
+    tasks.push(tokio::spawn(async move {
+        while let Some(event) = stopped.next().await {
+            if event.frame_id.as_ref() == frame {
+                state.send_modify(|s| {
+                    s.loading = false;
+                    s.loads_finished += 1;
+                });
+            }
+        }
+    }));
+    let mut navigated = page.event_listener::<EventFrameNavigated>().await?;
+    let (state, sink) = (tx.clone(), incidents.clone());
+    tasks.push(tokio::spawn(async move {
+        while let Some(event) = navigated.next().await {
+            if event.frame.parent_id.is_none() {
+                state.send_modify(|s| s.navigation_events += 1);
+                if let Ok(mut incidents) = sink.lock() {
+                    incidents.navigated = true;
+                }
+            }
+        }
+    }));
+    let mut within = page
+        .event_listener::<EventNavigatedWithinDocument>()
+        .await?;
+    let sink = incidents.clone();
+    tasks.push(tokio::spawn(async move {
+        while within.next().await.is_some() {
+            if let Ok(mut incidents) = sink.lock() {
+                incidents.navigated = true;
+            }
+        }
+    }));
+    let mut crashed = page.event_listener::<EventTargetCrashed>().await?;
+    let state = tx.clone();
+    tasks.push(tokio::spawn(async move {
+        if crashed.next().await.is_some() {
+            state.send_modify(|s| s.crashed = true);
+        }
+    }));
+    let mut dialogs = page
+        .event_listener::<EventJavascriptDialogOpening>()
+        .await?;
+    let (dialog_page, sink) = (page.clone(), incidents);
+    tasks.push(tokio::spawn(async move {
+        while let Some(event) = dialogs.next().await {
+            // Accept every dialog (OK / leave page), answering prompts with their default text.
+            let mut answer = HandleJavaScriptDialogParams::new(true);
+            answer.prompt_text = event.default_prompt.clone();
+            let page = dialog_page.clone();
+            tokio::spawn(async move {
+                if let Err(err) = page.execute(answer).await {
+                    tracing::debug!("could not answer a dialog: {err}");
+                }
+            });
+            if let Ok(mut incidents) = sink.lock() {
+                let kind: &str = event.r#type.as_ref();
+                incidents
+                    .dialogs
+                    .push((kind.to_string(), event.message.chars().take(500).collect()));
+            }
+        }
+    }));
+    Ok(CurrentPage {
+        page,
+        load: rx,
+        tasks,
+    })
+}
+
+/// `Runtime.evaluate` in the page's current main-world context (no cached context id, so it never
+/// hits a context destroyed by a navigation that already happened).
+async fn evaluate(
+    page: &Page,
+    expression: String,
+    await_promise: bool,
+) -> Result<Value, PageError> {
+    let mut params = EvaluateParams::new(expression);
+    params.return_by_value = Some(true);
+    params.await_promise = Some(await_promise);
+    let reply = page.execute(params).await.map_err(cdp_error)?;
+    if let Some(exception) = &reply.result.exception_details {
+        return Err(PageError::ActionFailed(format!(
+            "script error: {}",
+            exception.text
+        )));
+    }
+    Ok(reply.result.result.value.clone().unwrap_or(Value::Null))
+}
+
+struct KeySpec {
+    key: &'static str,
+    code: &'static str,
+    key_code: i64,
+    text: Option<&'static str>,
+    modifiers: i64,
+}
+
+/// The nine keys of the action vocabulary as real key events. ENTER carries "\r" so it submits
+/// forms; CTRL+A is Control + "a", which Chromium maps to select-all by itself.
+fn key_spec(key: Key) -> KeySpec {
+    let spec = |key, code, key_code, text| KeySpec {
+        key,
+        code,
+        key_code,
+        text,
+        modifiers: 0,
+    };
+    match key {
+        Key::Enter => spec("Enter", "Enter", 13, Some("\r")),
+        Key::Tab => spec("Tab", "Tab", 9, None),
+        Key::Escape => spec("Escape", "Escape", 27, None),
+        Key::Backspace => spec("Backspace", "Backspace", 8, None),
+        Key::CtrlA => KeySpec {
+            modifiers: 2,
+            ..spec("a", "KeyA", 65, None)
+        },
+        Key::Up => spec("ArrowUp", "ArrowUp", 38, None),
+        Key::Down => spec("ArrowDown", "ArrowDown", 40, None),
+        Key::Left => spec("ArrowLeft", "ArrowLeft", 37, None),
+        Key::Right => spec("ArrowRight", "ArrowRight", 39, None),
+    }
+}
+
+impl Browser for ChromiumBrowser {
+    async fn goto(&mut self, url: &str, timeout: Duration) -> Result<(), PageError> {
+        let deadline = Instant::now() + timeout;
+        let finished_before = self.current.load.borrow().loads_finished;
+        let reply = self
+            .page()?
+            .execute(NavigateParams::new(url))
+            .await
+            .map_err(cdp_error)?;
+        self.acted(true);
+        if let Some(error) = &reply.result.error_text {
+            return Err(PageError::NavigationFailed(error.clone()));
+        }
+        if reply.result.loader_id.is_none() {
+            return Ok(()); // same-document navigation: nothing to load
+        }
+        if self
+            .wait_load(deadline, |s| {
+                !s.loading && s.loads_finished > finished_before
+            })
+            .await
+        {
+            Ok(())
+        } else if self.current.load.borrow().crashed {
+            Err(PageError::RendererCrashed)
+        } else {
+            Err(PageError::PageLoadTimeout)
+        }
+    }
+
+    async fn click(&mut self, x: i64, y: i64) -> Result<(), PageError> {
+        self.mouse(DispatchMouseEventType::MouseMoved, x, y, None)
+            .await?;
+        self.mouse(DispatchMouseEventType::MousePressed, x, y, None)
+            .await?;
+        self.mouse(DispatchMouseEventType::MouseReleased, x, y, None)
+            .await?;
+        self.acted(true);
+        Ok(())
+    }
+
+    async fn type_text(&mut self, text: &str) -> Result<(), PageError> {
+        let mut buffer = [0u8; 4];
+        for ch in text.chars() {
+            if ch == '\n' {
+                self.press_key(Key::Enter).await?;
+                continue;
+            }
+            let typed: &str = ch.encode_utf8(&mut buffer);
+            let mut down = DispatchKeyEventParams::new(DispatchKeyEventType::KeyDown);
+            down.key = Some(typed.to_string());
+            down.text = Some(typed.to_string());
+            down.unmodified_text = Some(typed.to_string());
+            let mut up = DispatchKeyEventParams::new(DispatchKeyEventType::KeyUp);
+            up.key = Some(typed.to_string());
+            self.key_event(down).await?;
+            self.key_event(up).await?;
+        }
+        self.acted(text.contains('\n'));
+        Ok(())
+    }
+
+    async fn press(&mut self, key: Key) -> Result<(), PageError> {
+        self.press_key(key).await?;
+        self.acted(matches!(key, Key::Enter));
+        Ok(())
+    }
+
+    async fn scroll(&mut self, x: i64, y: i64, dy: i64) -> Result<(), PageError> {
+        self.mouse(DispatchMouseEventType::MouseMoved, x, y, None)
+            .await?;
+        self.mouse(DispatchMouseEventType::MouseWheel, x, y, Some(dy))
+            .await?;
+        self.acted(false);
+        Ok(())
+    }
+
+    async fn back(&mut self) -> Result<bool, PageError> {
+        let (index, entries) = self.history().await?;
+        let previous = usize::try_from(index - 1).ok().and_then(|i| entries.get(i));
+        let Some((entry_id, _)) = previous else {
+            self.acted(false);
+            return Ok(false);
+        };
+        self.page()?
+            .execute(NavigateToHistoryEntryParams::new(*entry_id))
+            .await
+            .map_err(cdp_error)?;
+        self.acted(true);
+        Ok(true)
+    }
+
+    async fn settle(&mut self, bound: Duration) -> Result<SettleOutcome, PageError> {
+        let deadline = Instant::now() + bound;
+        let window = if self.expect_navigation {
+            NAVIGATION_WINDOW
+        } else {
+            Duration::ZERO
+        };
+        loop {
+            self.page()?;
+            if self.current.load.borrow().loading && !self.wait_load(deadline, |s| !s.loading).await
+            {
+                return Ok(SettleOutcome::Bounded);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(SettleOutcome::Bounded);
+            }
+            let before = self.current.load.borrow().navigation_events;
+            let min_ms = window
+                .saturating_sub(now.duration_since(self.last_action))
+                .as_millis();
+            let max_ms = deadline.duration_since(now).as_millis();
+            let expression =
+                format!("{PROBE_JS}; window.__browserenv.settle({QUIET_MS}, {min_ms}, {max_ms})");
+            let result = evaluate(&self.current.page, expression, true).await;
+            let navigated = self.current.load.borrow().navigation_events != before;
+            match result {
+                Ok(value) if !navigated => {
+                    return Ok(if value["bounded"] == Value::Bool(true) {
+                        SettleOutcome::Bounded
+                    } else {
+                        SettleOutcome::Quiet
+                    });
+                }
+                // A navigation replaced the document under the probe: settle the new one.
+                _ => tokio::time::sleep(Duration::from_millis(5)).await,
+            }
+        }
+    }
+
+    async fn follow_new_tab(&mut self) -> Result<(), PageError> {
+        let newest = self
+            .new_tabs
+            .lock()
+            .map(|mut tabs| {
+                let newest = tabs.pop();
+                tabs.clear();
+                newest
+            })
+            .unwrap_or(None);
+        let Some(target) = newest else { return Ok(()) };
+        let mut page = None;
+        for _ in 0..80 {
+            if let Ok(found) = self.browser.get_page(target.clone()).await {
+                page = Some(found);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        let Some(page) = page else {
+            tracing::warn!("a new tab opened but could not be attached");
+            return Ok(());
+        };
+        let prepared = prepare_page(page, self.incidents.clone())
+            .await
+            .map_err(|err| PageError::ActionFailed(format!("cannot follow the new tab: {err}")))?;
+        let previous = std::mem::replace(&mut self.current, prepared);
+        self.background_tasks.extend(previous.tasks);
+        for task in &self.background_tasks {
+            task.abort();
+        }
+        self.background_tasks.clear();
+        if let Ok(mut incidents) = self.incidents.lock() {
+            incidents.tab_switches += 1;
+        }
+        // The tab may still be on its initial about:blank; give its first navigation time to start.
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < deadline {
+            if !matches!(
+                self.current_url().await.as_deref(),
+                Ok("about:blank") | Ok("")
+            ) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.acted(true);
+        Ok(())
+    }
+
+    async fn facts(&mut self) -> Result<PageFacts, PageError> {
+        // The URL comes from the browser process, so it is known even when the renderer is hung.
+        let url = self.current_url().await?;
+        let script = format!("{PROBE_JS}; window.__browserenv.facts({MAX_TEXT_CHARS})");
+        let read =
+            tokio::time::timeout(FACTS_TIMEOUT, evaluate(&self.current.page, script, false)).await;
+        let mut facts = PageFacts {
+            url,
+            ..PageFacts::default()
+        };
+        if let Ok(Ok(value)) = read {
+            facts.title = value["title"].as_str().unwrap_or_default().to_string();
+            facts.text = value["text"].as_str().unwrap_or_default().to_string();
+            if let (Some(blocked), Ok(mut incidents)) =
+                (value["blocked"].as_array(), self.incidents.lock())
+            {
+                incidents
+                    .navigations_blocked
+                    .extend(blocked.iter().filter_map(Value::as_str).map(str::to_string));
+            }
+        }
+        Ok(facts)
+    }
+
+    async fn screenshot(&mut self) -> Result<String, PageError> {
+        let params = CaptureScreenshotParams {
+            format: Some(CaptureScreenshotFormat::Png),
+            from_surface: Some(true),
+            capture_beyond_viewport: Some(false),
+            ..CaptureScreenshotParams::default()
+        };
+        let reply = self.page()?.execute(params).await.map_err(cdp_error)?;
+        // Already base64 on the wire from Chromium: pass it through.
+        Ok(reply.result.data.clone().into())
+    }
+
+    fn take_incidents(&mut self) -> Incidents {
+        self.incidents
+            .lock()
+            .map(|mut incidents| std::mem::take(&mut *incidents))
+            .unwrap_or_default()
+    }
+
+    async fn close(self) {
+        // Dropping kills the process group and removes the profile; nothing to wait for.
+        drop(self);
+    }
+}
+
+impl Drop for ChromiumBrowser {
+    fn drop(&mut self) {
+        for task in self
+            .current
+            .tasks
+            .iter()
+            .chain(&self.browser_tasks)
+            .chain(&self.background_tasks)
+        {
+            task.abort();
+        }
+        self.handler.abort();
+    }
+}

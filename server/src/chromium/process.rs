@@ -1,0 +1,352 @@
+//! Chromium processes and their profiles: launched by us (not by chromiumoxide) so that
+//! - each browser gets the kernel's parent-death signal: a SIGKILLed server leaves no browser behind;
+//! - each browser leads its own process group: closing kills renderers and helpers with it;
+//! - every live browser is in a registry that shutdown empties;
+//! - profiles carry the server's pid in their name, so the next start can remove what a killed
+//!   server left behind.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Mutex, OnceLock};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context};
+
+/// Prefix of every profile directory: `browserenv-<server pid>-<uuid>`.
+const PROFILE_PREFIX: &str = "browserenv-";
+
+/// The flags that keep Chromium quiet and deterministic on a closed network (measured; see design.md).
+const FLAGS: &[&str] = &[
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,PasswordLeakDetection",
+    // Chromedriver (the seed's Selenium) disables the popup blocker too: window.open from a click works.
+    "--disable-popup-blocking",
+    // An animated wheel scroll would still be moving when the screenshot is taken.
+    "--disable-smooth-scrolling",
+    "--password-store=basic",
+    "--use-mock-keychain",
+    "--mute-audio",
+    "--window-size=800,600",
+    "--remote-debugging-port=0",
+    "about:blank",
+];
+
+/// Profile preferences: no password manager, no download prompt.
+const PREFERENCES: &str = r#"{"credentials_enable_service":false,"profile":{"password_manager_enabled":false,"password_manager_leak_detection":false},"download":{"prompt_for_download":false},"safebrowsing":{"enabled":false}}"#;
+
+/// A launched Chromium: its process and profile. Dropping it kills the process group and removes
+/// the profile (off the async runtime).
+pub struct ChromiumProcess {
+    pid: u32,
+    profile: PathBuf,
+    /// Taken by `Drop` to reap the process.
+    child: Option<Child>,
+    pub websocket_url: String,
+}
+
+fn live() -> &'static Mutex<HashMap<u32, PathBuf>> {
+    static LIVE: OnceLock<Mutex<HashMap<u32, PathBuf>>> = OnceLock::new();
+    LIVE.get_or_init(Default::default)
+}
+
+type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
+
+/// The kernel sends the parent-death signal when the *thread* that forked the child exits, so every
+/// browser is forked from one thread that lives as long as the server.
+fn spawner() -> &'static Mutex<mpsc::Sender<SpawnRequest>> {
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
+    SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<SpawnRequest>();
+        std::thread::Builder::new()
+            .name("chromium-spawner".into())
+            .spawn(move || {
+                for (mut command, reply) in rx {
+                    let _ = reply.send(command.spawn());
+                }
+            })
+            .expect("cannot start the chromium spawner thread");
+        Mutex::new(tx)
+    })
+}
+
+impl ChromiumProcess {
+    /// Start Chromium with a fresh profile and wait for its DevTools endpoint. Blocking: call from
+    /// `spawn_blocking`.
+    pub fn launch(
+        executable: &Path,
+        profile_root: &Path,
+        timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        let profile = profile_root.join(format!(
+            "{PROFILE_PREFIX}{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        ));
+        std::fs::create_dir_all(profile.join("Default"))
+            .with_context(|| format!("cannot create the profile {}", profile.display()))?;
+        std::fs::write(profile.join("Default").join("Preferences"), PREFERENCES)?;
+
+        let mut command = Command::new(executable);
+        command
+            .args(FLAGS)
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                libc::setpgid(0, 0);
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                // The server may have died between fork and prctl.
+                if libc::getppid() != parent {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+        let (reply_tx, reply_rx) = mpsc::channel();
+        spawner()
+            .lock()
+            .map_err(|_| anyhow!("chromium spawner poisoned"))?
+            .send((command, reply_tx))
+            .map_err(|_| anyhow!("chromium spawner stopped"))?;
+        let spawned = reply_rx
+            .recv()
+            .map_err(|_| anyhow!("chromium spawner stopped"))?;
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(err) => {
+                let _ = std::fs::remove_dir_all(&profile);
+                return Err(err).with_context(|| {
+                    format!(
+                        "cannot run {} (install it with `apt-get install chromium` or pass --chromium PATH)",
+                        executable.display()
+                    )
+                });
+            }
+        };
+        let pid = child.id();
+        if let Ok(mut map) = live().lock() {
+            map.insert(pid, profile.clone());
+        }
+        let stderr = child.stderr.take().context("chromium stderr")?;
+        let mut process = ChromiumProcess {
+            pid,
+            profile,
+            child: Some(child),
+            websocket_url: String::new(),
+        };
+        process.websocket_url = read_devtools_url(stderr, timeout)?;
+        Ok(process)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+}
+
+/// Chromium prints `DevTools listening on ws://…` on stderr once it is ready. The rest of stderr is
+/// drained by the same thread so Chromium never blocks on a full pipe.
+fn read_devtools_url(
+    stderr: std::process::ChildStderr,
+    timeout: Duration,
+) -> anyhow::Result<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("chromium-stderr".into())
+        .spawn(move || {
+            let mut tail = Vec::new();
+            let mut sent = false;
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if !sent {
+                    if let Some(url) = line.split("DevTools listening on ").nth(1) {
+                        sent = true;
+                        let _ = tx.send(Ok(url.trim().to_string()));
+                        continue;
+                    }
+                    tail.push(line);
+                } else {
+                    tracing::trace!(target: "chromium", "{line}");
+                }
+            }
+            if !sent {
+                let _ = tx.send(Err(tail.join("\n")));
+            }
+        })?;
+    match rx.recv_timeout(timeout) {
+        Ok(Ok(url)) => Ok(url),
+        Ok(Err(output)) => bail!("chromium exited before it was ready: {output}"),
+        Err(_) => bail!("chromium did not open its DevTools endpoint within {timeout:?}"),
+    }
+}
+
+impl Drop for ChromiumProcess {
+    fn drop(&mut self) {
+        kill_group(self.pid);
+        let child = self.child.take();
+        let profile = std::mem::take(&mut self.profile);
+        let pid = self.pid;
+        // Reaping and deleting the profile can take a few ms; keep it off the caller's path.
+        let cleanup = move || {
+            if let Some(mut child) = child {
+                let _ = child.wait();
+            }
+            remove_profile(&profile);
+            if let Ok(mut map) = live().lock() {
+                map.remove(&pid);
+            }
+        };
+        if std::thread::Builder::new()
+            .name("chromium-cleanup".into())
+            .spawn(cleanup)
+            .is_err()
+        {
+            tracing::warn!("could not start a cleanup thread for chromium {pid}");
+        }
+    }
+}
+
+fn kill_group(pid: u32) {
+    // SAFETY: plain syscalls on a process group we created.
+    unsafe {
+        libc::killpg(pid as libc::pid_t, libc::SIGKILL);
+    }
+}
+
+fn remove_profile(profile: &Path) {
+    if profile.as_os_str().is_empty() {
+        return;
+    }
+    // Chromium's helpers may still be writing for a moment after the kill.
+    for _ in 0..5 {
+        match std::fs::remove_dir_all(profile) {
+            Ok(()) => return,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return,
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    tracing::warn!("could not remove the profile {}", profile.display());
+}
+
+/// Kill every browser this server still has and remove their profiles. Called on shutdown.
+pub fn shutdown_all() {
+    let entries: Vec<(u32, PathBuf)> = live()
+        .lock()
+        .map(|map| map.iter().map(|(pid, path)| (*pid, path.clone())).collect())
+        .unwrap_or_default();
+    for (pid, profile) in entries {
+        kill_group(pid);
+        // SAFETY: reap if it is our child; harmless otherwise.
+        unsafe {
+            libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), 0);
+        }
+        remove_profile(&profile);
+        if let Ok(mut map) = live().lock() {
+            map.remove(&pid);
+        }
+    }
+}
+
+/// How many browsers are alive (launched and not yet cleaned up).
+pub fn live_count() -> usize {
+    live().lock().map(|map| map.len()).unwrap_or(0)
+}
+
+fn pid_alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    unsafe { libc::kill(pid, 0) == 0 || *libc::__errno_location() == libc::EPERM }
+}
+
+/// Remove what an earlier server that was killed left behind: Chromium processes still running
+/// with a profile of a dead server, and the profiles themselves. Returns how many were cleaned.
+pub fn clean_leftovers(profile_root: &Path) -> usize {
+    let owner_of = |name: &str| -> Option<i32> {
+        name.strip_prefix(PROFILE_PREFIX)?
+            .split('-')
+            .next()?
+            .parse()
+            .ok()
+    };
+    let mut cleaned = 0;
+    let Ok(entries) = std::fs::read_dir(profile_root) else {
+        return 0;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let Some(owner) = owner_of(&name) else {
+            continue;
+        };
+        if owner as u32 == std::process::id() || pid_alive(owner) {
+            continue;
+        }
+        kill_processes_using(&entry.path());
+        remove_profile(&entry.path());
+        cleaned += 1;
+    }
+    cleaned
+}
+
+/// Kill processes whose command line names this profile (an orphan that escaped the death signal).
+fn kill_processes_using(profile: &Path) {
+    let needle = format!("--user-data-dir={}", profile.display());
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for proc_entry in procs.flatten() {
+        let Ok(pid) = proc_entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(proc_entry.path().join("cmdline")) else {
+            continue;
+        };
+        if cmdline
+            .split(|b| *b == 0)
+            .any(|arg| arg == needle.as_bytes())
+        {
+            // SAFETY: killing a leftover browser of ours.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leftovers_of_dead_servers_are_removed_and_live_ones_kept() {
+        let root =
+            std::env::temp_dir().join(format!("browserenv-test-root-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&root).unwrap();
+        // pid 1 never belongs to a test server but is alive; a huge pid is dead.
+        let alive = root.join(format!("{PROFILE_PREFIX}1-abc"));
+        let dead = root.join(format!("{PROFILE_PREFIX}999999999-abc"));
+        let mine = root.join(format!("{PROFILE_PREFIX}{}-abc", std::process::id()));
+        let unrelated = root.join("something-else");
+        for dir in [&alive, &dead, &mine, &unrelated] {
+            std::fs::create_dir_all(dir.join("Default")).unwrap();
+        }
+        assert_eq!(clean_leftovers(&root), 1);
+        assert!(!dead.exists());
+        assert!(alive.exists() && mine.exists() && unrelated.exists());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

@@ -1,0 +1,184 @@
+//! Command-line flags of `browserenv-server`. Every setting also reads the environment variable
+//! of the seed's name, so the same image runs under Docker, HF Sandbox and plain shells.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+
+use crate::chromium::{self, ChromiumConfig, ChromiumLauncher};
+use crate::settings::{max_steps_in_range, seconds_in_range, EnvSettings, SettleMode};
+use crate::ServerConfig;
+
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "browserenv-server",
+    version,
+    about = "OpenEnv browser environment server (real headless Chromium)"
+)]
+pub struct Cli {
+    /// Address to bind. Loopback by default: pages in the browser are untrusted.
+    #[arg(long, env = "BROWSER_HOST", default_value = "127.0.0.1")]
+    pub host: String,
+    /// TCP port (0 picks a free one).
+    #[arg(long, env = "SBX_SERVICE_PORT", default_value_t = 8000)]
+    pub port: u16,
+    /// Listen on the Unix socket `<DIR>/<port>.sock` instead of TCP (the HF Sandbox proxy).
+    #[arg(long = "unix-dir", env = "SBX_PROXY_DIR")]
+    pub unix_dir: Option<PathBuf>,
+    /// Sessions (browsers) at once; one more connection gets CAPACITY_REACHED.
+    #[arg(long, env = "BROWSER_MAX_SESSIONS", default_value_t = 4)]
+    pub max_sessions: usize,
+    /// Steps per episode, 1..=200.
+    #[arg(long, env = "BROWSER_MAX_STEPS", default_value_t = 20)]
+    pub max_steps: u64,
+    /// Seconds slept after each action (fixed settle) or the bound of the adaptive settle, 0..=10.
+    #[arg(long, env = "BROWSER_ACTION_WAIT_SECONDS", default_value_t = 1.5)]
+    pub action_wait: f64,
+    /// Seconds the `wait` action sleeps, 0..=10.
+    #[arg(long, env = "BROWSER_EXPLICIT_WAIT_SECONDS", default_value_t = 3.0)]
+    pub explicit_wait: f64,
+    /// adaptive: screenshot as soon as the page is quiet; fixed: sleep exactly like the seed.
+    #[arg(long, env = "BROWSER_SETTLE", value_enum, default_value = "adaptive")]
+    pub settle: SettleMode,
+    /// Seconds before a page load gives `page_load_timeout`, 1..=120.
+    #[arg(
+        long,
+        env = "BROWSER_PAGE_LOAD_TIMEOUT_SECONDS",
+        default_value_t = 30.0
+    )]
+    pub page_load_timeout: f64,
+    /// Seconds an input event may take before `action_timeout`, 1..=60.
+    #[arg(long, env = "BROWSER_ACTION_TIMEOUT_SECONDS", default_value_t = 10.0)]
+    pub action_timeout: f64,
+    /// Seconds a screenshot may take before `renderer_timeout` ends the episode, 1..=60.
+    #[arg(
+        long,
+        env = "BROWSER_SCREENSHOT_TIMEOUT_SECONDS",
+        default_value_t = 10.0
+    )]
+    pub screenshot_timeout: f64,
+    /// The Chromium executable.
+    #[arg(long, env = "BROWSER_CHROMIUM", default_value = "/usr/bin/chromium")]
+    pub chromium: PathBuf,
+    /// Do not keep a browser launched ahead of the next reset.
+    #[arg(long, env = "BROWSER_NO_WARM_SPARE")]
+    pub no_warm_spare: bool,
+}
+
+impl Cli {
+    /// Validate every setting; the error names the setting, as the seed's construction does.
+    pub fn server_config(&self) -> Result<ServerConfig, String> {
+        if !(1..=64).contains(&self.max_sessions) {
+            return Err(format!(
+                "BROWSER_MAX_SESSIONS must be between 1 and 64, got {}",
+                self.max_sessions
+            ));
+        }
+        let settings = EnvSettings {
+            max_steps: max_steps_in_range(self.max_steps)?,
+            action_wait: seconds_in_range(
+                "BROWSER_ACTION_WAIT_SECONDS",
+                self.action_wait,
+                0.0,
+                10.0,
+            )?,
+            explicit_wait: seconds_in_range(
+                "BROWSER_EXPLICIT_WAIT_SECONDS",
+                self.explicit_wait,
+                0.0,
+                10.0,
+            )?,
+            settle: self.settle,
+            page_load_timeout: seconds_in_range(
+                "BROWSER_PAGE_LOAD_TIMEOUT_SECONDS",
+                self.page_load_timeout,
+                1.0,
+                120.0,
+            )?,
+            action_timeout: seconds_in_range(
+                "BROWSER_ACTION_TIMEOUT_SECONDS",
+                self.action_timeout,
+                1.0,
+                60.0,
+            )?,
+            screenshot_timeout: seconds_in_range(
+                "BROWSER_SCREENSHOT_TIMEOUT_SECONDS",
+                self.screenshot_timeout,
+                1.0,
+                60.0,
+            )?,
+        };
+        Ok(ServerConfig {
+            settings,
+            max_sessions: self.max_sessions,
+            warm_spare: !self.no_warm_spare,
+        })
+    }
+
+    pub fn chromium_config(&self) -> ChromiumConfig {
+        ChromiumConfig {
+            executable: self.chromium.clone(),
+            ..ChromiumConfig::default()
+        }
+    }
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate => {}
+    }
+    tracing::info!("shutting down");
+}
+
+/// Bind, announce the address on stdout (one line, for scripts and tests), serve until a signal.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let config = cli.server_config().map_err(anyhow::Error::msg)?;
+    let chromium_config = cli.chromium_config();
+    if !chromium_config.executable.exists() {
+        anyhow::bail!(
+            "Chromium not found at {} (install it: `sudo apt-get install chromium`, or pass --chromium PATH)",
+            chromium_config.executable.display()
+        );
+    }
+    let cleaned = chromium::clean_leftovers(&chromium_config.profile_root);
+    if cleaned > 0 {
+        tracing::info!("removed {cleaned} browser profiles left by a server that was killed");
+    }
+    let launcher = ChromiumLauncher::new(chromium_config);
+    let result = match &cli.unix_dir {
+        Some(dir) => {
+            let path = dir.join(format!("{}.sock", cli.port));
+            let _ = std::fs::remove_file(&path);
+            let listener = tokio::net::UnixListener::bind(&path)
+                .with_context(|| format!("cannot listen on {}", path.display()))?;
+            println!("browserenv-server listening on unix:{}", path.display());
+            crate::serve(listener, launcher, config, shutdown_signal()).await
+        }
+        None => {
+            let listener = tokio::net::TcpListener::bind((cli.host.as_str(), cli.port))
+                .await
+                .with_context(|| format!("cannot listen on {}:{}", cli.host, cli.port))?;
+            println!(
+                "browserenv-server listening on http://{}",
+                listener.local_addr()?
+            );
+            crate::serve(listener, launcher, config, shutdown_signal()).await
+        }
+    };
+    // Whatever is still alive (a session mid-close, the spare) goes now.
+    tokio::task::spawn_blocking(chromium::shutdown_all).await?;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    result
+}

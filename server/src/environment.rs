@@ -1,0 +1,634 @@
+//! The episode logic: what `reset`, `step` and `state` mean, independent of transport and of the
+//! browser implementation. This is where an action becomes browser calls, where settling and the
+//! seed's end conditions (finish, step limit, bot verification, renderer timeout) are applied, and
+//! where every browser call is bounded so a hung page becomes an error code instead of a hang.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use browserenv::models::{
+    BrowserAction, BrowserObservation, BrowserState, Op, StepResult, VIEWPORT_HEIGHT,
+    VIEWPORT_WIDTH,
+};
+
+use crate::browser::{Browser, Incidents, Launcher, PageError, SettleOutcome};
+use crate::settings::{EnvSettings, SettleMode};
+use crate::verification::is_bot_verification;
+
+/// A failure of the environment itself (not of the page): the wire's `EXECUTION_ERROR`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EnvError(pub String);
+
+/// Where the wheel turns when nothing was clicked yet: the viewport centre.
+const VIEWPORT_CENTRE: (i64, i64) = (VIEWPORT_WIDTH / 2, VIEWPORT_HEIGHT / 2);
+
+/// Check a reset URL the way the seed does: http(s), a host, no user or password.
+pub fn check_start_url(raw: &str) -> Result<url::Url, EnvError> {
+    let rejected = || EnvError("expected an HTTP(S) URL without credentials".into());
+    let url = url::Url::parse(raw).map_err(|_| rejected())?;
+    let has_host = url.host_str().is_some_and(|h| !h.is_empty());
+    if matches!(url.scheme(), "http" | "https")
+        && has_host
+        && url.username().is_empty()
+        && url.password().is_none()
+    {
+        Ok(url)
+    } else {
+        Err(rejected())
+    }
+}
+
+struct Episode<B> {
+    browser: B,
+    done: bool,
+    /// The last clicked pixel: where the wheel scrolls, like a person's pointer resting there.
+    pointer: Option<(i64, i64)>,
+}
+
+/// One session's environment: at most one live episode, each with its own private browser.
+pub struct Environment<L: Launcher> {
+    launcher: Arc<L>,
+    settings: EnvSettings,
+    episode: Option<Episode<L::Browser>>,
+    state: BrowserState,
+}
+
+/// Timings of one observation, reported in metadata.
+#[derive(Default)]
+struct Timings {
+    action: Duration,
+    settle: Duration,
+    screenshot: Duration,
+}
+
+impl<L: Launcher> Environment<L> {
+    pub fn new(launcher: Arc<L>, settings: EnvSettings) -> Self {
+        Environment {
+            launcher,
+            settings,
+            episode: None,
+            state: BrowserState::default(),
+        }
+    }
+
+    pub fn settings(&self) -> &EnvSettings {
+        &self.settings
+    }
+
+    pub fn state(&self) -> BrowserState {
+        self.state.clone()
+    }
+
+    /// Start a new episode. Keyword arguments as on the wire: `start_url` (required), `episode_id`,
+    /// `seed` (accepted, unused: a live web page has no seed); unknown ones are ignored.
+    pub async fn reset(&mut self, kwargs: &Map<String, Value>) -> Result<StepResult, EnvError> {
+        let started = Instant::now();
+        let start_url = match kwargs.get("start_url") {
+            Some(Value::String(url)) => check_start_url(url)?,
+            Some(_) | None => {
+                return Err(EnvError(
+                    "reset needs start_url: an HTTP(S) URL without credentials".into(),
+                ))
+            }
+        };
+        let episode_id = match kwargs.get("episode_id") {
+            None | Some(Value::Null) => uuid::Uuid::new_v4().to_string(),
+            Some(Value::String(id)) => id.clone(),
+            Some(other) => other.to_string(),
+        };
+        // The seed closes the previous episode first; bad input above has not touched it.
+        self.close().await;
+        let browser = self.launcher.launch().await.map_err(|err| {
+            tracing::error!("browser launch failed: {err:#}");
+            EnvError(format!("the browser failed to start: {err}"))
+        })?;
+        self.state = BrowserState {
+            episode_id: Some(episode_id),
+            step_count: 0,
+        };
+        let mut episode = Episode {
+            browser,
+            done: false,
+            pointer: None,
+        };
+        let mut timings = Timings::default();
+        let action_started = Instant::now();
+        let load = bounded(
+            self.settings.page_load_timeout + Duration::from_secs(5),
+            PageError::PageLoadTimeout,
+            episode
+                .browser
+                .goto(start_url.as_str(), self.settings.page_load_timeout),
+        )
+        .await;
+        timings.action = action_started.elapsed();
+        let result = self
+            .observe(&mut episode, load.err(), true, timings, started)
+            .await;
+        self.episode = Some(episode);
+        Ok(result)
+    }
+
+    pub async fn step(&mut self, action: &BrowserAction) -> Result<StepResult, EnvError> {
+        let started = Instant::now();
+        let settings = self.settings.clone();
+        let episode = match self.episode.as_mut() {
+            Some(episode) if !episode.done => episode,
+            _ => return Err(EnvError("reset before stepping".into())),
+        };
+        self.state.step_count += 1;
+        let mut timings = Timings::default();
+        let mut settle_needed = true;
+        let browser = &mut episode.browser;
+        let limit = settings.action_timeout;
+        let timeout = PageError::ActionTimeout;
+        let outcome = match action.op {
+            Op::Click => {
+                let (x, y) = (action.x.unwrap_or(0), action.y.unwrap_or(0));
+                episode.pointer = Some((x, y));
+                bounded(limit, timeout, browser.click(x, y)).await
+            }
+            Op::Type => bounded(limit, timeout, browser.type_text(&action.text)).await,
+            Op::Key => match action.key_name() {
+                Some(key) => bounded(limit, timeout, browser.press(key)).await,
+                // Validated earlier; kept total so a bad action can never panic the session.
+                None => return Err(EnvError(format!("unknown key {:?}", action.text))),
+            },
+            Op::Scroll => {
+                let (x, y) = episode.pointer.unwrap_or(VIEWPORT_CENTRE);
+                bounded(limit, timeout, browser.scroll(x, y, action.dy)).await
+            }
+            Op::Back => bounded(limit, timeout, browser.back()).await.map(|_| ()),
+            Op::Wait => {
+                tokio::time::sleep(settings.explicit_wait).await;
+                settle_needed = false;
+                Ok(())
+            }
+            Op::Finish => {
+                episode.done = true;
+                settle_needed = false;
+                Ok(())
+            }
+        };
+        timings.action = started.elapsed();
+        let error = outcome.err();
+        let settle = settle_needed && !error.as_ref().is_some_and(PageError::ends_episode);
+        let result = self.observe_current(error, settle, timings, started).await;
+        Ok(result)
+    }
+
+    async fn observe_current(
+        &mut self,
+        error: Option<PageError>,
+        settle: bool,
+        timings: Timings,
+        started: Instant,
+    ) -> StepResult {
+        let mut episode = self.episode.take().expect("observe needs an episode");
+        let result = self
+            .observe(&mut episode, error, settle, timings, started)
+            .await;
+        self.episode = Some(episode);
+        result
+    }
+
+    /// Settle, follow new tabs, read the page and take the screenshot; apply the end conditions.
+    async fn observe(
+        &mut self,
+        episode: &mut Episode<L::Browser>,
+        mut error: Option<PageError>,
+        settle: bool,
+        mut timings: Timings,
+        started: Instant,
+    ) -> StepResult {
+        let settings = &self.settings;
+        let browser = &mut episode.browser;
+        let mut settle_outcome = None;
+        if settle {
+            let settle_started = Instant::now();
+            let _ = bounded(
+                settings.action_timeout,
+                PageError::ActionTimeout,
+                browser.follow_new_tab(),
+            )
+            .await;
+            match settings.settle {
+                SettleMode::Fixed => tokio::time::sleep(settings.action_wait).await,
+                SettleMode::Adaptive => {
+                    let bound = settings.action_wait + Duration::from_secs(2);
+                    match bounded(
+                        bound,
+                        PageError::RendererTimeout,
+                        browser.settle(settings.action_wait),
+                    )
+                    .await
+                    {
+                        Ok(outcome) => settle_outcome = Some(outcome),
+                        // A page that cannot even answer the settle probe gets judged by the screenshot.
+                        Err(err) => tracing::debug!("settle failed: {err}"),
+                    }
+                }
+            }
+            // A tab opened by a delayed handler becomes the page too.
+            let _ = bounded(
+                settings.action_timeout,
+                PageError::ActionTimeout,
+                browser.follow_new_tab(),
+            )
+            .await;
+            timings.settle = settle_started.elapsed();
+        }
+
+        let facts = bounded(
+            settings.action_timeout,
+            PageError::RendererTimeout,
+            browser.facts(),
+        )
+        .await;
+        let shot_started = Instant::now();
+        let screenshot = bounded(
+            settings.screenshot_timeout,
+            PageError::RendererTimeout,
+            browser.screenshot(),
+        )
+        .await;
+        timings.screenshot = shot_started.elapsed();
+        let incidents = browser.take_incidents();
+
+        let facts = facts.unwrap_or_default();
+        let mut error_detail = None;
+        if let Some(
+            PageError::NavigationFailed(detail)
+            | PageError::ActionFailed(detail)
+            | PageError::Disconnected(detail),
+        ) = &error
+        {
+            error_detail = Some(detail.clone());
+        }
+        let screenshot = match screenshot {
+            Ok(png) => png,
+            Err(err) => {
+                // The seed: no picture means the renderer is gone; end the episode.
+                episode.done = true;
+                error = Some(match err {
+                    PageError::RendererCrashed | PageError::Disconnected(_) => err,
+                    _ => PageError::RendererTimeout,
+                });
+                String::new()
+            }
+        };
+        if error.as_ref().is_some_and(PageError::ends_episode) {
+            episode.done = true;
+        }
+        let mut code = error.as_ref().map(|e| e.code().to_string());
+        if code.is_none() || !episode.done {
+            if is_bot_verification(&facts.text) {
+                episode.done = true;
+                code = Some("blocked_by_bot_verification".into());
+            } else if code.is_none() && !incidents.navigations_blocked.is_empty() {
+                code = Some("navigation_blocked".into());
+            } else if code.is_none() && !incidents.downloads_denied.is_empty() {
+                code = Some("download_blocked".into());
+            }
+        }
+        if self.state.step_count >= settings.max_steps {
+            episode.done = true;
+        }
+
+        let metadata = metadata(
+            &facts.title,
+            self.state.step_count,
+            settings,
+            settle_outcome,
+            &timings,
+            started.elapsed(),
+            &incidents,
+            error_detail,
+        );
+        StepResult {
+            observation: BrowserObservation {
+                metadata,
+                screenshot,
+                url: facts.url,
+                error: code.unwrap_or_default(),
+            },
+            reward: Some(0.0),
+            done: episode.done,
+        }
+    }
+
+    /// End the current episode and release its browser.
+    pub async fn close(&mut self) {
+        if let Some(episode) = self.episode.take() {
+            episode.browser.close().await;
+        }
+    }
+}
+
+/// Run a browser call with a deadline; past it, the call is abandoned and `on_timeout` reported.
+async fn bounded<T>(
+    limit: Duration,
+    on_timeout: PageError,
+    future: impl Future<Output = Result<T, PageError>>,
+) -> Result<T, PageError> {
+    match tokio::time::timeout(limit, future).await {
+        Ok(result) => result,
+        Err(_) => Err(on_timeout),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn metadata(
+    title: &str,
+    step: u64,
+    settings: &EnvSettings,
+    settle: Option<SettleOutcome>,
+    timings: &Timings,
+    total: Duration,
+    incidents: &Incidents,
+    error_detail: Option<String>,
+) -> Map<String, Value> {
+    let ms = |d: Duration| (d.as_secs_f64() * 1000.0 * 10.0).round() / 10.0;
+    let settle_name = match (settings.settle, settle) {
+        (SettleMode::Fixed, _) => "fixed",
+        (SettleMode::Adaptive, Some(SettleOutcome::Quiet)) => "quiet",
+        (SettleMode::Adaptive, Some(SettleOutcome::Bounded)) => "bounded",
+        (SettleMode::Adaptive, None) => "none",
+    };
+    let mut map = Map::new();
+    map.insert("title".into(), json!(title));
+    map.insert("step".into(), json!(step));
+    map.insert("settle".into(), json!(settle_name));
+    map.insert(
+        "timings_ms".into(),
+        json!({
+            "action": ms(timings.action),
+            "settle": ms(timings.settle),
+            "screenshot": ms(timings.screenshot),
+            "total": ms(total),
+        }),
+    );
+    if !incidents.dialogs.is_empty() {
+        let dialogs: Vec<Value> = incidents
+            .dialogs
+            .iter()
+            .map(|(kind, message)| json!({"type": kind, "message": message}))
+            .collect();
+        map.insert("dialogs".into(), Value::Array(dialogs));
+    }
+    if !incidents.downloads_denied.is_empty() {
+        map.insert("downloads_denied".into(), json!(incidents.downloads_denied));
+    }
+    if !incidents.navigations_blocked.is_empty() {
+        map.insert(
+            "navigations_blocked".into(),
+            json!(incidents.navigations_blocked),
+        );
+    }
+    if incidents.tab_switches > 0 {
+        map.insert("tab_switches".into(), json!(incidents.tab_switches));
+    }
+    if incidents.navigated {
+        map.insert("navigated".into(), json!(true));
+    }
+    if let Some(detail) = error_detail {
+        map.insert("error_detail".into(), json!(detail));
+    }
+    map
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::{FakeLauncher, FakeScript};
+    use browserenv::models::Key;
+
+    fn settings() -> EnvSettings {
+        EnvSettings {
+            max_steps: 3,
+            action_wait: Duration::from_millis(20),
+            explicit_wait: Duration::from_millis(10),
+            action_timeout: Duration::from_millis(200),
+            screenshot_timeout: Duration::from_millis(200),
+            page_load_timeout: Duration::from_millis(200),
+            ..EnvSettings::default()
+        }
+    }
+
+    fn kwargs(url: &str) -> Map<String, Value> {
+        let mut map = Map::new();
+        map.insert("start_url".into(), json!(url));
+        map
+    }
+
+    fn env(script: FakeScript) -> (Environment<FakeLauncher>, Arc<FakeLauncher>) {
+        let launcher = Arc::new(FakeLauncher::new(script));
+        (Environment::new(launcher.clone(), settings()), launcher)
+    }
+
+    #[tokio::test]
+    async fn rejects_bad_start_urls_without_touching_the_episode() {
+        let (mut env, launcher) = env(FakeScript::default());
+        env.reset(&kwargs("https://a.example/")).await.unwrap();
+        for bad in [
+            "file:///etc/passwd",
+            "javascript:alert(1)",
+            "https://user:pw@a.example/",
+            "https://user@a.example/",
+            "ftp://a.example/",
+            "not a url",
+            "http://",
+            "data:text/html,hi",
+        ] {
+            let err = env.reset(&kwargs(bad)).await.unwrap_err();
+            assert_eq!(
+                err.0, "expected an HTTP(S) URL without credentials",
+                "{bad}"
+            );
+        }
+        assert!(env.reset(&Map::new()).await.is_err());
+        assert_eq!(launcher.launched(), 1);
+        // The episode survived the bad input.
+        assert!(env.step(&BrowserAction::wait()).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn step_before_reset_and_after_done_is_refused() {
+        let (mut env, _) = env(FakeScript::default());
+        assert_eq!(
+            env.step(&BrowserAction::back()).await.unwrap_err().0,
+            "reset before stepping"
+        );
+        env.reset(&kwargs("https://a.example/")).await.unwrap();
+        let result = env.step(&BrowserAction::finish("done")).await.unwrap();
+        assert!(result.done);
+        assert_eq!(
+            env.step(&BrowserAction::back()).await.unwrap_err().0,
+            "reset before stepping"
+        );
+    }
+
+    #[tokio::test]
+    async fn state_counts_steps_and_keeps_the_given_episode_id() {
+        let (mut env, _) = env(FakeScript::default());
+        assert_eq!(env.state(), BrowserState::default());
+        let mut args = kwargs("https://a.example/");
+        args.insert("episode_id".into(), json!("ep-1"));
+        args.insert("seed".into(), json!(7));
+        args.insert("unknown".into(), json!(true));
+        let first = env.reset(&args).await.unwrap();
+        assert_eq!(first.observation.url, "https://a.example/");
+        assert!(!first.done);
+        env.step(&BrowserAction::scroll(100)).await.unwrap();
+        assert_eq!(
+            env.state(),
+            BrowserState {
+                episode_id: Some("ep-1".into()),
+                step_count: 1
+            }
+        );
+        env.reset(&kwargs("https://a.example/")).await.unwrap();
+        let state = env.state();
+        assert_eq!(state.step_count, 0);
+        assert_eq!(state.episode_id.unwrap().len(), 36, "a uuid4");
+    }
+
+    #[tokio::test]
+    async fn step_limit_ends_the_episode() {
+        let (mut env, _) = env(FakeScript::default());
+        env.reset(&kwargs("https://a.example/")).await.unwrap();
+        assert!(!env.step(&BrowserAction::wait()).await.unwrap().done);
+        assert!(!env.step(&BrowserAction::wait()).await.unwrap().done);
+        assert!(env.step(&BrowserAction::wait()).await.unwrap().done);
+    }
+
+    #[tokio::test]
+    async fn scroll_uses_the_last_click_else_the_centre() {
+        let (mut env, launcher) = env(FakeScript::default());
+        env.reset(&kwargs("https://a.example/")).await.unwrap();
+        env.step(&BrowserAction::scroll(300)).await.unwrap();
+        env.step(&BrowserAction::click(10, 20)).await.unwrap();
+        env.step(&BrowserAction::scroll(-300)).await.unwrap();
+        let calls = launcher.calls();
+        assert!(
+            calls.contains(&"scroll 400 300 300".to_string()),
+            "{calls:?}"
+        );
+        assert!(calls.contains(&"click 10 20".to_string()), "{calls:?}");
+        assert!(
+            calls.contains(&"scroll 10 20 -300".to_string()),
+            "{calls:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn keys_and_text_reach_the_browser() {
+        let (mut env, launcher) = env(FakeScript::default());
+        env.reset(&kwargs("https://a.example/")).await.unwrap();
+        env.step(&BrowserAction::type_text("héllo")).await.unwrap();
+        env.step(&BrowserAction::key(Key::CtrlA)).await.unwrap();
+        let calls = launcher.calls();
+        assert!(calls.contains(&"type héllo".to_string()));
+        assert!(calls.contains(&"press CTRL+A".to_string()));
+    }
+
+    #[tokio::test]
+    async fn bot_verification_ends_the_episode() {
+        let script = FakeScript {
+            page_text: "Verify you are human. Performance & security by Cloudflare".into(),
+            ..FakeScript::default()
+        };
+        let (mut env, _) = env(script);
+        let result = env.reset(&kwargs("https://a.example/")).await.unwrap();
+        assert!(result.done);
+        assert_eq!(result.observation.error, "blocked_by_bot_verification");
+    }
+
+    #[tokio::test]
+    async fn a_hung_screenshot_is_renderer_timeout_and_done() {
+        let script = FakeScript {
+            hang_screenshot: true,
+            ..FakeScript::default()
+        };
+        let (mut env, _) = env(script);
+        let result = env.reset(&kwargs("https://a.example/")).await.unwrap();
+        assert!(result.done);
+        assert_eq!(result.observation.error, "renderer_timeout");
+        assert_eq!(result.observation.screenshot, "");
+    }
+
+    #[tokio::test]
+    async fn a_hung_action_is_reported_and_bounded() {
+        let script = FakeScript {
+            hang_click: true,
+            ..FakeScript::default()
+        };
+        let (mut env, _) = env(script);
+        env.reset(&kwargs("https://a.example/")).await.unwrap();
+        let result = env.step(&BrowserAction::click(1, 1)).await.unwrap();
+        assert_eq!(result.observation.error, "action_timeout");
+        assert!(
+            !result.done,
+            "the page still paints, so the episode goes on"
+        );
+    }
+
+    #[tokio::test]
+    async fn page_load_timeout_is_not_fatal() {
+        let script = FakeScript {
+            hang_goto: true,
+            ..FakeScript::default()
+        };
+        let (mut env, _) = env(script);
+        let result = env.reset(&kwargs("https://a.example/")).await.unwrap();
+        assert_eq!(result.observation.error, "page_load_timeout");
+        assert!(!result.done);
+        assert!(!result.observation.screenshot.is_empty());
+    }
+
+    #[tokio::test]
+    async fn incidents_become_metadata_and_codes() {
+        let script = FakeScript {
+            incidents: Incidents {
+                dialogs: vec![("alert".into(), "hi".into())],
+                downloads_denied: vec!["https://a.example/x.bin".into()],
+                ..Incidents::default()
+            },
+            ..FakeScript::default()
+        };
+        let (mut env, _) = env(script);
+        let result = env.reset(&kwargs("https://a.example/")).await.unwrap();
+        let metadata = &result.observation.metadata;
+        assert_eq!(metadata["dialogs"][0]["type"], "alert");
+        assert_eq!(result.observation.error, "download_blocked");
+        assert!(metadata["timings_ms"]["total"].is_number());
+        assert_eq!(metadata["title"], "Fake page");
+    }
+
+    #[tokio::test]
+    async fn fixed_mode_sleeps_the_action_wait() {
+        let launcher = Arc::new(FakeLauncher::new(FakeScript::default()));
+        let mut env = Environment::new(
+            launcher.clone(),
+            EnvSettings {
+                settle: SettleMode::Fixed,
+                action_wait: Duration::from_millis(150),
+                ..settings()
+            },
+        );
+        env.reset(&kwargs("https://a.example/")).await.unwrap();
+        let result = env.step(&BrowserAction::scroll(10)).await.unwrap();
+        assert_eq!(result.observation.metadata["settle"], "fixed");
+        assert!(
+            result.observation.metadata["timings_ms"]["settle"]
+                .as_f64()
+                .unwrap()
+                >= 150.0
+        );
+        assert!(!launcher.calls().iter().any(|c| c == "settle"));
+    }
+}

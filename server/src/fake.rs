@@ -1,0 +1,169 @@
+//! A small deterministic browser for fast unit tests of the episode logic and of the layers above
+//! it. It records every call and can be told to hang or to show a given page text; it never stands
+//! in for Chromium in a test of real browser behaviour.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use browserenv::models::Key;
+
+use crate::browser::{Browser, Incidents, Launcher, PageError, PageFacts, SettleOutcome};
+
+/// A 1x1 transparent PNG, base64: enough for code that only passes screenshots through.
+pub const TINY_PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
+
+/// How the fake pages behave.
+#[derive(Debug, Clone, Default)]
+pub struct FakeScript {
+    pub page_text: String,
+    pub hang_goto: bool,
+    pub hang_click: bool,
+    pub hang_screenshot: bool,
+    /// Reported once, on the first `take_incidents` of each browser.
+    pub incidents: Incidents,
+}
+
+#[derive(Default)]
+pub struct FakeLauncher {
+    script: FakeScript,
+    calls: Arc<Mutex<Vec<String>>>,
+    launched: AtomicUsize,
+}
+
+impl FakeLauncher {
+    pub fn new(script: FakeScript) -> Self {
+        FakeLauncher {
+            script,
+            ..FakeLauncher::default()
+        }
+    }
+
+    /// Every browser call so far, as `"click 10 20"`-style lines.
+    pub fn calls(&self) -> Vec<String> {
+        self.calls.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    pub fn launched(&self) -> usize {
+        self.launched.load(Ordering::SeqCst)
+    }
+}
+
+impl Launcher for FakeLauncher {
+    type Browser = FakeBrowser;
+
+    async fn launch(&self) -> anyhow::Result<FakeBrowser> {
+        self.launched.fetch_add(1, Ordering::SeqCst);
+        Ok(FakeBrowser {
+            script: self.script.clone(),
+            calls: self.calls.clone(),
+            url: "about:blank".into(),
+            history: Vec::new(),
+            incidents_reported: false,
+        })
+    }
+}
+
+pub struct FakeBrowser {
+    script: FakeScript,
+    calls: Arc<Mutex<Vec<String>>>,
+    url: String,
+    history: Vec<String>,
+    incidents_reported: bool,
+}
+
+impl FakeBrowser {
+    fn record(&self, call: String) {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.push(call);
+        }
+    }
+}
+
+async fn hang() {
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+}
+
+impl Browser for FakeBrowser {
+    async fn goto(&mut self, url: &str, timeout: Duration) -> Result<(), PageError> {
+        self.record(format!("goto {url}"));
+        self.history
+            .push(std::mem::replace(&mut self.url, url.to_string()));
+        if self.script.hang_goto {
+            tokio::time::sleep(timeout).await;
+            return Err(PageError::PageLoadTimeout);
+        }
+        Ok(())
+    }
+
+    async fn click(&mut self, x: i64, y: i64) -> Result<(), PageError> {
+        self.record(format!("click {x} {y}"));
+        if self.script.hang_click {
+            hang().await;
+        }
+        Ok(())
+    }
+
+    async fn type_text(&mut self, text: &str) -> Result<(), PageError> {
+        self.record(format!("type {text}"));
+        Ok(())
+    }
+
+    async fn press(&mut self, key: Key) -> Result<(), PageError> {
+        self.record(format!("press {}", key.name()));
+        Ok(())
+    }
+
+    async fn scroll(&mut self, x: i64, y: i64, dy: i64) -> Result<(), PageError> {
+        self.record(format!("scroll {x} {y} {dy}"));
+        Ok(())
+    }
+
+    async fn back(&mut self) -> Result<bool, PageError> {
+        self.record("back".into());
+        match self.history.pop() {
+            Some(url) => {
+                self.url = url;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    async fn settle(&mut self, _bound: Duration) -> Result<SettleOutcome, PageError> {
+        self.record("settle".into());
+        Ok(SettleOutcome::Quiet)
+    }
+
+    async fn follow_new_tab(&mut self) -> Result<(), PageError> {
+        Ok(())
+    }
+
+    async fn facts(&mut self) -> Result<PageFacts, PageError> {
+        Ok(PageFacts {
+            url: self.url.clone(),
+            title: "Fake page".into(),
+            text: self.script.page_text.clone(),
+        })
+    }
+
+    async fn screenshot(&mut self) -> Result<String, PageError> {
+        if self.script.hang_screenshot {
+            hang().await;
+        }
+        Ok(TINY_PNG.to_string())
+    }
+
+    fn take_incidents(&mut self) -> Incidents {
+        if std::mem::replace(&mut self.incidents_reported, true) {
+            Incidents::default()
+        } else {
+            self.script.incidents.clone()
+        }
+    }
+
+    async fn close(self) {
+        self.record("close".into());
+    }
+}

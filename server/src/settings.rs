@@ -1,0 +1,97 @@
+//! Environment settings with the seed's names, defaults and ranges. They are read from the
+//! environment variables of the same name or from CLI flags (see `cli.rs`), and validated once at
+//! start: an invalid value stops the server with a message naming the setting.
+
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SettleMode {
+    /// Wait until the page is quiet, bounded by `BROWSER_ACTION_WAIT_SECONDS`.
+    Adaptive,
+    /// Sleep exactly `BROWSER_ACTION_WAIT_SECONDS` after every action and reset, as the seed does.
+    Fixed,
+}
+
+impl SettleMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            SettleMode::Adaptive => "adaptive",
+            SettleMode::Fixed => "fixed",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnvSettings {
+    /// `BROWSER_MAX_STEPS`, 1..=200, default 20.
+    pub max_steps: u64,
+    /// `BROWSER_ACTION_WAIT_SECONDS`, 0..=10, default 1.5: the fixed sleep, or the adaptive bound.
+    pub action_wait: Duration,
+    /// `BROWSER_EXPLICIT_WAIT_SECONDS`, 0..=10, default 3: what `wait` sleeps.
+    pub explicit_wait: Duration,
+    /// `BROWSER_SETTLE`, adaptive (default) or fixed.
+    pub settle: SettleMode,
+    /// `BROWSER_PAGE_LOAD_TIMEOUT_SECONDS`, 1..=120, default 30 (the seed's page-load timeout).
+    pub page_load_timeout: Duration,
+    /// `BROWSER_ACTION_TIMEOUT_SECONDS`, 1..=60, default 10: an input event the page never acknowledges.
+    pub action_timeout: Duration,
+    /// `BROWSER_SCREENSHOT_TIMEOUT_SECONDS`, 1..=60, default 10: past it, `renderer_timeout` ends the episode.
+    pub screenshot_timeout: Duration,
+}
+
+impl Default for EnvSettings {
+    fn default() -> Self {
+        EnvSettings {
+            max_steps: 20,
+            action_wait: Duration::from_millis(1500),
+            explicit_wait: Duration::from_secs(3),
+            settle: SettleMode::Adaptive,
+            page_load_timeout: Duration::from_secs(30),
+            action_timeout: Duration::from_secs(10),
+            screenshot_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Check that a number of seconds is within `min..=max` and turn it into a duration.
+pub fn seconds_in_range(name: &str, value: f64, min: f64, max: f64) -> Result<Duration, String> {
+    if value.is_finite() && (min..=max).contains(&value) {
+        Ok(Duration::from_secs_f64(value))
+    } else {
+        Err(format!(
+            "{name} must be between {min} and {max} seconds, got {value}"
+        ))
+    }
+}
+
+pub fn max_steps_in_range(value: u64) -> Result<u64, String> {
+    if (1..=200).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!(
+            "BROWSER_MAX_STEPS must be between 1 and 200, got {value}"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_match_the_seed() {
+        assert!(max_steps_in_range(0).is_err());
+        assert_eq!(max_steps_in_range(200), Ok(200));
+        assert!(max_steps_in_range(201).is_err());
+        assert_eq!(
+            seconds_in_range("BROWSER_ACTION_WAIT_SECONDS", 0.0, 0.0, 10.0),
+            Ok(Duration::ZERO)
+        );
+        assert!(seconds_in_range("BROWSER_ACTION_WAIT_SECONDS", 10.5, 0.0, 10.0).is_err());
+        assert!(seconds_in_range("BROWSER_ACTION_WAIT_SECONDS", f64::NAN, 0.0, 10.0).is_err());
+        let defaults = EnvSettings::default();
+        assert_eq!(defaults.max_steps, 20);
+        assert_eq!(defaults.action_wait, Duration::from_millis(1500));
+        assert_eq!(defaults.explicit_wait, Duration::from_secs(3));
+    }
+}

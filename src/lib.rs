@@ -1,0 +1,12 @@
+//! Caller-side crate of the browser environment: the typed models of the OpenEnv wire contract, the
+//! message envelopes, and an async client. Nothing here knows about Chromium or axum, so agents and
+//! the terminal UI can depend on it without pulling in the server.
+
+pub mod client;
+pub mod models;
+pub mod protocol;
+
+pub use client::{Client, ClientError, ResetOptions};
+pub use models::{
+    BrowserAction, BrowserObservation, BrowserState, FieldError, Key, Op, StepResult,
+};

@@ -1,0 +1,179 @@
+"""Fixtures for the Python interop tests.
+
+- ``pages_url``: the static test pages (assets/pages) served by Python's
+  http.server on 127.0.0.1 (a listener of its own, never the API's).
+- ``server_url``: the Rust ``browserenv-server`` started as a subprocess on a
+  free port; its base URL is read from the one line it prints on stdout.
+
+Environment:
+- ``BROWSERENV_SERVER_BIN``: the server binary (default:
+  ``$CARGO_TARGET_DIR`` or ``<repo>/target``, then ``debug/browserenv-server``).
+- ``BROWSERENV_SERVER_ARGS``: extra command-line arguments for the server.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import queue
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO_ROOT = HERE.parent.parent
+PAGES_DIR = REPO_ROOT / "assets" / "pages"
+
+LISTENING_RE = re.compile(r"^browserenv-server listening on (http://127\.0\.0\.1:(\d+))$")
+STARTUP_TIMEOUT_S = 60.0
+SHUTDOWN_TIMEOUT_S = 15.0
+
+# The tests import browser_models / browser_client as top-level modules.
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+
+def server_binary() -> Path:
+    explicit = os.environ.get("BROWSERENV_SERVER_BIN")
+    if explicit:
+        return Path(explicit)
+    target = Path(os.environ.get("CARGO_TARGET_DIR", REPO_ROOT / "target"))
+    if not target.is_absolute():
+        target = REPO_ROOT / target
+    return target / "debug" / "browserenv-server"
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        pass
+
+    def end_headers(self):
+        # The pages are test fixtures: never let the browser cache them.
+        self.send_header("Cache-Control", "no-store")
+        super().end_headers()
+
+
+@pytest.fixture(scope="session")
+def pages_url():
+    """Base URL (with a trailing slash) of the static test pages."""
+    assert PAGES_DIR.is_dir(), f"missing {PAGES_DIR}"
+    handler = functools.partial(_QuietHandler, directory=str(PAGES_DIR))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, name="pages-http", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+# Talk to local listeners directly, whatever proxy the environment configures.
+_NO_PROXY_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def http_get(url: str, timeout: float = 5.0):
+    """GET without proxies; returns the response (a context manager)."""
+    return _NO_PROXY_OPENER.open(url, timeout=timeout)
+
+
+def _tail(path: Path, lines: int = 60) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "<no log>"
+
+
+def _stop(proc: subprocess.Popen) -> int:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=SHUTDOWN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=SHUTDOWN_TIMEOUT_S)
+    return proc.returncode
+
+
+@pytest.fixture(scope="session")
+def server_url(tmp_path_factory):
+    """Base URL (no trailing slash) of a running browserenv-server."""
+    binary = server_binary()
+    if not binary.is_file():
+        pytest.fail(
+            f"server binary not found at {binary}: run `cargo build -p browserenv-server` "
+            "or set BROWSERENV_SERVER_BIN"
+        )
+    cmd = [str(binary), "--host", "127.0.0.1", "--port", "0", "--max-sessions", "3"]
+    cmd += shlex.split(os.environ.get("BROWSERENV_SERVER_ARGS", ""))
+    log_path = tmp_path_factory.mktemp("server") / "server.log"
+    log_file = open(log_path, "wb")
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=log_file,
+        text=True,
+        cwd=str(REPO_ROOT),
+    )
+
+    # Read stdout on a thread so a silent server cannot block us past the timeout;
+    # the same thread keeps draining stdout afterwards.
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump():
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line.rstrip("\r\n"))
+        lines.put(None)
+
+    threading.Thread(target=pump, name="server-stdout", daemon=True).start()
+
+    try:
+        try:
+            first = lines.get(timeout=STARTUP_TIMEOUT_S)
+        except queue.Empty:
+            first = None
+        match = LISTENING_RE.match(first or "")
+        if match is None:
+            raise RuntimeError(
+                f"server did not announce itself (first stdout line: {first!r}, "
+                f"exit code: {proc.poll()}); log tail:\n{_tail(log_path)}"
+            )
+        base_url = match.group(1)
+        # The line is printed once the listener is bound; check it answers.
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with http_get(f"{base_url}/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(0.1)
+    except BaseException:
+        _stop(proc)
+        log_file.close()
+        raise
+
+    try:
+        yield base_url
+    finally:
+        code = _stop(proc)
+        log_file.close()
+        if code not in (0, -signal.SIGTERM):
+            sys.stderr.write(
+                f"\nbrowserenv-server exited with {code}; log tail:\n{_tail(log_path)}\n"
+            )

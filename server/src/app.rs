@@ -257,18 +257,18 @@ fn http_reply(result: &StepResult) -> Response {
     Json(body).into_response()
 }
 
-/// FastAPI's reply to a body that is not JSON.
-fn json_body(body: &Bytes, allow_empty: bool) -> Result<Value, Response> {
+/// Parse a JSON body; the error is FastAPI's for a body that is not JSON.
+fn json_body(body: &Bytes, allow_empty: bool) -> Result<Value, Vec<FieldError>> {
     if allow_empty && body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Value::Object(Map::new()));
     }
     serde_json::from_slice(body).map_err(|err| {
-        unprocessable(vec![FieldError::new(
+        vec![FieldError::new(
             "json_invalid",
             vec![json!("body"), json!(err.column())],
             "JSON decode error",
             json!({}),
-        )])
+        )]
     })
 }
 
@@ -283,7 +283,7 @@ async fn http_reset<L: Launcher>(State(app): State<Arc<AppState<L>>>, body: Byte
                 other,
             )])
         }
-        Err(response) => return response,
+        Err(errors) => return unprocessable(errors),
     };
     let mut session = app.http_session.lock().await;
     if session.env.is_none() {
@@ -318,7 +318,7 @@ fn capacity_response(capacity: &Capacity) -> Response {
 async fn http_step<L: Launcher>(State(app): State<Arc<AppState<L>>>, body: Bytes) -> Response {
     let request = match json_body(&body, false) {
         Ok(request) => request,
-        Err(response) => return response,
+        Err(errors) => return unprocessable(errors),
     };
     let Some(raw_action) = request.get("action") else {
         return unprocessable(vec![FieldError::new(

@@ -125,21 +125,19 @@ impl Cli {
     }
 }
 
-/// Resolves on SIGTERM or Ctrl-C.
-async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// Resolves on SIGTERM or Ctrl-C. The handlers are installed when this is called, not when the
+/// future is first polled: a launcher may send SIGTERM right after the address line appears.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = terminate.recv() => {}
+            _ = interrupt.recv() => {}
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate => {}
-    }
-    tracing::info!("shutting down");
+        tracing::info!("shutting down");
+    })
 }
 
 /// Bind, announce the address on stdout (one line, for scripts and tests), serve until a signal.
@@ -157,6 +155,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         tracing::info!("removed {cleaned} browser profiles left by a server that was killed");
     }
     let launcher = ChromiumLauncher::new(chromium_config);
+    let shutdown = shutdown_signal()?;
     let result = match &cli.unix_dir {
         Some(dir) => {
             let path = dir.join(format!("{}.sock", cli.port));
@@ -164,7 +163,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let listener = tokio::net::UnixListener::bind(&path)
                 .with_context(|| format!("cannot listen on {}", path.display()))?;
             println!("browserenv-server listening on unix:{}", path.display());
-            crate::serve(listener, launcher, config, shutdown_signal()).await
+            crate::serve(listener, launcher, config, shutdown).await
         }
         None => {
             let listener = tokio::net::TcpListener::bind((cli.host.as_str(), cli.port))
@@ -174,7 +173,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 "browserenv-server listening on http://{}",
                 listener.local_addr()?
             );
-            crate::serve(listener, launcher, config, shutdown_signal()).await
+            crate::serve(listener, launcher, config, shutdown).await
         }
     };
     // Whatever is still alive (a session mid-close, the spare) goes now.

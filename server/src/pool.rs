@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 
-use crate::browser::Launcher;
+use crate::browser::{Browser, Launcher};
 
 pub struct WarmPool<L: Launcher> {
     inner: Arc<L>,
@@ -43,12 +43,13 @@ impl<L: Launcher> WarmPool<L> {
         tokio::spawn(async move { inner.launch().await })
     }
 
-    /// Drop the spare (its browser is killed with it).
+    /// Close the spare. A launch in progress is awaited, not aborted: an aborted task would leave
+    /// a half-launched browser (and its profile) behind.
     pub async fn drain(&self) {
-        if let Some(handle) = self.spare.lock().await.take() {
-            handle.abort();
+        let spare = self.spare.lock().await.take();
+        if let Some(handle) = spare {
             if let Ok(Ok(browser)) = handle.await {
-                drop(browser);
+                browser.close().await;
             }
         }
     }

@@ -7,8 +7,9 @@
 
 mod process;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,7 +23,6 @@ use chromiumoxide::cdp::browser_protocol::input::{
     DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType,
     MouseButton,
 };
-use chromiumoxide::cdp::browser_protocol::inspector::EventTargetCrashed;
 use chromiumoxide::cdp::browser_protocol::page::{
     AddScriptToEvaluateOnNewDocumentParams, BringToFrontParams, CaptureScreenshotFormat,
     CaptureScreenshotParams, EventFrameNavigated, EventFrameStartedLoading,
@@ -30,11 +30,13 @@ use chromiumoxide::cdp::browser_protocol::page::{
     GetNavigationHistoryParams, HandleJavaScriptDialogParams, NavigateParams,
     NavigateToHistoryEntryParams,
 };
-use chromiumoxide::cdp::browser_protocol::target::{EventTargetCreated, TargetId};
+use chromiumoxide::cdp::browser_protocol::target::{
+    EventTargetCrashed, EventTargetCreated, TargetId,
+};
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use chromiumoxide::error::CdpError;
 use chromiumoxide::handler::HandlerConfig;
-use chromiumoxide::Page;
+use chromiumoxide::{Command, Page};
 use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::sync::watch;
@@ -106,6 +108,9 @@ impl Launcher for ChromiumLauncher {
     }
 }
 
+/// Every prepared page's load state, by target, so browser-level events can reach it.
+type LoadStates = Arc<Mutex<HashMap<TargetId, Arc<watch::Sender<LoadState>>>>>;
+
 /// Loading state of the current page, written by its event tasks.
 #[derive(Debug, Clone, Default)]
 struct LoadState {
@@ -134,6 +139,9 @@ pub struct ChromiumBrowser {
     new_tabs: Arc<Mutex<Vec<TargetId>>>,
     last_action: Instant,
     expect_navigation: bool,
+    /// Set when the CDP connection ends.
+    disconnected: Arc<AtomicBool>,
+    load_states: LoadStates,
     // Declared last: dropped after the CDP connection, it kills the process and removes the profile.
     process: process::ChromiumProcess,
 }
@@ -160,14 +168,24 @@ impl ChromiumBrowser {
             CdpBrowser::connect_with_config(&process.websocket_url, config)
                 .await
                 .context("cannot connect to chromium's DevTools endpoint")?;
+        let disconnected = Arc::new(AtomicBool::new(false));
+        let gone = disconnected.clone();
         let handler = tokio::spawn(async move {
-            // Errors here are single messages chromiumoxide could not decode (Chromium 156 renamed a
-            // Network field); the connection goes on.
             while let Some(event) = handler.next().await {
-                if let Err(err) = event {
-                    tracing::trace!("cdp handler: {err}");
+                match event {
+                    // The socket is gone (the browser died): stop, so pending commands fail now
+                    // instead of at their timeout.
+                    Err(CdpError::Ws(err)) => {
+                        tracing::debug!("cdp connection lost: {err}");
+                        break;
+                    }
+                    // Single messages chromiumoxide could not decode (Chromium 156 renamed a
+                    // Network field); the connection goes on.
+                    Err(err) => tracing::trace!("cdp handler: {err}"),
+                    Ok(()) => {}
                 }
             }
+            gone.store(true, Ordering::SeqCst);
         });
 
         browser
@@ -209,7 +227,24 @@ impl ChromiumBrowser {
             }
         }));
 
-        let current = prepare_page(first, incidents.clone()).await?;
+        // Renderer crashes arrive on the browser's own session (Target domain); they are written
+        // into the crashed page's load state, where every pending command is watching.
+        let load_states: LoadStates = Arc::new(Mutex::new(HashMap::new()));
+        let mut crashes = browser.event_listener::<EventTargetCrashed>().await?;
+        let states = load_states.clone();
+        browser_tasks.push(tokio::spawn(async move {
+            while let Some(event) = crashes.next().await {
+                if let Some(state) = states
+                    .lock()
+                    .ok()
+                    .and_then(|s| s.get(&event.target_id).cloned())
+                {
+                    state.send_modify(|s| s.crashed = true);
+                }
+            }
+        }));
+
+        let current = prepare_page(first, incidents.clone(), &load_states).await?;
         let mut chromium = ChromiumBrowser {
             browser,
             handler,
@@ -220,6 +255,8 @@ impl ChromiumBrowser {
             new_tabs,
             last_action: Instant::now(),
             expect_navigation: false,
+            disconnected,
+            load_states,
             process,
         };
         chromium.verify_viewport().await?;
@@ -251,10 +288,24 @@ impl ChromiumBrowser {
     }
 
     fn page(&self) -> Result<&Page, PageError> {
+        if self.disconnected.load(Ordering::SeqCst) {
+            return Err(PageError::Disconnected("the browser is gone".into()));
+        }
         if self.current.load.borrow().crashed {
             return Err(PageError::RendererCrashed);
         }
         Ok(&self.current.page)
+    }
+
+    /// Run a CDP command on the current page; a renderer crash fails it at once instead of at
+    /// its timeout.
+    async fn exec<C: Command>(&self, command: C) -> Result<C::Response, PageError> {
+        let page = self.page()?;
+        let mut load = self.current.load.clone();
+        tokio::select! {
+            reply = page.execute(command) => reply.map(|r| r.result).map_err(cdp_error),
+            _ = load.wait_for(|s| s.crashed) => Err(PageError::RendererCrashed),
+        }
     }
 
     fn acted(&mut self, may_navigate: bool) {
@@ -282,12 +333,12 @@ impl ChromiumBrowser {
             }
             DispatchMouseEventType::MouseMoved => {}
         }
-        self.page()?.execute(params).await.map_err(cdp_error)?;
+        self.exec(params).await?;
         Ok(())
     }
 
     async fn key_event(&self, params: DispatchKeyEventParams) -> Result<(), PageError> {
-        self.page()?.execute(params).await.map_err(cdp_error)?;
+        self.exec(params).await?;
         Ok(())
     }
 
@@ -316,18 +367,13 @@ impl ChromiumBrowser {
     }
 
     async fn history(&self) -> Result<(i64, Vec<(i64, String)>), PageError> {
-        let history = self
-            .page()?
-            .execute(GetNavigationHistoryParams::default())
-            .await
-            .map_err(cdp_error)?;
+        let history = self.exec(GetNavigationHistoryParams::default()).await?;
         let entries = history
-            .result
             .entries
             .iter()
             .map(|entry| (entry.id, entry.url.clone()))
             .collect();
-        Ok((history.result.current_index, entries))
+        Ok((history.current_index, entries))
     }
 
     async fn current_url(&self) -> Result<String, PageError> {
@@ -362,7 +408,11 @@ async fn first_page(browser: &CdpBrowser) -> anyhow::Result<Page> {
 }
 
 /// Viewport, probe script, focus and event watchers for a page we are about to drive.
-async fn prepare_page(page: Page, incidents: Arc<Mutex<Incidents>>) -> anyhow::Result<CurrentPage> {
+async fn prepare_page(
+    page: Page,
+    incidents: Arc<Mutex<Incidents>>,
+    load_states: &LoadStates,
+) -> anyhow::Result<CurrentPage> {
     let metrics = SetDeviceMetricsOverrideParams::new(VIEWPORT_WIDTH, VIEWPORT_HEIGHT, 1.0, false);
     page.execute(metrics).await?;
     page.execute(AddScriptToEvaluateOnNewDocumentParams::new(PROBE_JS))
@@ -372,6 +422,9 @@ async fn prepare_page(page: Page, incidents: Arc<Mutex<Incidents>>) -> anyhow::R
     page.execute(BringToFrontParams::default()).await?;
     let (tx, rx) = watch::channel(LoadState::default());
     let tx = Arc::new(tx);
+    if let Ok(mut states) = load_states.lock() {
+        states.insert(page.target_id().clone(), tx.clone());
+    }
     let main_frame = page.target_id().as_ref().to_string();
     let mut tasks = Vec::new();
 
@@ -420,13 +473,6 @@ async fn prepare_page(page: Page, incidents: Arc<Mutex<Incidents>>) -> anyhow::R
             if let Ok(mut incidents) = sink.lock() {
                 incidents.navigated = true;
             }
-        }
-    }));
-    let mut crashed = page.event_listener::<EventTargetCrashed>().await?;
-    let state = tx.clone();
-    tasks.push(tokio::spawn(async move {
-        if crashed.next().await.is_some() {
-            state.send_modify(|s| s.crashed = true);
         }
     }));
     let mut dialogs = page
@@ -517,16 +563,12 @@ impl Browser for ChromiumBrowser {
     async fn goto(&mut self, url: &str, timeout: Duration) -> Result<(), PageError> {
         let deadline = Instant::now() + timeout;
         let finished_before = self.current.load.borrow().loads_finished;
-        let reply = self
-            .page()?
-            .execute(NavigateParams::new(url))
-            .await
-            .map_err(cdp_error)?;
+        let reply = self.exec(NavigateParams::new(url)).await?;
         self.acted(true);
-        if let Some(error) = &reply.result.error_text {
+        if let Some(error) = &reply.error_text {
             return Err(PageError::NavigationFailed(error.clone()));
         }
-        if reply.result.loader_id.is_none() {
+        if reply.loader_id.is_none() {
             return Ok(()); // same-document navigation: nothing to load
         }
         if self
@@ -597,10 +639,8 @@ impl Browser for ChromiumBrowser {
             self.acted(false);
             return Ok(false);
         };
-        self.page()?
-            .execute(NavigateToHistoryEntryParams::new(*entry_id))
-            .await
-            .map_err(cdp_error)?;
+        self.exec(NavigateToHistoryEntryParams::new(*entry_id))
+            .await?;
         self.acted(true);
         Ok(true)
     }
@@ -668,7 +708,7 @@ impl Browser for ChromiumBrowser {
             tracing::warn!("a new tab opened but could not be attached");
             return Ok(());
         };
-        let prepared = prepare_page(page, self.incidents.clone())
+        let prepared = prepare_page(page, self.incidents.clone(), &self.load_states)
             .await
             .map_err(|err| PageError::ActionFailed(format!("cannot follow the new tab: {err}")))?;
         let previous = std::mem::replace(&mut self.current, prepared);
@@ -726,9 +766,9 @@ impl Browser for ChromiumBrowser {
             capture_beyond_viewport: Some(false),
             ..CaptureScreenshotParams::default()
         };
-        let reply = self.page()?.execute(params).await.map_err(cdp_error)?;
+        let reply = self.exec(params).await?;
         // Already base64 on the wire from Chromium: pass it through.
-        Ok(reply.result.data.clone().into())
+        Ok(reply.data.into())
     }
 
     fn take_incidents(&mut self) -> Incidents {

@@ -91,14 +91,19 @@ impl ChromiumProcess {
         profile_root: &Path,
         timeout: Duration,
     ) -> anyhow::Result<Self> {
-        let profile = profile_root.join(format!(
-            "{PROFILE_PREFIX}{}-{}",
-            std::process::id(),
-            uuid::Uuid::new_v4().simple()
-        ));
+        let mut unique = uuid::Uuid::new_v4().simple().to_string();
+        unique.truncate(12);
+        let profile = profile_root.join(format!("{PROFILE_PREFIX}{}-{unique}", std::process::id()));
         std::fs::create_dir_all(profile.join("Default"))
             .with_context(|| format!("cannot create the profile {}", profile.display()))?;
         std::fs::write(profile.join("Default").join("Preferences"), PREFERENCES)?;
+        // Chromium's own temporary files (shared-memory fallbacks, the singleton socket) go inside
+        // the profile, so removing the profile removes them too, even after a SIGKILL. A Unix
+        // socket path is limited to 107 bytes and Chromium appends ~46 to TMPDIR: with a long
+        // profile path, Chromium keeps the system's TMPDIR.
+        let scratch = profile.join("t");
+        std::fs::create_dir_all(&scratch)?;
+        let scratch_fits = scratch.as_os_str().len() + 46 < 108;
 
         let mut command = Command::new(executable);
         command
@@ -107,6 +112,9 @@ impl ChromiumProcess {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        if scratch_fits {
+            command.env("TMPDIR", &scratch);
+        }
         let parent = std::process::id() as libc::pid_t;
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {

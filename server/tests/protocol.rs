@@ -1,0 +1,390 @@
+//! The wire contract over real sockets, with the fake browser so these run in milliseconds. Browser
+//! behaviour itself is tested against Chromium in the `browserenv-tests` package.
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+use browserenv_server::fake::{FakeLauncher, FakeScript};
+use browserenv_server::settings::EnvSettings;
+use browserenv_server::{start, ServerConfig, ServerHandle};
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+async fn server(settings: EnvSettings, max_sessions: usize) -> ServerHandle {
+    start(
+        FakeLauncher::new(FakeScript::default()),
+        ServerConfig {
+            settings,
+            max_sessions,
+            warm_spare: true,
+        },
+    )
+    .await
+    .unwrap()
+}
+
+fn quick() -> EnvSettings {
+    EnvSettings {
+        action_wait: Duration::from_millis(10),
+        explicit_wait: Duration::from_millis(10),
+        ..EnvSettings::default()
+    }
+}
+
+/// Like the Python client: frames up to 100 MiB (an error frame echoes its input).
+async fn connect(server: &ServerHandle) -> Socket {
+    let limit = 100 * 1024 * 1024;
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(limit))
+        .max_frame_size(Some(limit));
+    let url = format!("ws://{}/ws", server.addr);
+    let (socket, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), false)
+        .await
+        .unwrap();
+    socket
+}
+
+async fn request(socket: &mut Socket, frame: Value) -> Value {
+    socket.send(Message::text(frame.to_string())).await.unwrap();
+    next_json(socket).await
+}
+
+async fn next_json(socket: &mut Socket) -> Value {
+    loop {
+        match socket.next().await.expect("a reply").unwrap() {
+            Message::Text(text) => return serde_json::from_str(&text).unwrap(),
+            Message::Close(frame) => panic!("closed: {frame:?}"),
+            _ => continue,
+        }
+    }
+}
+
+/// The close frame's code, after any other frames.
+async fn close_code(socket: &mut Socket) -> Option<CloseCode> {
+    while let Some(message) = socket.next().await {
+        if let Ok(Message::Close(frame)) = message {
+            return frame.map(|f| f.code);
+        }
+    }
+    None
+}
+
+#[tokio::test]
+async fn reset_step_state_frames_have_the_exact_shape() {
+    let server = server(quick(), 2).await;
+    let mut ws = connect(&server).await;
+    let state = request(&mut ws, json!({"type": "state"})).await;
+    assert_eq!(
+        state,
+        json!({"type": "state", "data": {"episode_id": null, "step_count": 0}})
+    );
+
+    let reset = request(
+        &mut ws,
+        json!({"type": "reset", "data": {"start_url": "https://example.com/", "episode_id": "ep-1", "seed": 3, "other": 1}}),
+    )
+    .await;
+    assert_eq!(reset["type"], "observation");
+    let data = &reset["data"];
+    assert_eq!(data["reward"], 0.0);
+    assert_eq!(data["done"], false);
+    let mut keys: Vec<_> = data["observation"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    keys.sort();
+    assert_eq!(keys, ["error", "metadata", "screenshot", "url"]);
+    assert_eq!(data["observation"]["url"], "https://example.com/");
+    assert_eq!(data["metadata"], data["observation"]["metadata"]);
+
+    // What the typed Python client sends: every field, explicit nulls.
+    let step = request(
+        &mut ws,
+        json!({"type": "step", "data": {"metadata": {}, "op": "scroll", "x": null, "y": null, "text": "", "dy": 500}}),
+    )
+    .await;
+    assert_eq!(step["type"], "observation");
+    let state = request(&mut ws, json!({"type": "state"})).await;
+    assert_eq!(
+        state["data"],
+        json!({"episode_id": "ep-1", "step_count": 1})
+    );
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn bad_frames_get_their_codes_and_the_session_goes_on() {
+    let server = server(quick(), 2).await;
+    let mut ws = connect(&server).await;
+    ws.send(Message::text("{not json")).await.unwrap();
+    assert_eq!(next_json(&mut ws).await["data"]["code"], "INVALID_JSON");
+    let unknown = request(&mut ws, json!({"type": "dance"})).await;
+    assert_eq!(unknown["data"]["code"], "UNKNOWN_TYPE");
+    assert_eq!(unknown["data"]["message"], "Unknown message type: dance");
+    let early = request(&mut ws, json!({"type": "step", "data": {"op": "back"}})).await;
+    assert_eq!(
+        early["data"],
+        json!({"code": "EXECUTION_ERROR", "message": "reset before stepping"})
+    );
+    let invalid = request(
+        &mut ws,
+        json!({"type": "step", "data": {"op": "click", "x": 900, "extra": 1}}),
+    )
+    .await;
+    assert_eq!(invalid["data"]["code"], "VALIDATION_ERROR");
+    let errors = invalid["data"]["errors"].as_array().unwrap();
+    let kinds: Vec<_> = errors.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["less_than", "extra_forbidden"]);
+    for error in errors {
+        for key in ["type", "loc", "msg", "input"] {
+            assert!(error.get(key).is_some(), "{error}");
+        }
+    }
+    let extra_state = request(&mut ws, json!({"type": "state", "x": 1})).await;
+    assert_eq!(extra_state["data"]["code"], "VALIDATION_ERROR");
+    let bad_url = request(
+        &mut ws,
+        json!({"type": "reset", "data": {"start_url": "file:///etc/passwd"}}),
+    )
+    .await;
+    assert_eq!(
+        bad_url["data"]["message"],
+        "expected an HTTP(S) URL without credentials"
+    );
+    // Still serving this session.
+    let state = request(&mut ws, json!({"type": "state"})).await;
+    assert_eq!(state["type"], "state");
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn large_frames_are_accepted() {
+    let server = server(quick(), 2).await;
+    let mut ws = connect(&server).await;
+    let text = "x".repeat(16 * 1024 * 1024);
+    let reply = request(
+        &mut ws,
+        json!({"type": "step", "data": {"op": "type", "text": text}}),
+    )
+    .await;
+    assert_eq!(reply["data"]["code"], "VALIDATION_ERROR");
+    assert_eq!(reply["data"]["errors"][0]["type"], "string_too_long");
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn close_frame_ends_the_session_with_1000_and_no_reply() {
+    let server = server(quick(), 2).await;
+    let mut ws = connect(&server).await;
+    ws.send(Message::text(r#"{"type":"close"}"#)).await.unwrap();
+    assert_eq!(close_code(&mut ws).await, Some(CloseCode::Normal));
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn binary_frames_are_a_session_error_then_close() {
+    let server = server(quick(), 2).await;
+    let mut ws = connect(&server).await;
+    ws.send(Message::binary(vec![1, 2, 3])).await.unwrap();
+    assert_eq!(next_json(&mut ws).await["data"]["code"], "SESSION_ERROR");
+    assert_eq!(close_code(&mut ws).await, Some(CloseCode::Normal));
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn over_capacity_gets_capacity_reached_then_close() {
+    let server = server(quick(), 1).await;
+    let _first = connect(&server).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut second = connect(&server).await;
+    let frame = next_json(&mut second).await;
+    assert_eq!(frame["data"]["code"], "CAPACITY_REACHED");
+    assert_eq!(frame["data"]["active_sessions"], 1);
+    assert_eq!(frame["data"]["max_sessions"], 1);
+    assert_eq!(close_code(&mut second).await, Some(CloseCode::Normal));
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn pings_are_answered_while_a_step_runs() {
+    let server = server(
+        EnvSettings {
+            explicit_wait: Duration::from_millis(1500),
+            ..quick()
+        },
+        2,
+    )
+    .await;
+    let mut ws = connect(&server).await;
+    request(
+        &mut ws,
+        json!({"type": "reset", "data": {"start_url": "https://example.com/"}}),
+    )
+    .await;
+    ws.send(Message::text(
+        json!({"type": "step", "data": {"op": "wait"}}).to_string(),
+    ))
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    ws.send(Message::Ping(b"alive?".to_vec().into()))
+        .await
+        .unwrap();
+    // The pong must come before the (slow) observation.
+    let first = ws.next().await.unwrap().unwrap();
+    assert_eq!(first, Message::Pong(b"alive?".to_vec().into()));
+    assert_eq!(next_json(&mut ws).await["type"], "observation");
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_peer_that_vanishes_mid_step_frees_its_slot() {
+    let server = server(
+        EnvSettings {
+            explicit_wait: Duration::from_secs(5),
+            ..quick()
+        },
+        1,
+    )
+    .await;
+    let mut ws = connect(&server).await;
+    request(
+        &mut ws,
+        json!({"type": "reset", "data": {"start_url": "https://example.com/"}}),
+    )
+    .await;
+    ws.send(Message::text(
+        json!({"type": "step", "data": {"op": "wait"}}).to_string(),
+    ))
+    .await
+    .unwrap();
+    drop(ws);
+    // Well before the 5 s wait ends, the slot is free again.
+    let mut next = None;
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut ws = connect(&server).await;
+        let reply = request(&mut ws, json!({"type": "state"})).await;
+        if reply["type"] == "state" {
+            next = Some(reply);
+            break;
+        }
+    }
+    assert!(
+        next.is_some(),
+        "the vanished session still holds the only slot"
+    );
+    server.stop().await.unwrap();
+}
+
+async fn get(server: &ServerHandle, path: &str) -> (u16, Value) {
+    let response = reqwest::get(format!("{}{path}", server.base_url()))
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+async fn post(server: &ServerHandle, path: &str, body: &str) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{}{path}", server.base_url()))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn http_routes_follow_the_contract() {
+    let server = server(quick(), 2).await;
+    assert_eq!(
+        get(&server, "/health").await,
+        (200, json!({"status": "healthy"}))
+    );
+    let (_, metadata) = get(&server, "/metadata").await;
+    for key in ["name", "description", "readme_content", "version", "author"] {
+        assert!(metadata[key].is_string(), "{key}");
+    }
+    let (_, schema) = get(&server, "/schema").await;
+    assert!(schema["action"]["properties"]["op"].is_object());
+    assert!(schema["observation"]["properties"]["screenshot"].is_object());
+    assert!(schema["state"]["properties"]["step_count"].is_object());
+    let (_, openapi) = get(&server, "/openapi.json").await;
+    assert!(openapi["info"]["version"].is_string());
+    for path in ["/reset", "/step", "/state"] {
+        assert!(openapi["paths"][path].is_object(), "{path}");
+    }
+    assert_eq!(post(&server, "/mcp", "{}").await.1["error"]["code"], -32600);
+    assert_eq!(
+        post(&server, "/mcp", "{nope").await.1["error"]["code"],
+        -32700
+    );
+    let (status, reply) = post(
+        &server,
+        "/mcp",
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(reply["error"]["code"], -32603);
+    assert_eq!(reply["id"], 1);
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn http_session_resets_steps_and_validates() {
+    let server = server(quick(), 2).await;
+    assert_eq!(
+        get(&server, "/state").await.1,
+        json!({"episode_id": null, "step_count": 0})
+    );
+    let (status, early) = post(&server, "/step", r#"{"action":{"op":"back"}}"#).await;
+    assert_eq!(
+        (status, early["detail"].as_str()),
+        (400, Some("reset before stepping"))
+    );
+    let (status, reset) = post(
+        &server,
+        "/reset",
+        r#"{"start_url":"https://example.com/","episode_id":"e1"}"#,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(reset["observation"]["url"], "https://example.com/");
+    assert_eq!(reset["reward"], 0.0);
+    assert_eq!(reset["done"], false);
+    let (status, step) = post(
+        &server,
+        "/step",
+        r#"{"action":{"op":"scroll","dy":300},"timeout_s":5}"#,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(step["done"], false);
+    assert_eq!(
+        get(&server, "/state").await.1,
+        json!({"episode_id": "e1", "step_count": 1})
+    );
+    let (status, invalid) = post(&server, "/step", r#"{"action":{"op":"click","x":5}}"#).await;
+    assert_eq!(status, 422);
+    assert_eq!(invalid["detail"][0]["type"], "value_error");
+    assert_eq!(invalid["detail"][0]["loc"], json!(["body", "action"]));
+    let (status, _) = post(&server, "/reset", r#"{"start_url":"file:///etc/passwd"}"#).await;
+    assert_eq!(status, 400);
+    let (status, garbage) = post(&server, "/step", "{oops").await;
+    assert_eq!(
+        (status, garbage["detail"][0]["type"].as_str()),
+        (422, Some("json_invalid"))
+    );
+    server.stop().await.unwrap();
+}

@@ -1,0 +1,398 @@
+//! Every op and every observation error code, against real Chromium over a real WebSocket.
+
+use std::time::Duration;
+
+use browserenv::models::Key;
+use browserenv::protocol::ErrorCode;
+use browserenv::{BrowserAction, ClientError, ResetOptions};
+use browserenv_server::settings::EnvSettings;
+use browserenv_server::ServerConfig;
+use browserenv_tests::{test_settings, title, Harness, Picture};
+
+#[tokio::test]
+async fn first_observation_is_an_800x600_png_of_the_page() {
+    let harness = Harness::start(test_settings()).await;
+    let (client, first) = harness.open("canvas.html").await;
+    let picture = Picture::from_base64(&first.observation.screenshot);
+    assert_eq!((picture.width, picture.height), (800, 600));
+    assert_eq!(first.observation.url, harness.page("canvas.html"));
+    assert_eq!(first.observation.error, "");
+    assert!(!first.done);
+    assert_eq!(first.reward, Some(0.0));
+    client.close().await.unwrap();
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn click_lands_on_the_exact_canvas_pixel_as_a_trusted_event() {
+    let harness = Harness::start(test_settings()).await;
+    let (mut client, _) = harness.open("canvas.html").await;
+    let result = client.step(BrowserAction::click(123, 234)).await.unwrap();
+    assert_eq!(title(&result), "clicked 123,234");
+    let picture = Picture::from_base64(&result.observation.screenshot);
+    assert_eq!(
+        picture.rgb(123, 234),
+        [255, 0, 0],
+        "the square is drawn at the click"
+    );
+    assert_ne!(picture.rgb(300, 400), [255, 0, 0]);
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn type_then_enter_submits_the_form() {
+    let harness = Harness::start(test_settings()).await;
+    let (mut client, _) = harness.open("form.html").await;
+    client.step(BrowserAction::click(250, 115)).await.unwrap();
+    let typed = client
+        .step(BrowserAction::type_text("héllo wörld"))
+        .await
+        .unwrap();
+    assert!(
+        title(&typed).contains("q=[héllo wörld]"),
+        "{}",
+        title(&typed)
+    );
+    let submitted = client.step(BrowserAction::key(Key::Enter)).await.unwrap();
+    assert!(
+        submitted.observation.url.contains("result.html?q="),
+        "{}",
+        submitted.observation.url
+    );
+    assert_eq!(title(&submitted), "result: héllo wörld");
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn ctrl_a_then_backspace_clears_a_field() {
+    let harness = Harness::start(test_settings()).await;
+    let (mut client, _) = harness.open("form.html").await;
+    client.step(BrowserAction::click(250, 215)).await.unwrap();
+    client.step(BrowserAction::key(Key::CtrlA)).await.unwrap();
+    let cleared = client
+        .step(BrowserAction::key(Key::Backspace))
+        .await
+        .unwrap();
+    assert!(
+        title(&cleared).contains("prefilled=[]"),
+        "{}",
+        title(&cleared)
+    );
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn tab_escape_and_arrows_are_delivered() {
+    let harness = Harness::start(test_settings()).await;
+    let (mut client, _) = harness.open("form.html").await;
+    client.step(BrowserAction::click(250, 215)).await.unwrap();
+    // Caret to the start, then type: the text lands before the old value.
+    for key in [Key::Up, Key::Left, Key::Right, Key::Down, Key::Escape] {
+        let result = client.step(BrowserAction::key(key)).await.unwrap();
+        assert_eq!(result.observation.error, "", "{key:?}");
+    }
+    client.step(BrowserAction::key(Key::CtrlA)).await.unwrap();
+    client.step(BrowserAction::key(Key::Left)).await.unwrap();
+    let typed = client.step(BrowserAction::type_text(">")).await.unwrap();
+    assert!(
+        title(&typed).contains("prefilled=[>hello world]"),
+        "{}",
+        title(&typed)
+    );
+    // TAB moves focus out of the field: typing no longer changes it.
+    client.step(BrowserAction::key(Key::Tab)).await.unwrap();
+    let after_tab = client.step(BrowserAction::type_text("x")).await.unwrap();
+    assert!(!title(&after_tab).contains("prefilled=[>hello worldx]"));
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn wheel_scrolls_the_inner_box_under_the_pointer() {
+    let harness = Harness::start(test_settings()).await;
+    let (mut client, _) = harness.open("scrollbox.html").await;
+    // No click yet: the wheel turns at the viewport centre, which is inside the box.
+    let scrolled = client.step(BrowserAction::scroll(500)).await.unwrap();
+    assert_eq!(title(&scrolled), "box scrollTop=500");
+    let up = client.step(BrowserAction::scroll(-200)).await.unwrap();
+    assert_eq!(title(&up), "box scrollTop=300");
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn scroll_moves_a_long_page() {
+    let harness = Harness::start(test_settings()).await;
+    let (mut client, first) = harness.open("long.html").await;
+    let scrolled = client.step(BrowserAction::scroll(1200)).await.unwrap();
+    assert_eq!(title(&scrolled), "scrollY=1200");
+    assert_ne!(
+        first.observation.screenshot,
+        scrolled.observation.screenshot
+    );
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn back_returns_after_a_navigation() {
+    let harness = Harness::start(test_settings()).await;
+    let (mut client, _) = harness.open("nav1.html").await;
+    let there = client.step(BrowserAction::click(200, 50)).await.unwrap();
+    assert_eq!(there.observation.url, harness.page("nav2.html"));
+    assert_eq!(title(&there), "Nav 2");
+    let back = client.step(BrowserAction::back()).await.unwrap();
+    assert_eq!(back.observation.url, harness.page("nav1.html"));
+    // Nothing further back: the step still succeeds and stays put.
+    let again = client.step(BrowserAction::back()).await.unwrap();
+    assert_eq!(again.observation.error, "");
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn target_blank_link_and_window_open_are_followed() {
+    let harness = Harness::start(test_settings()).await;
+    for page in ["blank.html", "newwindow.html"] {
+        let (mut client, _) = harness.open(page).await;
+        let result = client.step(BrowserAction::click(200, 50)).await.unwrap();
+        assert_eq!(
+            result.observation.url,
+            harness.page("newtab.html"),
+            "{page}"
+        );
+        assert_eq!(title(&result), "New tab");
+        assert_eq!(result.observation.metadata["tab_switches"], 1);
+        // The new tab is the page now: actions reach it.
+        let scrolled = client.step(BrowserAction::scroll(100)).await.unwrap();
+        assert_eq!(scrolled.observation.url, harness.page("newtab.html"));
+        client.close().await.unwrap();
+    }
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn dialogs_are_answered_and_reported() {
+    let harness = Harness::start(test_settings()).await;
+    let (mut client, _) = harness.open("alert.html").await;
+    let alert = client.step(BrowserAction::click(200, 50)).await.unwrap();
+    assert_eq!(title(&alert), "after alert");
+    assert_eq!(alert.observation.metadata["dialogs"][0]["type"], "alert");
+    assert_eq!(
+        alert.observation.metadata["dialogs"][0]["message"],
+        "hello from alert"
+    );
+    let confirm = client.step(BrowserAction::click(200, 200)).await.unwrap();
+    assert_eq!(title(&confirm), "confirm=true");
+    let prompt = client.step(BrowserAction::click(200, 350)).await.unwrap();
+    assert!(title(&prompt).starts_with("prompt="), "{}", title(&prompt));
+    assert_eq!(prompt.observation.metadata["dialogs"][0]["type"], "prompt");
+    assert!(!prompt.done);
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn downloads_are_denied() {
+    let harness = Harness::start(test_settings()).await;
+    let (mut client, _) = harness.open("download.html").await;
+    let result = client.step(BrowserAction::click(200, 50)).await.unwrap();
+    assert_eq!(result.observation.error, "download_blocked");
+    assert_eq!(result.observation.url, harness.page("download.html"));
+    let denied = result.observation.metadata["downloads_denied"][0]
+        .as_str()
+        .unwrap();
+    assert!(denied.ends_with("download.bin"), "{denied}");
+    assert!(!result.done);
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn javascript_links_are_blocked() {
+    let harness = Harness::start(test_settings()).await;
+    let (mut client, _) = harness.open("jslink.html").await;
+    let result = client.step(BrowserAction::click(200, 50)).await.unwrap();
+    assert_eq!(result.observation.error, "navigation_blocked");
+    assert_eq!(title(&result), "JS link", "the script did not run");
+    assert!(result.observation.metadata["navigations_blocked"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("javascript:"));
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn step_limit_ends_the_episode_then_steps_are_refused() {
+    let harness = Harness::start(EnvSettings {
+        max_steps: 2,
+        ..test_settings()
+    })
+    .await;
+    let (mut client, _) = harness.open("long.html").await;
+    assert!(!client.step(BrowserAction::scroll(100)).await.unwrap().done);
+    assert!(client.step(BrowserAction::scroll(100)).await.unwrap().done);
+    match client.step(BrowserAction::scroll(100)).await {
+        Err(ClientError::Server(frame)) => {
+            assert_eq!(frame.code, ErrorCode::ExecutionError);
+            assert_eq!(frame.message, "reset before stepping");
+        }
+        other => panic!("expected an execution error, got {other:?}"),
+    }
+    // The session is still usable.
+    assert_eq!(client.state().await.unwrap().step_count, 2);
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn wait_and_finish() {
+    let harness = Harness::start(test_settings()).await;
+    let (mut client, _) = harness.open("long.html").await;
+    let waited = client.step(BrowserAction::wait()).await.unwrap();
+    assert!(
+        waited.observation.metadata["timings_ms"]["action"]
+            .as_f64()
+            .unwrap()
+            >= 200.0
+    );
+    let finished = client.step(BrowserAction::finish("42")).await.unwrap();
+    assert!(finished.done);
+    assert_eq!(client.state().await.unwrap().step_count, 2);
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn bot_verification_page_ends_the_episode() {
+    let harness = Harness::start(test_settings()).await;
+    let (_client, first) = harness.open("cloudflare.html").await;
+    assert!(first.done);
+    assert_eq!(first.observation.error, "blocked_by_bot_verification");
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn navigation_failure_and_page_load_timeout_are_not_fatal() {
+    let harness = Harness::start(test_settings()).await;
+    // A port nobody listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_url = format!("http://{}/", closed.local_addr().unwrap());
+    drop(closed);
+    let mut client = harness.client().await;
+    let failed = client.reset(ResetOptions::new(&closed_url)).await.unwrap();
+    assert_eq!(failed.observation.error, "navigation_failed");
+    assert!(failed.observation.metadata["error_detail"]
+        .as_str()
+        .unwrap()
+        .contains("ERR_CONNECTION_REFUSED"));
+    assert!(!failed.done);
+
+    // A server that accepts and never answers.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_url = format!("http://{}/", silent.local_addr().unwrap());
+    let hold = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    let slow = client.reset(ResetOptions::new(&silent_url)).await.unwrap();
+    assert_eq!(slow.observation.error, "page_load_timeout");
+    assert!(!slow.done);
+    // The episode goes on.
+    let next = client
+        .reset(ResetOptions::new(harness.page("long.html")))
+        .await
+        .unwrap();
+    assert_eq!(next.observation.error, "");
+    hold.abort();
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn a_busy_page_gives_action_timeout_and_goes_on() {
+    let harness = Harness::start(EnvSettings {
+        action_timeout: Duration::from_secs(1),
+        screenshot_timeout: Duration::from_secs(10),
+        ..test_settings()
+    })
+    .await;
+    let (mut client, _) = harness.open("slow.html").await;
+    let result = client.step(BrowserAction::click(200, 50)).await.unwrap();
+    assert_eq!(result.observation.error, "action_timeout");
+    assert!(!result.done);
+    let picture = Picture::from_base64(&result.observation.screenshot);
+    assert_eq!(
+        picture.rgb(600, 500),
+        [0, 128, 0],
+        "the late paint is visible"
+    );
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn a_hung_page_ends_with_renderer_timeout_and_the_server_keeps_serving() {
+    let harness = Harness::start(EnvSettings {
+        action_timeout: Duration::from_secs(1),
+        screenshot_timeout: Duration::from_secs(1),
+        ..test_settings()
+    })
+    .await;
+    let (mut client, _) = harness.open("hang.html").await;
+    let result = client.step(BrowserAction::click(200, 50)).await.unwrap();
+    assert_eq!(result.observation.error, "renderer_timeout");
+    assert!(result.done);
+    assert_eq!(result.observation.screenshot, "");
+    // Same session: a reset gets a fresh browser.
+    let fresh = client
+        .reset(ResetOptions::new(harness.page("long.html")))
+        .await
+        .unwrap();
+    assert_eq!(fresh.observation.error, "");
+    // Another session at the same time works too.
+    let (mut other, _) = harness.open("canvas.html").await;
+    let clicked = other.step(BrowserAction::click(5, 5)).await.unwrap();
+    assert_eq!(title(&clicked), "clicked 5,5");
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn reset_rejects_unsafe_urls_and_keeps_the_episode() {
+    let harness = Harness::start(test_settings()).await;
+    let (mut client, _) = harness.open("long.html").await;
+    for bad in [
+        "file:///etc/passwd",
+        "chrome://version",
+        "https://u:p@example.com/",
+        "data:text/html,x",
+    ] {
+        match client.reset(ResetOptions::new(bad)).await {
+            Err(ClientError::Server(frame)) => {
+                assert_eq!(frame.code, ErrorCode::ExecutionError);
+                assert_eq!(frame.message, "expected an HTTP(S) URL without credentials");
+            }
+            other => panic!("{bad}: {other:?}"),
+        }
+    }
+    let still = client.step(BrowserAction::scroll(10)).await.unwrap();
+    assert_eq!(still.observation.url, harness.page("long.html"));
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn capacity_is_enforced_per_session() {
+    let harness = Harness::start_with(ServerConfig {
+        settings: test_settings(),
+        max_sessions: 1,
+        warm_spare: false,
+    })
+    .await;
+    let (first, _) = harness.open("long.html").await;
+    let mut second = harness.client().await;
+    match second.state().await {
+        Err(ClientError::Server(frame)) => {
+            assert_eq!(frame.code, ErrorCode::CapacityReached);
+            assert_eq!(frame.extra["max_sessions"], 1);
+        }
+        other => panic!("expected CAPACITY_REACHED, got {other:?}"),
+    }
+    first.close().await.unwrap();
+    // The slot is free again.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (mut third, _) = harness.open("long.html").await;
+    assert_eq!(third.state().await.unwrap().step_count, 0);
+    harness.stop().await;
+}

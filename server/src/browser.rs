@@ -122,8 +122,9 @@ pub trait Browser: Send + 'static {
         &mut self,
         bound: Duration,
     ) -> impl Future<Output = Result<SettleOutcome, PageError>> + Send;
-    /// Follow a newly opened tab if there is one.
-    fn follow_new_tab(&mut self) -> impl Future<Output = Result<(), PageError>> + Send;
+    /// Follow a newly opened tab if there is one; if the current tab closed, return to the one
+    /// before it.
+    fn follow_tabs(&mut self) -> impl Future<Output = Result<(), PageError>> + Send;
     fn facts(&mut self) -> impl Future<Output = Result<PageFacts, PageError>> + Send;
     /// A PNG of the viewport, base64-encoded.
     fn screenshot(&mut self) -> impl Future<Output = Result<String, PageError>> + Send;

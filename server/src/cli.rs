@@ -62,6 +62,10 @@ pub struct Cli {
     /// The Chromium executable.
     #[arg(long, env = "BROWSER_CHROMIUM", default_value = "/usr/bin/chromium")]
     pub chromium: PathBuf,
+    /// Also serve this folder of static pages (e.g. assets/pages) on a loopback listener of its
+    /// own, never the API's; its URL is printed on a second stdout line.
+    #[arg(long, env = "BROWSER_SITE_DIR")]
+    pub site: Option<PathBuf>,
     /// Do not keep a browser launched ahead of the next reset.
     #[arg(long, env = "BROWSER_NO_WARM_SPARE")]
     pub no_warm_spare: bool,
@@ -140,6 +144,14 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()> + S
     })
 }
 
+/// The address line comes first: scripts and tests read it to find the server.
+fn announce(address: &str, site: Option<&crate::site::SiteHandle>) {
+    println!("browserenv-server listening on {address}");
+    if let Some(site) = site {
+        println!("static pages at {}", site.url(""));
+    }
+}
+
 /// Bind, announce the address on stdout (one line, for scripts and tests), serve until a signal.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let config = cli.server_config().map_err(anyhow::Error::msg)?;
@@ -156,23 +168,28 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     let launcher = ChromiumLauncher::new(chromium_config);
     let shutdown = shutdown_signal()?;
+    let site = match &cli.site {
+        Some(dir) => Some(
+            crate::site::serve_dir(dir)
+                .await
+                .with_context(|| format!("cannot serve {}", dir.display()))?,
+        ),
+        None => None,
+    };
     let result = match &cli.unix_dir {
         Some(dir) => {
             let path = dir.join(format!("{}.sock", cli.port));
             let _ = std::fs::remove_file(&path);
             let listener = tokio::net::UnixListener::bind(&path)
                 .with_context(|| format!("cannot listen on {}", path.display()))?;
-            println!("browserenv-server listening on unix:{}", path.display());
+            announce(&format!("unix:{}", path.display()), site.as_ref());
             crate::serve(listener, launcher, config, shutdown).await
         }
         None => {
             let listener = tokio::net::TcpListener::bind((cli.host.as_str(), cli.port))
                 .await
                 .with_context(|| format!("cannot listen on {}:{}", cli.host, cli.port))?;
-            println!(
-                "browserenv-server listening on http://{}",
-                listener.local_addr()?
-            );
+            announce(&format!("http://{}", listener.local_addr()?), site.as_ref());
             crate::serve(listener, launcher, config, shutdown).await
         }
     };

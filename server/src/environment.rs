@@ -213,7 +213,7 @@ impl<L: Launcher> Environment<L> {
             let _ = bounded(
                 settings.action_timeout,
                 PageError::ActionTimeout,
-                browser.follow_new_tab(),
+                browser.follow_tabs(),
             )
             .await;
             match settings.settle {
@@ -237,7 +237,7 @@ impl<L: Launcher> Environment<L> {
             let _ = bounded(
                 settings.action_timeout,
                 PageError::ActionTimeout,
-                browser.follow_new_tab(),
+                browser.follow_tabs(),
             )
             .await;
             timings.settle = settle_started.elapsed();

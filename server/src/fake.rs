@@ -136,7 +136,7 @@ impl Browser for FakeBrowser {
         Ok(SettleOutcome::Quiet)
     }
 
-    async fn follow_new_tab(&mut self) -> Result<(), PageError> {
+    async fn follow_tabs(&mut self) -> Result<(), PageError> {
         Ok(())
     }
 

@@ -1,1 +1,229 @@
-fn main() {}
+//! `browserenv-bench`: latency, size and memory figures of the server on real Chromium, printed
+//! as a Markdown table for the README. Client-measured round trips over a real WebSocket on
+//! 127.0.0.1, against the local test pages.
+
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use browserenv::models::Key;
+use browserenv::{BrowserAction, ResetOptions};
+use browserenv_server::settings::EnvSettings;
+use browserenv_server::ServerConfig;
+use browserenv_tests::{test_settings, Harness};
+
+struct Series {
+    name: String,
+    millis: Vec<f64>,
+}
+
+impl Series {
+    fn new(name: &str) -> Self {
+        Series {
+            name: name.into(),
+            millis: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, elapsed: Duration) {
+        self.millis.push(elapsed.as_secs_f64() * 1000.0);
+    }
+
+    fn percentile(&self, p: f64) -> f64 {
+        let mut sorted = self.millis.clone();
+        sorted.sort_by(f64::total_cmp);
+        let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+        sorted[rank]
+    }
+
+    fn row(&self) -> String {
+        format!(
+            "| {} | {} | {:.0} | {:.0} |",
+            self.name,
+            self.millis.len(),
+            self.percentile(50.0),
+            self.percentile(95.0)
+        )
+    }
+}
+
+async fn timed<T>(series: &mut Series, future: impl std::future::Future<Output = T>) -> T {
+    let started = Instant::now();
+    let value = future.await;
+    series.add(started.elapsed());
+    value
+}
+
+/// Proportional set size (KiB) of every Chromium process this benchmark launched.
+fn chromium_pss_kib() -> u64 {
+    let marker = format!("browserenv-{}-", std::process::id());
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|entry| {
+            std::fs::read(entry.path().join("cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(&marker))
+                .unwrap_or(false)
+        })
+        .filter_map(|entry| std::fs::read_to_string(entry.path().join("smaps_rollup")).ok())
+        .filter_map(|rollup| {
+            rollup
+                .lines()
+                .find(|l| l.starts_with("Pss:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .sum()
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let chromium = std::process::Command::new(browserenv_tests::chromium_path())
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    format!("{cores} cores, {cpu}; {chromium}")
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    // Each series stays within one episode (at most 200 steps).
+    let rounds: usize = std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(30)
+        .clamp(2, 90);
+    println!("Machine: {}", machine());
+    println!();
+    println!("| measure | n | median ms | p95 ms |");
+    println!("|---|---|---|---|");
+
+    // Cold reset: every reset launches Chromium.
+    let cold = Harness::start_with(ServerConfig {
+        settings: test_settings(),
+        max_sessions: 2,
+        warm_spare: false,
+    })
+    .await;
+    let mut series = Series::new("reset, cold (launch + load + PNG)");
+    let mut client = cold.client().await;
+    for _ in 0..rounds.min(10) {
+        timed(
+            &mut series,
+            client.reset(ResetOptions::new(cold.page("long.html"))),
+        )
+        .await?;
+    }
+    println!("{}", series.row());
+    client.close().await?;
+    cold.stop().await;
+
+    // Everything else with the warm spare, as the server runs by default.
+    let harness = Harness::start(EnvSettings {
+        max_steps: 200,
+        ..test_settings()
+    })
+    .await;
+    let mut client = harness.client().await;
+    let mut series = Series::new("reset, warm spare ready");
+    for _ in 0..rounds.min(10) {
+        // Give the spare time to launch, as between episodes of a real agent.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        timed(
+            &mut series,
+            client.reset(ResetOptions::new(harness.page("long.html"))),
+        )
+        .await?;
+    }
+    println!("{}", series.row());
+
+    let mut png_bytes = Vec::new();
+    let mut scroll = Series::new("step scroll (static page)");
+    client
+        .reset(ResetOptions::new(harness.page("long.html")))
+        .await?;
+    for i in 0..rounds {
+        let dy = if i % 2 == 0 { 600 } else { -600 };
+        let result = timed(&mut scroll, client.step(BrowserAction::scroll(dy))).await?;
+        png_bytes.push(
+            base64::engine::general_purpose::STANDARD
+                .decode(&result.observation.screenshot)?
+                .len(),
+        );
+    }
+    println!("{}", scroll.row());
+
+    let mut click = Series::new("step click (static page, no navigation)");
+    client
+        .reset(ResetOptions::new(harness.page("long.html")))
+        .await?;
+    for _ in 0..rounds {
+        timed(&mut click, client.step(BrowserAction::click(700, 500))).await?;
+    }
+    println!("{}", click.row());
+
+    client
+        .reset(ResetOptions::new(harness.page("form.html")))
+        .await?;
+    client.step(BrowserAction::click(250, 115)).await?;
+    let mut typing = Series::new("step type (10 chars)");
+    let mut key = Series::new("step key (BACKSPACE)");
+    for _ in 0..rounds {
+        timed(
+            &mut typing,
+            client.step(BrowserAction::type_text("0123456789")),
+        )
+        .await?;
+        timed(&mut key, client.step(BrowserAction::key(Key::Backspace))).await?;
+    }
+    println!("{}", typing.row());
+    println!("{}", key.row());
+
+    let mut navigate = Series::new("step click that navigates");
+    let mut back = Series::new("step back (history)");
+    client
+        .reset(ResetOptions::new(harness.page("nav1.html")))
+        .await?;
+    for _ in 0..rounds.min(20) {
+        timed(&mut navigate, client.step(BrowserAction::click(200, 50))).await?;
+        timed(&mut back, client.step(BrowserAction::back())).await?;
+    }
+    println!("{}", navigate.row());
+    println!("{}", back.row());
+
+    // Memory: two sessions with a page each, plus the warm spare.
+    let mut second = harness.client().await;
+    second
+        .reset(ResetOptions::new(harness.page("long.html")))
+        .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let browsers = 3;
+    let pss = chromium_pss_kib();
+    png_bytes.sort_unstable();
+    println!();
+    println!(
+        "Screenshot (800x600 PNG, long text page): median {} KiB, max {} KiB.",
+        png_bytes[png_bytes.len() / 2] / 1024,
+        png_bytes.last().copied().unwrap_or(0) / 1024
+    );
+    println!(
+        "Memory: {} MiB PSS for {browsers} browsers (2 sessions + the spare), {} MiB per browser.",
+        pss / 1024,
+        pss / 1024 / browsers
+    );
+    second.close().await?;
+    drop(client);
+    harness.stop().await;
+    Ok(())
+}

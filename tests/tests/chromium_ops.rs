@@ -396,3 +396,19 @@ async fn capacity_is_enforced_per_session() {
     assert_eq!(third.state().await.unwrap().step_count, 0);
     harness.stop().await;
 }
+
+#[tokio::test]
+async fn a_tab_that_closes_itself_hands_back_to_the_previous_tab() {
+    let harness = Harness::start(test_settings()).await;
+    let (mut client, _) = harness.open("newwindow.html").await;
+    let opened = client.step(BrowserAction::click(200, 50)).await.unwrap();
+    assert_eq!(opened.observation.url, harness.page("newtab.html"));
+    let closed = client.step(BrowserAction::click(200, 50)).await.unwrap();
+    assert_eq!(closed.observation.error, "");
+    assert_eq!(closed.observation.url, harness.page("newwindow.html"));
+    assert_eq!(closed.observation.metadata["tab_switches"], 1);
+    // And it is usable: the button opens the tab again.
+    let again = client.step(BrowserAction::click(200, 50)).await.unwrap();
+    assert_eq!(again.observation.url, harness.page("newtab.html"));
+    harness.stop().await;
+}

@@ -31,7 +31,7 @@ use chromiumoxide::cdp::browser_protocol::page::{
     NavigateToHistoryEntryParams,
 };
 use chromiumoxide::cdp::browser_protocol::target::{
-    EventTargetCrashed, EventTargetCreated, TargetId,
+    EventTargetCrashed, EventTargetCreated, EventTargetDestroyed, TargetId,
 };
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use chromiumoxide::error::CdpError;
@@ -133,8 +133,10 @@ pub struct ChromiumBrowser {
     handler: JoinHandle<()>,
     browser_tasks: Vec<JoinHandle<()>>,
     current: CurrentPage,
-    /// Older tabs stay open, as in a person's browser, but their event tasks are stopped.
-    background_tasks: Vec<JoinHandle<()>>,
+    /// Older tabs stay open, as in a person's browser (unwatched); the newest is last.
+    previous_pages: Vec<Page>,
+    /// Tabs that no longer exist.
+    closed_tabs: Arc<Mutex<HashSet<TargetId>>>,
     incidents: Arc<Mutex<Incidents>>,
     new_tabs: Arc<Mutex<Vec<TargetId>>>,
     last_action: Instant,
@@ -244,13 +246,25 @@ impl ChromiumBrowser {
             }
         }));
 
+        let closed_tabs = Arc::new(Mutex::new(HashSet::new()));
+        let mut destroyed = browser.event_listener::<EventTargetDestroyed>().await?;
+        let closed = closed_tabs.clone();
+        browser_tasks.push(tokio::spawn(async move {
+            while let Some(event) = destroyed.next().await {
+                if let Ok(mut closed) = closed.lock() {
+                    closed.insert(event.target_id.clone());
+                }
+            }
+        }));
+
         let current = prepare_page(first, incidents.clone(), &load_states).await?;
         let mut chromium = ChromiumBrowser {
             browser,
             handler,
             browser_tasks,
             current,
-            background_tasks: Vec::new(),
+            previous_pages: Vec::new(),
+            closed_tabs,
             incidents,
             new_tabs,
             last_action: Instant::now(),
@@ -295,6 +309,59 @@ impl ChromiumBrowser {
             return Err(PageError::RendererCrashed);
         }
         Ok(&self.current.page)
+    }
+
+    fn is_closed(&self, target: &TargetId) -> bool {
+        self.closed_tabs
+            .lock()
+            .is_ok_and(|closed| closed.contains(target))
+    }
+
+    /// Make `page` the current page; the old one is kept to return to if `page` closes.
+    async fn switch_to(&mut self, page: Page) -> Result<(), PageError> {
+        let prepared = prepare_page(page, self.incidents.clone(), &self.load_states)
+            .await
+            .map_err(|err| PageError::ActionFailed(format!("cannot switch tabs: {err}")))?;
+        let previous = std::mem::replace(&mut self.current, prepared);
+        // Only the current page is watched.
+        for task in &previous.tasks {
+            task.abort();
+        }
+        self.previous_pages.push(previous.page);
+        if let Ok(mut incidents) = self.incidents.lock() {
+            incidents.tab_switches += 1;
+        }
+        self.acted(true);
+        Ok(())
+    }
+
+    async fn open_new_tab(&mut self, target: TargetId) -> Result<(), PageError> {
+        let mut page = None;
+        for _ in 0..80 {
+            if let Ok(found) = self.browser.get_page(target.clone()).await {
+                page = Some(found);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        let Some(page) = page else {
+            tracing::warn!("a new tab opened but could not be attached");
+            return Ok(());
+        };
+        self.switch_to(page).await?;
+        // The tab may still be on its initial about:blank; give its first navigation time to start.
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < deadline {
+            if !matches!(
+                self.current_url().await.as_deref(),
+                Ok("about:blank") | Ok("")
+            ) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.acted(true);
+        Ok(())
     }
 
     /// Run a CDP command on the current page; a renderer crash fails it at once instead of at
@@ -685,7 +752,7 @@ impl Browser for ChromiumBrowser {
         }
     }
 
-    async fn follow_new_tab(&mut self) -> Result<(), PageError> {
+    async fn follow_tabs(&mut self) -> Result<(), PageError> {
         let newest = self
             .new_tabs
             .lock()
@@ -695,43 +762,20 @@ impl Browser for ChromiumBrowser {
                 newest
             })
             .unwrap_or(None);
-        let Some(target) = newest else { return Ok(()) };
-        let mut page = None;
-        for _ in 0..80 {
-            if let Ok(found) = self.browser.get_page(target.clone()).await {
-                page = Some(found);
+        if let Some(target) = newest {
+            self.open_new_tab(target).await?;
+        }
+        // The current tab closed itself (window.close()): back to the tab before it, as in a
+        // person's browser.
+        while self.is_closed(self.current.page.target_id()) {
+            let Some(previous) = self.previous_pages.pop() else {
                 break;
+            };
+            if self.is_closed(previous.target_id()) {
+                continue;
             }
-            tokio::time::sleep(Duration::from_millis(25)).await;
+            self.switch_to(previous).await?;
         }
-        let Some(page) = page else {
-            tracing::warn!("a new tab opened but could not be attached");
-            return Ok(());
-        };
-        let prepared = prepare_page(page, self.incidents.clone(), &self.load_states)
-            .await
-            .map_err(|err| PageError::ActionFailed(format!("cannot follow the new tab: {err}")))?;
-        let previous = std::mem::replace(&mut self.current, prepared);
-        self.background_tasks.extend(previous.tasks);
-        for task in &self.background_tasks {
-            task.abort();
-        }
-        self.background_tasks.clear();
-        if let Ok(mut incidents) = self.incidents.lock() {
-            incidents.tab_switches += 1;
-        }
-        // The tab may still be on its initial about:blank; give its first navigation time to start.
-        let deadline = Instant::now() + Duration::from_secs(1);
-        while Instant::now() < deadline {
-            if !matches!(
-                self.current_url().await.as_deref(),
-                Ok("about:blank") | Ok("")
-            ) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        self.acted(true);
         Ok(())
     }
 
@@ -786,13 +830,7 @@ impl Browser for ChromiumBrowser {
 
 impl Drop for ChromiumBrowser {
     fn drop(&mut self) {
-        for task in self
-            .current
-            .tasks
-            .iter()
-            .chain(&self.browser_tasks)
-            .chain(&self.background_tasks)
-        {
+        for task in self.current.tasks.iter().chain(&self.browser_tasks) {
             task.abort();
         }
         self.handler.abort();

@@ -16,8 +16,7 @@ server: chromium
 test: chromium venv
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo test --workspace
-	cargo build -p browserenv-server
+	cargo test --workspace  # also builds target/debug/browserenv-server for the Python tests
 	$(VENV)/bin/python -m pytest tests/python -q
 
 ## Latency, size and memory figures (the README's table).

@@ -412,3 +412,42 @@ async fn a_tab_that_closes_itself_hands_back_to_the_previous_tab() {
     assert_eq!(again.observation.url, harness.page("newtab.html"));
     harness.stop().await;
 }
+
+#[tokio::test]
+async fn beforeunload_is_accepted_and_the_navigation_goes_on() {
+    let harness = Harness::start(test_settings()).await;
+    let (mut client, _) = harness.open("beforeunload.html").await;
+    let left = client.step(BrowserAction::click(200, 50)).await.unwrap();
+    assert_eq!(left.observation.url, harness.page("nav2.html"));
+    assert_eq!(
+        left.observation.metadata["dialogs"][0]["type"],
+        "beforeunload"
+    );
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn links_to_local_and_internal_schemes_are_blocked() {
+    let harness = Harness::start(test_settings()).await;
+    let (mut client, _) = harness.open("schemes.html").await;
+    for (y, scheme) in [
+        (40, "file:"),
+        (140, "data:"),
+        (240, "chrome:"),
+        (340, "javascript:"),
+    ] {
+        let result = client.step(BrowserAction::click(200, y)).await.unwrap();
+        assert_eq!(result.observation.error, "navigation_blocked", "{scheme}");
+        assert_eq!(
+            result.observation.url,
+            harness.page("schemes.html"),
+            "{scheme}"
+        );
+        assert_eq!(title(&result), "Schemes", "{scheme}");
+        let blocked = result.observation.metadata["navigations_blocked"][0]
+            .as_str()
+            .unwrap();
+        assert!(blocked.starts_with(scheme), "{blocked}");
+    }
+    harness.stop().await;
+}

@@ -214,27 +214,24 @@ async fn over_capacity_gets_capacity_reached_then_close() {
     server.stop().await.unwrap();
 }
 
+/// A server whose `wait` takes `wait`, and a socket with a `wait` step in flight.
+async fn slow_step_in_flight(wait: Duration, max_sessions: usize) -> (ServerHandle, Socket) {
+    let settings = EnvSettings {
+        explicit_wait: wait,
+        ..quick()
+    };
+    let server = server(settings, max_sessions).await;
+    let mut ws = connect(&server).await;
+    let reset = json!({"type": "reset", "data": {"start_url": "https://example.com/"}});
+    request(&mut ws, reset).await;
+    let step = json!({"type": "step", "data": {"op": "wait"}});
+    ws.send(Message::text(step.to_string())).await.unwrap();
+    (server, ws)
+}
+
 #[tokio::test]
 async fn pings_are_answered_while_a_step_runs() {
-    let server = server(
-        EnvSettings {
-            explicit_wait: Duration::from_millis(1500),
-            ..quick()
-        },
-        2,
-    )
-    .await;
-    let mut ws = connect(&server).await;
-    request(
-        &mut ws,
-        json!({"type": "reset", "data": {"start_url": "https://example.com/"}}),
-    )
-    .await;
-    ws.send(Message::text(
-        json!({"type": "step", "data": {"op": "wait"}}).to_string(),
-    ))
-    .await
-    .unwrap();
+    let (server, mut ws) = slow_step_in_flight(Duration::from_millis(1500), 2).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     ws.send(Message::Ping(b"alive?".to_vec().into()))
         .await
@@ -248,25 +245,7 @@ async fn pings_are_answered_while_a_step_runs() {
 
 #[tokio::test]
 async fn a_peer_that_vanishes_mid_step_frees_its_slot() {
-    let server = server(
-        EnvSettings {
-            explicit_wait: Duration::from_secs(5),
-            ..quick()
-        },
-        1,
-    )
-    .await;
-    let mut ws = connect(&server).await;
-    request(
-        &mut ws,
-        json!({"type": "reset", "data": {"start_url": "https://example.com/"}}),
-    )
-    .await;
-    ws.send(Message::text(
-        json!({"type": "step", "data": {"op": "wait"}}).to_string(),
-    ))
-    .await
-    .unwrap();
+    let (server, ws) = slow_step_in_flight(Duration::from_secs(5), 1).await;
     drop(ws);
     // Well before the 5 s wait ends, the slot is free again.
     let mut next = None;

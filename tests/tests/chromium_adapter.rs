@@ -3,15 +3,23 @@
 use std::time::Duration;
 
 use browserenv_server::browser::{Browser, Launcher, PageError};
-use browserenv_server::chromium::{ChromiumConfig, ChromiumLauncher};
-use browserenv_server::site::serve_dir;
+use browserenv_server::chromium::{ChromiumBrowser, ChromiumConfig, ChromiumLauncher};
+use browserenv_server::site::{serve_dir, SiteHandle};
 use browserenv_tests::{assets_dir, chromium_path};
 
-async fn launcher() -> ChromiumLauncher {
-    ChromiumLauncher::new(ChromiumConfig {
+/// A fresh browser showing one of the test pages (and the site serving it).
+async fn browser_on(page: &str) -> (ChromiumBrowser, SiteHandle) {
+    let pages = serve_dir(assets_dir().join("pages")).await.unwrap();
+    let launcher = ChromiumLauncher::new(ChromiumConfig {
         executable: chromium_path(),
         ..ChromiumConfig::default()
-    })
+    });
+    let mut browser = launcher.launch().await.unwrap();
+    browser
+        .goto(&pages.url(page), Duration::from_secs(10))
+        .await
+        .unwrap();
+    (browser, pages)
 }
 
 /// Renderer processes in the browser's process group.
@@ -32,12 +40,7 @@ fn renderers_of(browser_pid: u32) -> Vec<i32> {
 
 #[tokio::test]
 async fn a_killed_renderer_is_reported_as_crashed() {
-    let pages = serve_dir(assets_dir().join("pages")).await.unwrap();
-    let mut browser = launcher().await.launch().await.unwrap();
-    browser
-        .goto(&pages.url("long.html"), Duration::from_secs(10))
-        .await
-        .unwrap();
+    let (mut browser, _pages) = browser_on("long.html").await;
     let renderers = renderers_of(browser.pid());
     assert!(!renderers.is_empty(), "a renderer runs the page");
     for pid in renderers {
@@ -58,12 +61,7 @@ async fn a_killed_renderer_is_reported_as_crashed() {
 
 #[tokio::test]
 async fn a_killed_browser_is_reported_as_disconnected() {
-    let pages = serve_dir(assets_dir().join("pages")).await.unwrap();
-    let mut browser = launcher().await.launch().await.unwrap();
-    browser
-        .goto(&pages.url("long.html"), Duration::from_secs(10))
-        .await
-        .unwrap();
+    let (mut browser, _pages) = browser_on("long.html").await;
     // SAFETY: killing our own browser's process group.
     unsafe {
         libc::killpg(browser.pid() as i32, libc::SIGKILL);
@@ -79,12 +77,7 @@ async fn a_killed_browser_is_reported_as_disconnected() {
 
 #[tokio::test]
 async fn the_viewport_is_exactly_800_by_600_before_the_first_navigation() {
-    let pages = serve_dir(assets_dir().join("pages")).await.unwrap();
-    let mut browser = launcher().await.launch().await.unwrap();
-    browser
-        .goto(&pages.url("long.html"), Duration::from_secs(10))
-        .await
-        .unwrap();
+    let (mut browser, _pages) = browser_on("long.html").await;
     let facts = browser.facts().await.unwrap();
     assert_eq!(facts.title, "Long page");
     let png = browser.screenshot().await.unwrap();

@@ -1,0 +1,924 @@
+//! The terminal UI's model and its pure `update`: every input and every server event becomes a
+//! `Msg`; `update` changes the model and returns the `Effect`s to carry out (frames to send, a
+//! picture to encode, quit). Nothing here touches the terminal or the network, so all of it is
+//! tested directly.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use browserenv::models::{BrowserAction, Key};
+use ratatui::layout::Rect;
+
+use crate::command::{parse_command, Command};
+use crate::picture::{cell_to_page, PAGE_HEIGHT, PAGE_WIDTH};
+
+/// Arrow keys move the crosshair this far; with Shift, `FAST_STEP`.
+pub const STEP: i64 = 10;
+pub const FAST_STEP: i64 = 50;
+
+/// What the UI asks of the server connection.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    Reset(String),
+    Step(BrowserAction),
+}
+
+impl Request {
+    /// Short human description for the status bar.
+    pub fn describe(&self) -> String {
+        match self {
+            Request::Reset(url) => format!("reset {url}"),
+            Request::Step(action) => crate::command::describe(action),
+        }
+    }
+}
+
+/// Connection to the server, as the status bar shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Link {
+    Connecting,
+    Connected,
+    /// The server is gone or closed the socket; `r` reconnects.
+    Lost(String),
+}
+
+/// What the last observation said, kept for the status bar and the picture.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Observed {
+    pub url: String,
+    pub title: String,
+    pub error: String,
+    pub done: bool,
+    pub step: u64,
+    pub latency: Duration,
+}
+
+/// The one-line editors at the bottom.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineKind {
+    /// Text typed into the page on Enter.
+    Type,
+    /// A `:` command.
+    Command,
+    /// The answer sent with `finish` (may be empty).
+    Finish,
+    /// The URL to reset to.
+    Reset,
+}
+
+impl LineKind {
+    pub fn prompt(self) -> &'static str {
+        match self {
+            LineKind::Type => "type> ",
+            LineKind::Command => ":",
+            LineKind::Finish => "finish, answer (optional)> ",
+            LineKind::Reset => "reset to URL> ",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    Normal,
+    Line {
+        kind: LineKind,
+        text: String,
+    },
+    /// Waiting for the second keystroke of `k <key>`.
+    KeyPrefix,
+    ConfirmQuit,
+}
+
+/// Feedback line: what just happened, or what went wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub text: String,
+    pub is_error: bool,
+}
+
+/// Everything the UI reacts to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Msg {
+    /// A key, already decoded by `input.rs`.
+    Key(KeyInput),
+    /// A left click at a terminal cell.
+    Click {
+        column: u16,
+        row: u16,
+    },
+    /// Pasted text (bracketed paste): goes into the open line editor.
+    Paste(String),
+    /// Wheel: +1 down, -1 up.
+    Wheel(i64),
+    Resize {
+        width: u16,
+        height: u16,
+    },
+    Connected,
+    Observation {
+        url: String,
+        title: String,
+        error: String,
+        done: bool,
+        step: u64,
+        latency: Duration,
+    },
+    /// An error frame: the session goes on.
+    ServerError {
+        code: String,
+        message: String,
+    },
+    Disconnected(String),
+    Tick,
+}
+
+/// Keys as the UI understands them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyInput {
+    Char(char),
+    Enter,
+    Esc,
+    Tab,
+    Backspace,
+    CtrlA,
+    CtrlC,
+    Up { fast: bool },
+    Down { fast: bool },
+    Left { fast: bool },
+    Right { fast: bool },
+    PageUp,
+    PageDown,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    Send(Request),
+    /// Re-encode the current picture (grid toggled or the picture's size changed).
+    Redraw,
+    Reconnect,
+    Quit,
+}
+
+pub struct App {
+    pub mode: Mode,
+    pub help: bool,
+    pub grid: bool,
+    pub crosshair: (i64, i64),
+    pub link: Link,
+    pub observed: Option<Observed>,
+    /// The request on the wire, if any.
+    pub in_flight: Option<Request>,
+    /// Requests given while one was in flight, sent in order.
+    pub queue: VecDeque<Request>,
+    pub notice: Option<Notice>,
+    pub start_url: String,
+    pub scroll_step: i64,
+    /// From the embedded server's settings; unknown for a remote server.
+    pub max_steps: Option<u64>,
+    /// Where the picture is drawn (cells), set by the layout for mouse mapping.
+    pub picture: Option<Rect>,
+    pub terminal: (u16, u16),
+    pub spinner: usize,
+    /// Whether the terminal shows the picture as text cells (half-blocks).
+    pub text_picture: bool,
+    pub server_label: String,
+}
+
+impl App {
+    pub fn new(start_url: String, server_label: String) -> Self {
+        App {
+            mode: Mode::Normal,
+            help: false,
+            grid: false,
+            crosshair: (PAGE_WIDTH / 2, PAGE_HEIGHT / 2),
+            link: Link::Connecting,
+            observed: None,
+            in_flight: None,
+            queue: VecDeque::new(),
+            notice: None,
+            start_url,
+            scroll_step: 200,
+            max_steps: None,
+            picture: None,
+            terminal: (80, 24),
+            spinner: 0,
+            text_picture: true,
+            server_label,
+        }
+    }
+
+    /// An episode a person would lose by quitting: reset happened and it has not ended.
+    pub fn episode_in_progress(&self) -> bool {
+        self.observed.as_ref().is_some_and(|o| !o.done)
+    }
+
+    fn notice(&mut self, text: impl Into<String>) {
+        self.notice = Some(Notice {
+            text: text.into(),
+            is_error: false,
+        });
+    }
+
+    fn error(&mut self, text: impl Into<String>) {
+        self.notice = Some(Notice {
+            text: text.into(),
+            is_error: true,
+        });
+    }
+
+    /// Send now, or queue behind the request in flight (shown in the status bar).
+    fn request(&mut self, request: Request) -> Vec<Effect> {
+        if self.link != Link::Connected {
+            self.error(format!(
+                "not connected: {} not sent (press r to reconnect)",
+                request.describe()
+            ));
+            return Vec::new();
+        }
+        if self.in_flight.is_some() {
+            self.notice(format!("queued: {}", request.describe()));
+            self.queue.push_back(request);
+            return Vec::new();
+        }
+        self.in_flight = Some(request.clone());
+        vec![Effect::Send(request)]
+    }
+
+    fn step(&mut self, action: BrowserAction) -> Vec<Effect> {
+        if let Err(errors) = action.validate() {
+            let text = errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
+            self.error(format!("invalid action: {text}"));
+            return Vec::new();
+        }
+        self.request(Request::Step(action))
+    }
+
+    fn click_at(&mut self, x: i64, y: i64) -> Vec<Effect> {
+        self.crosshair = (x, y);
+        self.step(BrowserAction::click(x, y))
+    }
+
+    fn move_crosshair(&mut self, dx: i64, dy: i64) {
+        let (x, y) = self.crosshair;
+        self.crosshair = (
+            (x + dx).clamp(0, PAGE_WIDTH - 1),
+            (y + dy).clamp(0, PAGE_HEIGHT - 1),
+        );
+    }
+
+    pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
+        match msg {
+            Msg::Key(key) => self.on_key(key),
+            Msg::Click { column, row } => {
+                if self.help || !matches!(self.mode, Mode::Normal) {
+                    return Vec::new();
+                }
+                match self.picture.and_then(|p| cell_to_page(p, column, row)) {
+                    Some((x, y)) => self.click_at(x, y),
+                    None => Vec::new(),
+                }
+            }
+            Msg::Paste(pasted) => {
+                match &mut self.mode {
+                    Mode::Line { text, .. } => text.push_str(&pasted.replace(['\r', '\n'], " ")),
+                    _ => self.notice("paste into the type line: press i first"),
+                }
+                Vec::new()
+            }
+            Msg::Wheel(direction) => {
+                if self.help {
+                    return Vec::new();
+                }
+                self.step(BrowserAction::scroll(direction * self.scroll_step))
+            }
+            Msg::Resize { width, height } => {
+                self.terminal = (width, height);
+                vec![Effect::Redraw]
+            }
+            Msg::Connected => {
+                self.link = Link::Connected;
+                self.notice(format!("connected to {}", self.server_label));
+                let url = self.start_url.clone();
+                self.request(Request::Reset(url))
+            }
+            Msg::Observation {
+                url,
+                title,
+                error,
+                done,
+                step,
+                latency,
+            } => {
+                let finished = self.in_flight.take();
+                if let Some(Request::Step(action)) = &finished {
+                    if error.is_empty() {
+                        self.notice(format!(
+                            "{} took {} ms",
+                            crate::command::describe(action),
+                            latency.as_millis()
+                        ));
+                    }
+                }
+                if matches!(finished, Some(Request::Reset(_))) {
+                    self.notice(format!("new episode at {url}"));
+                }
+                if !error.is_empty() {
+                    self.error(format!("page error: {error}"));
+                }
+                if done {
+                    // Nothing queued can run in an ended episode.
+                    self.queue.clear();
+                }
+                self.observed = Some(Observed {
+                    url,
+                    title,
+                    error,
+                    done,
+                    step,
+                    latency,
+                });
+                let mut effects = vec![Effect::Redraw];
+                effects.extend(self.send_next());
+                effects
+            }
+            Msg::ServerError { code, message } => {
+                self.in_flight = None;
+                self.error(format!("{code}: {message}"));
+                self.send_next()
+            }
+            Msg::Disconnected(reason) => {
+                self.in_flight = None;
+                self.queue.clear();
+                self.link = Link::Lost(reason.clone());
+                self.error(format!("disconnected: {reason} (press r to reconnect)"));
+                Vec::new()
+            }
+            Msg::Tick => {
+                self.spinner = self.spinner.wrapping_add(1);
+                Vec::new()
+            }
+        }
+    }
+
+    fn send_next(&mut self) -> Vec<Effect> {
+        match self.queue.pop_front() {
+            Some(next) => {
+                self.in_flight = Some(next.clone());
+                vec![Effect::Send(next)]
+            }
+            None => Vec::new(),
+        }
+    }
+
+    fn on_key(&mut self, key: KeyInput) -> Vec<Effect> {
+        if self.help {
+            // Any key closes the help; it never acts on the page.
+            self.help = false;
+            return Vec::new();
+        }
+        match self.mode.clone() {
+            Mode::ConfirmQuit => match key {
+                KeyInput::Char('y') | KeyInput::Char('Y') => vec![Effect::Quit],
+                _ => {
+                    self.mode = Mode::Normal;
+                    self.notice("quit cancelled");
+                    Vec::new()
+                }
+            },
+            Mode::KeyPrefix => {
+                self.mode = Mode::Normal;
+                let named = match key {
+                    KeyInput::Enter => Some(Key::Enter),
+                    KeyInput::Tab => Some(Key::Tab),
+                    KeyInput::Esc => Some(Key::Escape),
+                    KeyInput::Backspace => Some(Key::Backspace),
+                    KeyInput::Char('a') | KeyInput::CtrlA => Some(Key::CtrlA),
+                    KeyInput::Up { .. } => Some(Key::Up),
+                    KeyInput::Down { .. } => Some(Key::Down),
+                    KeyInput::Left { .. } => Some(Key::Left),
+                    KeyInput::Right { .. } => Some(Key::Right),
+                    _ => None,
+                };
+                match named {
+                    Some(named) => self.step(BrowserAction::key(named)),
+                    None => {
+                        self.error("k then: Enter Tab Esc Backspace a(=CTRL+A) or an arrow");
+                        Vec::new()
+                    }
+                }
+            }
+            Mode::Line { kind, text } => self.on_line_key(kind, text, key),
+            Mode::Normal => self.on_normal_key(key),
+        }
+    }
+
+    fn on_line_key(&mut self, kind: LineKind, mut text: String, key: KeyInput) -> Vec<Effect> {
+        match key {
+            KeyInput::Esc => {
+                self.mode = Mode::Normal;
+                Vec::new()
+            }
+            KeyInput::Enter => {
+                self.mode = Mode::Normal;
+                self.submit_line(kind, text)
+            }
+            KeyInput::Backspace => {
+                text.pop();
+                self.mode = Mode::Line { kind, text };
+                Vec::new()
+            }
+            KeyInput::Char(c) => {
+                text.push(c);
+                self.mode = Mode::Line { kind, text };
+                Vec::new()
+            }
+            _ => {
+                self.mode = Mode::Line { kind, text };
+                Vec::new()
+            }
+        }
+    }
+
+    fn submit_line(&mut self, kind: LineKind, text: String) -> Vec<Effect> {
+        match kind {
+            LineKind::Type => {
+                if text.is_empty() {
+                    self.notice("nothing typed");
+                    return Vec::new();
+                }
+                self.step(BrowserAction::type_text(text))
+            }
+            LineKind::Finish => self.step(BrowserAction::finish(text)),
+            LineKind::Reset => {
+                let url = if text.trim().is_empty() {
+                    self.start_url.clone()
+                } else {
+                    text.trim().to_string()
+                };
+                self.request(Request::Reset(url))
+            }
+            LineKind::Command => match parse_command(&text) {
+                Ok(Command::Action(action)) => self.step(action),
+                Ok(Command::Reset(url)) => {
+                    let url = url.unwrap_or_else(|| self.start_url.clone());
+                    self.request(Request::Reset(url))
+                }
+                Ok(Command::Grid) => self.toggle_grid(),
+                Ok(Command::Help) => {
+                    self.help = true;
+                    Vec::new()
+                }
+                Ok(Command::Quit) => self.quit(),
+                Err(message) => {
+                    self.error(message);
+                    Vec::new()
+                }
+            },
+        }
+    }
+
+    fn toggle_grid(&mut self) -> Vec<Effect> {
+        self.grid = !self.grid;
+        self.notice(if self.grid { "grid on" } else { "grid off" });
+        vec![Effect::Redraw]
+    }
+
+    fn quit(&mut self) -> Vec<Effect> {
+        if self.episode_in_progress() {
+            self.mode = Mode::ConfirmQuit;
+            Vec::new()
+        } else {
+            vec![Effect::Quit]
+        }
+    }
+
+    fn line(&mut self, kind: LineKind, text: String) -> Vec<Effect> {
+        self.mode = Mode::Line { kind, text };
+        Vec::new()
+    }
+
+    fn on_normal_key(&mut self, key: KeyInput) -> Vec<Effect> {
+        let fast = |f: bool| if f { FAST_STEP } else { STEP };
+        match key {
+            KeyInput::Up { fast: f } => {
+                self.move_crosshair(0, -fast(f));
+                Vec::new()
+            }
+            KeyInput::Down { fast: f } => {
+                self.move_crosshair(0, fast(f));
+                Vec::new()
+            }
+            KeyInput::Left { fast: f } => {
+                self.move_crosshair(-fast(f), 0);
+                Vec::new()
+            }
+            KeyInput::Right { fast: f } => {
+                self.move_crosshair(fast(f), 0);
+                Vec::new()
+            }
+            KeyInput::Enter => {
+                let (x, y) = self.crosshair;
+                self.click_at(x, y)
+            }
+            KeyInput::PageDown => self.step(BrowserAction::scroll(self.scroll_step)),
+            KeyInput::PageUp => self.step(BrowserAction::scroll(-self.scroll_step)),
+            KeyInput::Tab => self.step(BrowserAction::key(Key::Tab)),
+            KeyInput::Backspace => self.step(BrowserAction::key(Key::Backspace)),
+            KeyInput::CtrlA => self.step(BrowserAction::key(Key::CtrlA)),
+            KeyInput::CtrlC => self.quit(),
+            KeyInput::Esc => {
+                self.notice = None;
+                Vec::new()
+            }
+            KeyInput::Char(c) => match c {
+                'i' | 't' => self.line(LineKind::Type, String::new()),
+                ':' => self.line(LineKind::Command, String::new()),
+                'k' => {
+                    self.mode = Mode::KeyPrefix;
+                    Vec::new()
+                }
+                'e' => self.step(BrowserAction::key(Key::Enter)),
+                'b' => self.step(BrowserAction::back()),
+                'w' => self.step(BrowserAction::wait()),
+                'f' => self.line(LineKind::Finish, String::new()),
+                'r' => {
+                    if let Link::Lost(_) = self.link {
+                        self.link = Link::Connecting;
+                        self.notice("reconnecting...");
+                        return vec![Effect::Reconnect];
+                    }
+                    let current = self
+                        .observed
+                        .as_ref()
+                        .map(|o| o.url.clone())
+                        .unwrap_or_else(|| self.start_url.clone());
+                    self.line(LineKind::Reset, current)
+                }
+                'j' => self.step(BrowserAction::scroll(self.scroll_step)),
+                'u' => self.step(BrowserAction::scroll(-self.scroll_step)),
+                'g' => self.toggle_grid(),
+                '?' => {
+                    self.help = true;
+                    Vec::new()
+                }
+                'q' => self.quit(),
+                _ => Vec::new(),
+            },
+        }
+    }
+}
+
+/// Every binding, for the help overlay (and the README).
+pub const BINDINGS: &[(&str, &str)] = &[
+    ("mouse click", "click that page pixel"),
+    (
+        "wheel / j u / PgDn PgUp",
+        "scroll down / up (--scroll-step px)",
+    ),
+    ("arrows (Shift: x5)", "move the crosshair 10 px (50 px)"),
+    ("Enter", "click at the crosshair"),
+    ("i or t", "type mode: text, Enter sends it"),
+    ("e", "key ENTER"),
+    ("Tab / Backspace / Ctrl+A", "key TAB / BACKSPACE / CTRL+A"),
+    ("k then Enter Tab Esc Bksp a arrows", "any of the 9 keys"),
+    ("b / w", "back / wait"),
+    ("f", "finish (asks for an optional answer)"),
+    ("r", "reset (asks for a URL); reconnect when disconnected"),
+    (":", "command line, then Enter:"),
+    ("", "  click X Y · type TEXT · key NAME · scroll DY"),
+    (
+        "",
+        "  back · wait · finish [ANSWER] · reset [URL] · grid · help · quit",
+    ),
+    ("g", "grid lines every 100 px"),
+    ("?", "this help"),
+    ("q / Ctrl+C", "quit (asks if an episode is in progress)"),
+    ("Esc", "leave a prompt, clear the message"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn connected_app() -> App {
+        let mut app = App::new("http://127.0.0.1:1/".into(), "test".into());
+        app.picture = Some(Rect::new(4, 1, 80, 30));
+        let effects = app.update(Msg::Connected);
+        assert_eq!(
+            effects,
+            vec![Effect::Send(Request::Reset("http://127.0.0.1:1/".into()))]
+        );
+        app.update(observation("http://127.0.0.1:1/", false));
+        app
+    }
+
+    fn observation(url: &str, done: bool) -> Msg {
+        Msg::Observation {
+            url: url.into(),
+            title: "T".into(),
+            error: String::new(),
+            done,
+            step: 0,
+            latency: Duration::from_millis(80),
+        }
+    }
+
+    fn key(app: &mut App, key: KeyInput) -> Vec<Effect> {
+        app.update(Msg::Key(key))
+    }
+
+    fn sent(effects: &[Effect]) -> Vec<BrowserAction> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Send(Request::Step(action)) => Some(action.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn finish_step(app: &mut App) -> Vec<Effect> {
+        app.update(observation("http://127.0.0.1:1/", false))
+    }
+
+    #[test]
+    fn a_click_on_the_picture_clicks_the_mapped_pixel() {
+        let mut app = connected_app();
+        let effects = app.update(Msg::Click {
+            column: 43,
+            row: 16,
+        });
+        assert_eq!(sent(&effects), vec![BrowserAction::click(395, 310)]);
+        assert_eq!(app.crosshair, (395, 310));
+        finish_step(&mut app);
+        assert!(
+            app.update(Msg::Click { column: 2, row: 16 }).is_empty(),
+            "on the ruler"
+        );
+        assert!(
+            app.update(Msg::Click {
+                column: 50,
+                row: 31
+            })
+            .is_empty(),
+            "below the picture"
+        );
+    }
+
+    #[test]
+    fn arrows_move_the_crosshair_and_enter_clicks_there() {
+        let mut app = connected_app();
+        key(&mut app, KeyInput::Right { fast: false });
+        key(&mut app, KeyInput::Down { fast: true });
+        assert_eq!(app.crosshair, (410, 350));
+        for _ in 0..30 {
+            key(&mut app, KeyInput::Left { fast: true });
+        }
+        assert_eq!(app.crosshair, (0, 350), "clamped to the page");
+        assert_eq!(
+            sent(&key(&mut app, KeyInput::Enter)),
+            vec![BrowserAction::click(0, 350)]
+        );
+    }
+
+    #[test]
+    fn type_mode_sends_text_on_enter_and_esc_cancels() {
+        let mut app = connected_app();
+        key(&mut app, KeyInput::Char('i'));
+        for c in "hi q".chars() {
+            assert!(
+                key(&mut app, KeyInput::Char(c)).is_empty(),
+                "q types, it does not quit"
+            );
+        }
+        key(&mut app, KeyInput::Backspace);
+        app.update(Msg::Paste("!".into()));
+        assert_eq!(
+            sent(&key(&mut app, KeyInput::Enter)),
+            vec![BrowserAction::type_text("hi !")]
+        );
+        finish_step(&mut app);
+        key(&mut app, KeyInput::Char('t'));
+        key(&mut app, KeyInput::Char('x'));
+        assert!(key(&mut app, KeyInput::Esc).is_empty());
+        assert_eq!(app.mode, Mode::Normal);
+    }
+
+    #[test]
+    fn every_key_is_one_or_two_keystrokes() {
+        let cases: Vec<(Vec<KeyInput>, Key)> = vec![
+            (vec![KeyInput::Char('e')], Key::Enter),
+            (vec![KeyInput::Tab], Key::Tab),
+            (vec![KeyInput::Backspace], Key::Backspace),
+            (vec![KeyInput::CtrlA], Key::CtrlA),
+            (vec![KeyInput::Char('k'), KeyInput::Enter], Key::Enter),
+            (vec![KeyInput::Char('k'), KeyInput::Esc], Key::Escape),
+            (vec![KeyInput::Char('k'), KeyInput::Char('a')], Key::CtrlA),
+            (
+                vec![KeyInput::Char('k'), KeyInput::Up { fast: false }],
+                Key::Up,
+            ),
+            (
+                vec![KeyInput::Char('k'), KeyInput::Down { fast: false }],
+                Key::Down,
+            ),
+            (
+                vec![KeyInput::Char('k'), KeyInput::Left { fast: false }],
+                Key::Left,
+            ),
+            (
+                vec![KeyInput::Char('k'), KeyInput::Right { fast: false }],
+                Key::Right,
+            ),
+            (vec![KeyInput::Char('k'), KeyInput::Tab], Key::Tab),
+            (
+                vec![KeyInput::Char('k'), KeyInput::Backspace],
+                Key::Backspace,
+            ),
+        ];
+        for (keys, expected) in cases {
+            let mut app = connected_app();
+            let mut effects = Vec::new();
+            for k in &keys {
+                effects = key(&mut app, *k);
+            }
+            assert_eq!(
+                sent(&effects),
+                vec![BrowserAction::key(expected)],
+                "{keys:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn back_wait_scroll_finish_and_reset() {
+        let mut app = connected_app();
+        assert_eq!(
+            sent(&key(&mut app, KeyInput::Char('b'))),
+            vec![BrowserAction::back()]
+        );
+        finish_step(&mut app);
+        assert_eq!(
+            sent(&key(&mut app, KeyInput::Char('w'))),
+            vec![BrowserAction::wait()]
+        );
+        finish_step(&mut app);
+        app.scroll_step = 150;
+        assert_eq!(
+            sent(&app.update(Msg::Wheel(1))),
+            vec![BrowserAction::scroll(150)]
+        );
+        finish_step(&mut app);
+        assert_eq!(
+            sent(&key(&mut app, KeyInput::PageUp)),
+            vec![BrowserAction::scroll(-150)]
+        );
+        finish_step(&mut app);
+        key(&mut app, KeyInput::Char('f'));
+        for c in "42".chars() {
+            key(&mut app, KeyInput::Char(c));
+        }
+        assert_eq!(
+            sent(&key(&mut app, KeyInput::Enter)),
+            vec![BrowserAction::finish("42")]
+        );
+        finish_step(&mut app);
+        key(&mut app, KeyInput::Char('r'));
+        assert_eq!(
+            app.mode,
+            Mode::Line {
+                kind: LineKind::Reset,
+                text: "http://127.0.0.1:1/".into()
+            },
+            "prefilled with the current URL"
+        );
+        assert_eq!(
+            key(&mut app, KeyInput::Enter),
+            vec![Effect::Send(Request::Reset("http://127.0.0.1:1/".into()))]
+        );
+    }
+
+    #[test]
+    fn command_line_runs_exact_actions_and_reports_mistakes() {
+        let mut app = connected_app();
+        key(&mut app, KeyInput::Char(':'));
+        for c in "click 320 180".chars() {
+            key(&mut app, KeyInput::Char(c));
+        }
+        assert_eq!(
+            sent(&key(&mut app, KeyInput::Enter)),
+            vec![BrowserAction::click(320, 180)]
+        );
+        finish_step(&mut app);
+        key(&mut app, KeyInput::Char(':'));
+        for c in "click 900 1".chars() {
+            key(&mut app, KeyInput::Char(c));
+        }
+        assert!(key(&mut app, KeyInput::Enter).is_empty());
+        assert!(app.notice.as_ref().unwrap().is_error);
+        assert!(app.notice.as_ref().unwrap().text.contains("less than 800"));
+    }
+
+    #[test]
+    fn input_during_a_step_is_queued_and_sent_in_order() {
+        let mut app = connected_app();
+        key(&mut app, KeyInput::Char('b'));
+        assert!(key(&mut app, KeyInput::Char('w')).is_empty());
+        assert!(app.update(Msg::Wheel(1)).is_empty());
+        assert_eq!(app.queue.len(), 2);
+        assert!(app.notice.as_ref().unwrap().text.starts_with("queued"));
+        let effects = finish_step(&mut app);
+        assert_eq!(sent(&effects), vec![BrowserAction::wait()]);
+        let effects = finish_step(&mut app);
+        assert_eq!(sent(&effects), vec![BrowserAction::scroll(200)]);
+        assert!(app.queue.is_empty());
+    }
+
+    #[test]
+    fn quitting_asks_while_an_episode_is_in_progress() {
+        let mut app = connected_app();
+        assert!(key(&mut app, KeyInput::Char('q')).is_empty());
+        assert_eq!(app.mode, Mode::ConfirmQuit);
+        assert!(key(&mut app, KeyInput::Char('n')).is_empty());
+        assert_eq!(app.mode, Mode::Normal);
+        key(&mut app, KeyInput::CtrlC);
+        assert_eq!(key(&mut app, KeyInput::Char('y')), vec![Effect::Quit]);
+        // After the episode ended, quit is immediate.
+        let mut done = connected_app();
+        done.update(observation("http://127.0.0.1:1/", true));
+        assert_eq!(key(&mut done, KeyInput::Char('q')), vec![Effect::Quit]);
+    }
+
+    #[test]
+    fn errors_show_and_the_session_goes_on() {
+        let mut app = connected_app();
+        key(&mut app, KeyInput::Char('b'));
+        app.update(Msg::ServerError {
+            code: "EXECUTION_ERROR".into(),
+            message: "reset before stepping".into(),
+        });
+        assert!(app.in_flight.is_none());
+        assert_eq!(
+            app.notice.as_ref().unwrap().text,
+            "EXECUTION_ERROR: reset before stepping"
+        );
+        assert_eq!(
+            sent(&key(&mut app, KeyInput::Char('b'))),
+            vec![BrowserAction::back()]
+        );
+    }
+
+    #[test]
+    fn a_lost_server_refuses_input_visibly_and_r_reconnects() {
+        let mut app = connected_app();
+        app.update(Msg::Disconnected("connection reset".into()));
+        assert!(key(&mut app, KeyInput::Char('b')).is_empty());
+        assert!(app
+            .notice
+            .as_ref()
+            .unwrap()
+            .text
+            .starts_with("not connected"));
+        assert_eq!(key(&mut app, KeyInput::Char('r')), vec![Effect::Reconnect]);
+        assert_eq!(app.link, Link::Connecting);
+        // Reconnected: a new episode starts.
+        let effects = app.update(Msg::Connected);
+        assert!(matches!(
+            effects.as_slice(),
+            [Effect::Send(Request::Reset(_))]
+        ));
+    }
+
+    #[test]
+    fn help_shows_on_question_mark_and_any_key_closes_it() {
+        let mut app = connected_app();
+        key(&mut app, KeyInput::Char('?'));
+        assert!(app.help);
+        assert!(
+            app.update(Msg::Click {
+                column: 43,
+                row: 16
+            })
+            .is_empty(),
+            "no clicks under help"
+        );
+        assert!(
+            key(&mut app, KeyInput::Char('b')).is_empty(),
+            "the key only closes help"
+        );
+        assert!(!app.help);
+    }
+
+    #[test]
+    fn grid_toggles_and_asks_for_a_redraw() {
+        let mut app = connected_app();
+        assert_eq!(key(&mut app, KeyInput::Char('g')), vec![Effect::Redraw]);
+        assert!(app.grid);
+        key(&mut app, KeyInput::Char('g'));
+        assert!(!app.grid);
+    }
+}

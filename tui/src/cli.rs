@@ -1,0 +1,119 @@
+//! `browserenv-tui` flags and the program's run: pick the server (remote or embedded), set up the
+//! terminal, run the loop, put everything back.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use futures_util::StreamExt;
+
+use browserenv_server::settings::EnvSettings;
+use browserenv_server::ServerConfig;
+
+use crate::app::App;
+use crate::embedded::{default_site_dir, start_embedded};
+use crate::event_loop::{run as run_loop, Exit, LoopOptions};
+use crate::terminal::{detect_graphics, enter, GraphicsChoice};
+
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "browserenv-tui",
+    version,
+    about = "Watch and drive a browserenv session from the terminal"
+)]
+pub struct Cli {
+    /// A server speaking the OpenEnv browser protocol (ours or the Python one). Without it, an
+    /// embedded server and the offline demo site start in this process.
+    #[arg(long, env = "BROWSERENV_SERVER")]
+    pub server: Option<String>,
+    /// Where each episode starts (default: the demo site's home page).
+    #[arg(long)]
+    pub start_url: Option<String>,
+    /// How to draw the page: auto-detect, or force one protocol.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub graphics: GraphicsChoice,
+    /// Pixels per wheel notch / j / u / PgDn / PgUp.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(i64).range(1..=1200))]
+    pub scroll_step: i64,
+    /// The demo site folder (embedded mode).
+    #[arg(long)]
+    pub site: Option<PathBuf>,
+    /// Steps per episode (embedded mode).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=200))]
+    pub max_steps: u64,
+    /// Chromium executable (embedded mode).
+    #[arg(long, env = "BROWSER_CHROMIUM", default_value = "/usr/bin/chromium")]
+    pub chromium: PathBuf,
+    /// Write logs here (the terminal belongs to the UI).
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let mut embedded = None;
+    let (server, start_url, max_steps) = match &cli.server {
+        Some(server) => {
+            let start = cli
+                .start_url
+                .clone()
+                .unwrap_or_else(|| "https://example.com/".into());
+            (server.clone(), start, None)
+        }
+        None => {
+            let config = ServerConfig {
+                settings: EnvSettings {
+                    max_steps: cli.max_steps,
+                    ..EnvSettings::default()
+                },
+                max_sessions: 2,
+                warm_spare: true,
+            };
+            let site = cli.site.clone().unwrap_or_else(default_site_dir);
+            let started = start_embedded(site, cli.chromium.clone(), config).await?;
+            let start = cli
+                .start_url
+                .clone()
+                .unwrap_or_else(|| started.site.url("index.html"));
+            let server = started.server.base_url();
+            embedded = Some(started);
+            (server, start, Some(cli.max_steps))
+        }
+    };
+
+    let mut app = App::new(start_url, server.clone());
+    app.scroll_step = cli.scroll_step;
+    app.max_steps = max_steps;
+    let mut guard = enter()?;
+    let graphics = detect_graphics(cli.graphics);
+    let input =
+        crossterm::event::EventStream::new().filter_map(|event| std::future::ready(event.ok()));
+    let signals = quit_on_signal();
+    let outcome = tokio::select! {
+        outcome = run_loop(&mut guard.terminal, &mut app, input, LoopOptions {
+            server,
+            graphics,
+            synchronized: true,
+            frames: None,
+        }) => outcome,
+        _ = signals => Ok(Exit::Quit),
+    };
+    drop(guard);
+    if let Some(embedded) = embedded {
+        embedded.server.stop().await?;
+    }
+    outcome.map(|_| ())
+}
+
+/// SIGTERM or SIGHUP (the SSH connection dropped) end the UI like `q` does, terminal restored.
+async fn quit_on_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut hangup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = hangup.recv() => {}
+    }
+}

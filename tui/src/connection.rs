@@ -1,0 +1,139 @@
+//! The link to the server: one task owns the WebSocket client, takes requests in order and reports
+//! what came back. The screenshot is decoded here, off the UI loop, once per observation.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use browserenv::{Client, ClientError, ResetOptions, StepResult};
+use image::DynamicImage;
+use tokio::sync::mpsc;
+
+use crate::app::{Msg, Request};
+use crate::picture::decode;
+
+/// What the link reports to the UI loop.
+pub enum LinkEvent {
+    /// A UI message (connected, observation facts, errors, lost).
+    Msg(Msg),
+    /// The decoded screenshot of the observation just reported (None if it had none).
+    Picture(Option<Arc<DynamicImage>>),
+}
+
+pub struct Link {
+    pub requests: mpsc::Sender<Request>,
+    pub events: mpsc::Receiver<LinkEvent>,
+}
+
+/// Connect in the background; the first event is `Connected` or `Disconnected`.
+pub fn connect(server: String) -> Link {
+    let (request_tx, mut requests) = mpsc::channel::<Request>(32);
+    let (event_tx, events) = mpsc::channel::<LinkEvent>(32);
+    tokio::spawn(async move {
+        let send = |msg: Msg| {
+            let event_tx = event_tx.clone();
+            async move { event_tx.send(LinkEvent::Msg(msg)).await.is_ok() }
+        };
+        let mut client = match Client::connect(&server).await {
+            Ok(client) => client,
+            Err(err) => {
+                send(Msg::Disconnected(err.to_string())).await;
+                return;
+            }
+        };
+        if !send(Msg::Connected).await {
+            return;
+        }
+        // Servers other than ours may not report the step in metadata: count it here too.
+        let mut steps = 0u64;
+        while let Some(request) = requests.recv().await {
+            let started = Instant::now();
+            let reply = match &request {
+                Request::Reset(url) => client.reset(ResetOptions::new(url.clone())).await,
+                Request::Step(action) => client.step(action.clone()).await,
+            };
+            let latency = started.elapsed();
+            match reply {
+                Ok(result) => {
+                    steps = if matches!(request, Request::Reset(_)) {
+                        0
+                    } else {
+                        steps + 1
+                    };
+                    let picture = decode_off_loop(&result).await;
+                    if event_tx.send(LinkEvent::Picture(picture)).await.is_err()
+                        || !send(observation(&result, steps, latency)).await
+                    {
+                        return;
+                    }
+                }
+                Err(ClientError::Server(frame)) if !frame.code.closes_session() => {
+                    let msg = Msg::ServerError {
+                        code: frame.code.to_string(),
+                        message: frame.message,
+                    };
+                    if !send(msg).await {
+                        return;
+                    }
+                }
+                Err(ClientError::InvalidAction(errors)) => {
+                    let message = errors
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    let msg = Msg::ServerError {
+                        code: "INVALID_ACTION".into(),
+                        message,
+                    };
+                    if !send(msg).await {
+                        return;
+                    }
+                }
+                Err(err) => {
+                    send(Msg::Disconnected(err.to_string())).await;
+                    return;
+                }
+            }
+        }
+        // The UI is gone: end the session politely.
+        let _ = tokio::time::timeout(Duration::from_secs(2), client.close()).await;
+    });
+    Link {
+        requests: request_tx,
+        events,
+    }
+}
+
+async fn decode_off_loop(result: &StepResult) -> Option<Arc<DynamicImage>> {
+    if result.observation.screenshot.is_empty() {
+        return None;
+    }
+    let screenshot = result.observation.screenshot.clone();
+    match tokio::task::spawn_blocking(move || decode(&screenshot)).await {
+        Ok(Ok(image)) => Some(Arc::new(image)),
+        Ok(Err(err)) => {
+            tracing::warn!("{err}");
+            None
+        }
+        Err(_) => None,
+    }
+}
+
+fn observation(result: &StepResult, counted: u64, latency: Duration) -> Msg {
+    let metadata = &result.observation.metadata;
+    Msg::Observation {
+        url: result.observation.url.clone(),
+        title: metadata
+            .get("title")
+            .and_then(|t| t.as_str())
+            .unwrap_or_default()
+            .to_string(),
+        error: result.observation.error.clone(),
+        done: result.done,
+        step: metadata
+            .get("step")
+            .and_then(|s| s.as_u64())
+            .unwrap_or(counted),
+        latency,
+    }
+}

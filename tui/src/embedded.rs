@@ -1,0 +1,55 @@
+//! The embedded mode: a server in this process on a free loopback port, plus the bundled offline
+//! demo site on a listener of its own (pages in the browser are untrusted; they never share the
+//! API's listener).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use browserenv_server::chromium::{ChromiumConfig, ChromiumLauncher};
+use browserenv_server::site::{serve_dir, SiteHandle};
+use browserenv_server::{start, ServerConfig, ServerHandle};
+
+pub struct Embedded {
+    pub server: ServerHandle,
+    pub site: SiteHandle,
+}
+
+/// The demo site: `--site`, else `assets/site` of this source tree, else `./assets/site`.
+pub fn default_site_dir() -> PathBuf {
+    let built_in = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../assets/site");
+    if built_in.is_dir() {
+        built_in
+    } else {
+        PathBuf::from("assets/site")
+    }
+}
+
+pub async fn start_embedded(
+    site_dir: PathBuf,
+    chromium: PathBuf,
+    config: ServerConfig,
+) -> anyhow::Result<Embedded> {
+    if !site_dir.join("index.html").is_file() {
+        anyhow::bail!(
+            "the demo site is not at {} (pass --site DIR or --start-url URL)",
+            site_dir.display()
+        );
+    }
+    if !chromium.exists() {
+        anyhow::bail!(
+            "Chromium not found at {} (install it: `sudo apt-get install chromium`, or pass --chromium PATH)",
+            chromium.display()
+        );
+    }
+    let launcher = ChromiumLauncher::new(ChromiumConfig {
+        executable: chromium,
+        ..ChromiumConfig::default()
+    });
+    let server = start(launcher, config)
+        .await
+        .context("cannot start the embedded server")?;
+    let site = serve_dir(site_dir)
+        .await
+        .context("cannot serve the demo site")?;
+    Ok(Embedded { server, site })
+}

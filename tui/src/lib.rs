@@ -1,0 +1,16 @@
+//! The terminal UI: watch and drive a browserenv session, locally or over SSH.
+//!
+//! `app` is the model and its pure update; `view` draws it; `picture` maps cells to page pixels
+//! and prepares screenshots for the terminal; `event_loop` ties input, the server link and
+//! drawing together.
+
+pub mod app;
+pub mod cli;
+pub mod command;
+pub mod connection;
+pub mod embedded;
+pub mod event_loop;
+pub mod input;
+pub mod picture;
+pub mod terminal;
+pub mod view;

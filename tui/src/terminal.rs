@@ -1,0 +1,104 @@
+//! The real terminal: raw mode, alternate screen, mouse capture, and putting all of it back on
+//! every way out (normal quit, error, panic, signal).
+
+use std::io::{self, Stdout};
+use std::time::Duration;
+
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+};
+use crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+use ratatui_image::picker::cap_parser::QueryStdioOptions;
+use ratatui_image::picker::{Capability, Picker, ProtocolType};
+
+use crate::picture::Graphics;
+
+/// Restores the terminal when dropped, so an early return or an unwinding panic cannot leave it
+/// in raw mode.
+pub struct TerminalGuard {
+    pub terminal: Terminal<CrosstermBackend<Stdout>>,
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+pub fn restore() {
+    let _ = disable_raw_mode();
+    let _ = crossterm::execute!(
+        io::stdout(),
+        DisableMouseCapture,
+        DisableBracketedPaste,
+        LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+}
+
+/// Enter the UI's terminal mode. A panic restores the terminal before its message is printed.
+pub fn enter() -> anyhow::Result<TerminalGuard> {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        previous(info);
+    }));
+    enable_raw_mode()?;
+    crossterm::execute!(
+        io::stdout(),
+        EnterAlternateScreen,
+        EnableMouseCapture,
+        EnableBracketedPaste
+    )?;
+    let terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    Ok(TerminalGuard { terminal })
+}
+
+/// `--graphics` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GraphicsChoice {
+    /// Ask the terminal; fall back to half-blocks.
+    Auto,
+    Kitty,
+    Sixel,
+    Iterm2,
+    /// Unicode half-blocks: works everywhere (SSH, tmux, plain terminals).
+    Halfblocks,
+}
+
+/// Decide how to draw pictures. Detection queries the terminal once (bounded by a short timeout);
+/// half-blocks needs no query at all.
+pub fn detect_graphics(choice: GraphicsChoice) -> Graphics {
+    if choice == GraphicsChoice::Halfblocks {
+        return Graphics::halfblocks();
+    }
+    let options = QueryStdioOptions {
+        timeout: Duration::from_millis(500),
+        ..QueryStdioOptions::default()
+    };
+    let picker =
+        Picker::from_query_stdio_with_options(options).unwrap_or_else(|_| Picker::halfblocks());
+    let protocol = match choice {
+        GraphicsChoice::Auto => picker.protocol_type(),
+        GraphicsChoice::Kitty => ProtocolType::Kitty,
+        GraphicsChoice::Sixel => ProtocolType::Sixel,
+        GraphicsChoice::Iterm2 => ProtocolType::Iterm2,
+        GraphicsChoice::Halfblocks => ProtocolType::Halfblocks,
+    };
+    let mut graphics = Graphics {
+        protocol,
+        font: picker.font_size(),
+        tmux: picker.tmux_detected(),
+        compress: picker
+            .capabilities()
+            .contains(&Capability::KittyCompression),
+    };
+    if protocol == ProtocolType::Halfblocks {
+        graphics.font = Graphics::halfblocks().font;
+    }
+    graphics
+}

@@ -1,0 +1,166 @@
+//! The whole UI against a real server and real Chromium: scripted terminal input goes through the
+//! event loop, and the effect is checked on the page (its title and URL, as the server reports them).
+
+use std::time::Duration;
+
+use browserenv_server::chromium::{ChromiumConfig, ChromiumLauncher};
+use browserenv_server::site::serve_dir;
+use browserenv_server::{start, ServerConfig};
+use browserenv_tui::app::App;
+use browserenv_tui::event_loop::{run, Exit, FrameReport, LoopOptions};
+use browserenv_tui::picture::{cell_to_page, page_to_cell, Graphics};
+use browserenv_tui::view::layout;
+use crossterm::event::{
+    Event, KeyCode, KeyEvent, KeyEventKind, KeyEventState, KeyModifiers, MouseButton, MouseEvent,
+    MouseEventKind,
+};
+use futures_util::stream;
+use ratatui::backend::TestBackend;
+use ratatui::layout::Rect;
+use ratatui::Terminal;
+use tokio::sync::mpsc;
+
+fn key(code: KeyCode) -> Event {
+    Event::Key(KeyEvent {
+        code,
+        modifiers: KeyModifiers::NONE,
+        kind: KeyEventKind::Press,
+        state: KeyEventState::NONE,
+    })
+}
+
+fn typed(text: &str) -> Vec<Event> {
+    text.chars().map(|c| key(KeyCode::Char(c))).collect()
+}
+
+fn click(column: u16, row: u16) -> Event {
+    Event::Mouse(MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column,
+        row,
+        modifiers: KeyModifiers::NONE,
+    })
+}
+
+/// Wait (generously: this is a functional check, not a timing one) for a frame that satisfies `done`.
+async fn until(
+    frames: &mut mpsc::UnboundedReceiver<FrameReport>,
+    what: &str,
+    done: impl Fn(&FrameReport) -> bool,
+) -> FrameReport {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match tokio::time::timeout_at(deadline, frames.recv()).await {
+            Ok(Some(frame)) if done(&frame) => return frame,
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("the UI stopped while waiting for: {what}"),
+            Err(_) => panic!("timed out waiting for: {what}"),
+        }
+    }
+}
+
+fn title(frame: &FrameReport) -> String {
+    frame
+        .observed
+        .as_ref()
+        .map(|o| o.title.clone())
+        .unwrap_or_default()
+}
+
+fn url(frame: &FrameReport) -> String {
+    frame
+        .observed
+        .as_ref()
+        .map(|o| o.url.clone())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn scripted_input_drives_the_page() {
+    let pages = serve_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/pages"))
+        .await
+        .unwrap();
+    let launcher = ChromiumLauncher::new(ChromiumConfig {
+        executable: std::env::var_os("BROWSER_CHROMIUM")
+            .map(Into::into)
+            .unwrap_or_else(|| "/usr/bin/chromium".into()),
+        ..ChromiumConfig::default()
+    });
+    let server = start(launcher, ServerConfig::default()).await.unwrap();
+
+    let (input_tx, mut input_rx) = mpsc::unbounded_channel::<Event>();
+    let input = Box::pin(stream::poll_fn(move |cx| input_rx.poll_recv(cx)));
+    let (frames_tx, mut frames) = mpsc::unbounded_channel();
+    let (width, height) = (120, 40);
+    let mut app = App::new(pages.url("canvas.html"), server.base_url());
+    let ui = tokio::spawn(async move {
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        let exit = run(
+            &mut terminal,
+            &mut app,
+            input,
+            LoopOptions {
+                server: server.base_url(),
+                graphics: Graphics::halfblocks(),
+                synchronized: false,
+                frames: Some(frames_tx),
+            },
+        )
+        .await;
+        let screen = format!("{}", terminal.backend());
+        server.stop().await.unwrap();
+        (exit.unwrap(), screen)
+    });
+
+    until(&mut frames, "the canvas page on screen", |f| {
+        url(f).ends_with("canvas.html") && f.picture_current
+    })
+    .await;
+
+    // A mouse click on the picture clicks the page pixel under that cell's centre.
+    let picture = layout(Rect::new(0, 0, width, height), Graphics::halfblocks().font)
+        .picture
+        .unwrap();
+    let (column, row) = page_to_cell(picture, 200, 150);
+    let (x, y) = cell_to_page(picture, column, row).unwrap();
+    input_tx.send(click(column, row)).unwrap();
+    let expected = format!("clicked {x},{y}");
+    until(&mut frames, &expected, |f| title(f) == expected).await;
+
+    // The command line resets to another page.
+    input_tx.send(key(KeyCode::Char(':'))).unwrap();
+    for event in typed(&format!("reset {}", pages.url("form.html"))) {
+        input_tx.send(event).unwrap();
+    }
+    input_tx.send(key(KeyCode::Enter)).unwrap();
+    until(&mut frames, "the form", |f| {
+        url(f).ends_with("form.html") && !f.in_flight
+    })
+    .await;
+
+    // Click the input (page 250,115), type mode, then ENTER with `e`.
+    let (column, row) = page_to_cell(picture, 250, 115);
+    input_tx.send(click(column, row)).unwrap();
+    input_tx.send(key(KeyCode::Char('i'))).unwrap();
+    for event in typed("tui works") {
+        input_tx.send(event).unwrap();
+    }
+    input_tx.send(key(KeyCode::Enter)).unwrap();
+    until(&mut frames, "the typed text", |f| {
+        title(f).contains("q=[tui works]")
+    })
+    .await;
+    input_tx.send(key(KeyCode::Char('e'))).unwrap();
+    until(&mut frames, "the submitted form", |f| {
+        url(f).contains("result.html?q=tui+works")
+    })
+    .await;
+
+    // Quit asks first while the episode is in progress.
+    input_tx.send(key(KeyCode::Char('q'))).unwrap();
+    input_tx.send(key(KeyCode::Char('y'))).unwrap();
+    let (exit, screen) = ui.await.unwrap();
+    assert_eq!(exit, Exit::Quit);
+    assert!(screen.contains("result.html?q=tui+works"), "{screen}");
+    assert!(screen.contains("result: tui works"), "{screen}");
+}

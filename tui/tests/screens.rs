@@ -1,0 +1,150 @@
+//! Snapshots of the main screens, drawn with ratatui's TestBackend (symbols only; colours are not
+//! part of a snapshot).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use browserenv_tui::app::{App, KeyInput, Msg};
+use browserenv_tui::event_loop::{render, Painter};
+use browserenv_tui::picture::Graphics;
+use image::{DynamicImage, Rgb, RgbImage};
+use ratatui::backend::TestBackend;
+use ratatui::layout::Size;
+use ratatui::Terminal;
+
+/// A page-like picture: white, a dark header bar and a dark box, so half-blocks show shapes.
+fn page() -> Arc<DynamicImage> {
+    let mut image = RgbImage::from_pixel(800, 600, Rgb([255, 255, 255]));
+    for (x, y, pixel) in image.enumerate_pixels_mut() {
+        let header = y < 60;
+        let block = (100..400).contains(&x) && (200..350).contains(&y);
+        if header || block {
+            *pixel = Rgb([20, 20, 60]);
+        }
+    }
+    Arc::new(DynamicImage::ImageRgb8(image))
+}
+
+fn observed(app: &mut App, error: &str, done: bool) {
+    app.update(Msg::Connected);
+    app.update(Msg::Observation {
+        url: "http://127.0.0.1:8000/index.html".into(),
+        title: "Harbor Hardware".into(),
+        error: error.into(),
+        done,
+        step: 3,
+        latency: Duration::from_millis(87),
+    });
+}
+
+fn screen(app: &mut App, with_picture: bool) -> String {
+    let backend = TestBackend::new(100, 30);
+    let mut terminal = Terminal::new(backend).unwrap();
+    let mut painter = Painter::new(Graphics::halfblocks());
+    if with_picture {
+        painter.set_image(Some(page()));
+        painter.encode_now(app, Size::new(100, 30));
+    }
+    render(&mut terminal, app, &painter, false).unwrap();
+    format!("{}", terminal.backend())
+}
+
+fn app() -> App {
+    let mut app = App::new(
+        "http://127.0.0.1:8000/index.html".into(),
+        "http://127.0.0.1:9000".into(),
+    );
+    app.max_steps = Some(50);
+    app
+}
+
+#[test]
+fn connecting() {
+    insta::assert_snapshot!(screen(&mut app(), false));
+}
+
+#[test]
+fn observation_with_rulers_and_crosshair() {
+    let mut app = app();
+    observed(&mut app, "", false);
+    insta::assert_snapshot!(screen(&mut app, true));
+}
+
+#[test]
+fn grid_lines() {
+    let mut app = app();
+    observed(&mut app, "", false);
+    app.update(Msg::Key(KeyInput::Char('g')));
+    insta::assert_snapshot!(screen(&mut app, true));
+}
+
+#[test]
+fn type_mode() {
+    let mut app = app();
+    observed(&mut app, "", false);
+    for key in [
+        KeyInput::Char('i'),
+        KeyInput::Char('h'),
+        KeyInput::Char('i'),
+    ] {
+        app.update(Msg::Key(key));
+    }
+    insta::assert_snapshot!(screen(&mut app, true));
+}
+
+#[test]
+fn command_line() {
+    let mut app = app();
+    observed(&mut app, "", false);
+    app.update(Msg::Key(KeyInput::Char(':')));
+    for c in "click 320 180".chars() {
+        app.update(Msg::Key(KeyInput::Char(c)));
+    }
+    insta::assert_snapshot!(screen(&mut app, true));
+}
+
+#[test]
+fn help_overlay() {
+    let mut app = app();
+    observed(&mut app, "", false);
+    app.update(Msg::Key(KeyInput::Char('?')));
+    insta::assert_snapshot!(screen(&mut app, true));
+}
+
+#[test]
+fn page_error_and_server_error() {
+    let mut app = app();
+    observed(&mut app, "navigation_blocked", false);
+    app.update(Msg::ServerError {
+        code: "VALIDATION_ERROR".into(),
+        message: "x: Input should be less than 800".into(),
+    });
+    insta::assert_snapshot!(screen(&mut app, true));
+}
+
+#[test]
+fn episode_done() {
+    let mut app = app();
+    observed(&mut app, "", true);
+    insta::assert_snapshot!(screen(&mut app, true));
+}
+
+#[test]
+fn disconnected() {
+    let mut app = app();
+    app.update(Msg::Disconnected(
+        "Connection refused (os error 111)".into(),
+    ));
+    insta::assert_snapshot!(screen(&mut app, false));
+}
+
+#[test]
+fn small_terminal_still_draws() {
+    let mut app = app();
+    observed(&mut app, "", false);
+    let backend = TestBackend::new(20, 6);
+    let mut terminal = Terminal::new(backend).unwrap();
+    let painter = Painter::new(Graphics::halfblocks());
+    render(&mut terminal, &mut app, &painter, false).unwrap();
+    insta::assert_snapshot!(format!("{}", terminal.backend()));
+}

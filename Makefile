@@ -1,12 +1,17 @@
-# The two commands of the README: `make server` and `make test`. Each installs what is missing
-# first (Debian's chromium, the Python venv for the interop tests) or says exactly what to run.
+# The two commands of the README: `make demo` and `make test` (plus `make server`, `make bench`).
+# Each installs what is missing first (Debian's chromium, the Python venv for the interop tests)
+# or says exactly what to run.
 
 CHROMIUM ?= /usr/bin/chromium
 VENV ?= .venv
 PORT ?= 8000
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: server test bench check chromium venv
+.PHONY: demo server test bench check chromium venv
+
+## The terminal UI on an embedded server and the bundled offline demo site.
+demo: chromium
+	cargo run --release -p browserenv-tui -- $(ARGS)
 
 ## Start the server on 127.0.0.1:$(PORT), with the test pages on a port of their own.
 server: chromium

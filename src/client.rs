@@ -160,6 +160,20 @@ impl Client {
         Ok(())
     }
 
+    /// Wait while idle until the server closes the connection (answering its pings meanwhile).
+    /// Cancel-safe: drop it to send the next request.
+    pub async fn closed(&mut self) -> ClientError {
+        loop {
+            match self.socket.next().await {
+                Some(Ok(Message::Close(_))) | None => return ClientError::Closed,
+                Some(Err(err)) => return err.into(),
+                // Nothing else is expected between requests; a stray frame is not a reply to
+                // anything we will send, so it is dropped.
+                Some(Ok(_)) => continue,
+            }
+        }
+    }
+
     async fn request(&mut self, text: &str) -> Result<ServerMessage, ClientError> {
         match self.send_raw(text).await? {
             ServerMessage::Error(frame) => Err(ClientError::Server(frame)),

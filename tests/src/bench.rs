@@ -149,6 +149,7 @@ async fn main() -> anyhow::Result<()> {
     println!("{}", series.row());
 
     let mut png_bytes = Vec::new();
+    let mut screenshots = Vec::new();
     let mut scroll = Series::new("step scroll (static page)");
     client
         .reset(ResetOptions::new(harness.page("long.html")))
@@ -156,6 +157,7 @@ async fn main() -> anyhow::Result<()> {
     for i in 0..rounds {
         let dy = if i % 2 == 0 { 600 } else { -600 };
         let result = timed(&mut scroll, client.step(BrowserAction::scroll(dy))).await?;
+        screenshots.push(result.observation.screenshot.clone());
         png_bytes.push(
             base64::engine::general_purpose::STANDARD
                 .decode(&result.observation.screenshot)?
@@ -225,5 +227,66 @@ async fn main() -> anyhow::Result<()> {
     second.close().await?;
     drop(client);
     harness.stop().await;
+
+    println!();
+    tui_frames(&screenshots)?;
     Ok(())
+}
+
+/// From an observation's PNG arriving to its frame written out: decode, resize, half-block
+/// encode, draw, and the escape sequences a real terminal would receive (into a buffer here).
+fn tui_frames(screenshots: &[String]) -> anyhow::Result<()> {
+    use browserenv_tui::app::{App, Msg};
+    use browserenv_tui::event_loop::{render, Painter};
+    use browserenv_tui::picture::{decode, Graphics};
+    use ratatui::backend::CrosstermBackend;
+    use ratatui::layout::Size;
+
+    let (width, height) = (200u16, 60u16);
+    let written = std::rc::Rc::new(std::cell::Cell::new(0usize));
+    let mut terminal = ratatui::Terminal::with_options(
+        CrosstermBackend::new(CountingWriter(written.clone())),
+        ratatui::TerminalOptions {
+            viewport: ratatui::Viewport::Fixed(ratatui::layout::Rect::new(0, 0, width, height)),
+        },
+    )?;
+    let mut app = App::new("http://127.0.0.1/".into(), "bench".into());
+    app.update(Msg::Connected);
+    let mut painter = Painter::new(Graphics::halfblocks());
+    let mut frame = Series::new("TUI frame: PNG in -> frame out (half-blocks, 200x60)");
+    let mut bytes = Vec::new();
+    for screenshot in screenshots {
+        let started = Instant::now();
+        let image = decode(screenshot).map_err(anyhow::Error::msg)?;
+        painter.set_image(Some(std::sync::Arc::new(image)));
+        painter.encode_now(&app, Size::new(width, height));
+        written.set(0);
+        render(&mut terminal, &mut app, &painter, false)?;
+        frame.add(started.elapsed());
+        bytes.push(written.get());
+    }
+    bytes.sort_unstable();
+    println!("| measure | n | median ms | p95 ms |");
+    println!("|---|---|---|---|");
+    println!("{}", frame.row());
+    println!();
+    println!(
+        "TUI frame size: median {} KiB of terminal output per changed frame.",
+        bytes[bytes.len() / 2] / 1024
+    );
+    Ok(())
+}
+
+/// Counts what a terminal would receive.
+struct CountingWriter(std::rc::Rc<std::cell::Cell<usize>>);
+
+impl std::io::Write for CountingWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.set(self.0.get() + buf.len());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

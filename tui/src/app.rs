@@ -207,9 +207,10 @@ impl App {
         }
     }
 
-    /// An episode a person would lose by quitting: reset happened and it has not ended.
+    /// An episode a person would lose by quitting: reset happened, it has not ended, and the
+    /// server still holds it.
     pub fn episode_in_progress(&self) -> bool {
-        self.observed.as_ref().is_some_and(|o| !o.done)
+        self.link == Link::Connected && self.observed.as_ref().is_some_and(|o| !o.done)
     }
 
     fn notice(&mut self, text: impl Into<String>) {
@@ -576,24 +577,25 @@ impl App {
 pub const BINDINGS: &[(&str, &str)] = &[
     ("mouse click", "click that page pixel"),
     (
-        "wheel / j u / PgDn PgUp",
+        "wheel, j/u, PgDn/PgUp",
         "scroll down / up (--scroll-step px)",
     ),
     ("arrows (Shift: x5)", "move the crosshair 10 px (50 px)"),
     ("Enter", "click at the crosshair"),
     ("i or t", "type mode: text, Enter sends it"),
     ("e", "key ENTER"),
-    ("Tab / Backspace / Ctrl+A", "key TAB / BACKSPACE / CTRL+A"),
-    ("k then Enter Tab Esc Bksp a arrows", "any of the 9 keys"),
+    ("Tab, Backspace, Ctrl+A", "key TAB / BACKSPACE / CTRL+A"),
+    (
+        "k + key",
+        "any of the 9 keys: Enter Tab Esc Bksp a(CTRL+A) arrows",
+    ),
     ("b / w", "back / wait"),
     ("f", "finish (asks for an optional answer)"),
     ("r", "reset (asks for a URL); reconnect when disconnected"),
     (":", "command line, then Enter:"),
     ("", "  click X Y · type TEXT · key NAME · scroll DY"),
-    (
-        "",
-        "  back · wait · finish [ANSWER] · reset [URL] · grid · help · quit",
-    ),
+    ("", "  back · wait · finish [ANSWER] · reset [URL]"),
+    ("", "  grid · help · quit"),
     ("g", "grid lines every 100 px"),
     ("?", "this help"),
     ("q / Ctrl+C", "quit (asks if an episode is in progress)"),
@@ -883,6 +885,11 @@ mod tests {
             .unwrap()
             .text
             .starts_with("not connected"));
+        assert_eq!(
+            key(&mut app, KeyInput::Char('q')),
+            vec![Effect::Quit],
+            "nothing left to lose"
+        );
         assert_eq!(key(&mut app, KeyInput::Char('r')), vec![Effect::Reconnect]);
         assert_eq!(app.link, Link::Connecting);
         // Reconnected: a new episode starts.

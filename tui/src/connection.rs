@@ -45,7 +45,18 @@ pub fn connect(server: String) -> Link {
         }
         // Servers other than ours may not report the step in metadata: count it here too.
         let mut steps = 0u64;
-        while let Some(request) = requests.recv().await {
+        loop {
+            // Between requests, notice a server that goes away instead of waiting for the next key.
+            let request = tokio::select! {
+                request = requests.recv() => match request {
+                    Some(request) => request,
+                    None => break,
+                },
+                lost = client.closed() => {
+                    send(Msg::Disconnected(lost.to_string())).await;
+                    return;
+                }
+            };
             let started = Instant::now();
             let reply = match &request {
                 Request::Reset(url) => client.reset(ResetOptions::new(url.clone())).await,

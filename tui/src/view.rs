@@ -284,7 +284,7 @@ fn draw_line(frame: &mut Frame, app: &App, area: Rect) {
 }
 
 fn draw_help(frame: &mut Frame, area: Rect) {
-    let width = area.width.min(100);
+    let width = area.width.min(84);
     let height = (BINDINGS.len() as u16 + 4).min(area.height);
     let rect = Rect::new(
         area.x + (area.width - width) / 2,
@@ -299,7 +299,13 @@ fn draw_help(frame: &mut Frame, area: Rect) {
             Span::raw(*what),
         ])
     });
-    let table = Table::new(rows, [Constraint::Length(34), Constraint::Min(10)]).block(
+    let keys_width = BINDINGS
+        .iter()
+        .map(|(keys, _)| keys.chars().count())
+        .max()
+        .unwrap_or(10) as u16
+        + 1;
+    let table = Table::new(rows, [Constraint::Length(keys_width), Constraint::Min(10)]).block(
         Block::default()
             .borders(Borders::ALL)
             .title(" browserenv — keys (any key closes) "),

@@ -155,6 +155,8 @@ pub struct TrajectoryWriter {
     dir: PathBuf,
     steps: File,
     episodes: File,
+    /// Where the last step line starts, so a note can be attached to it.
+    last_step_at: Option<u64>,
 }
 
 impl TrajectoryWriter {
@@ -172,6 +174,7 @@ impl TrajectoryWriter {
             steps: open(&steps_path)?,
             episodes: open(&episodes_path)?,
             dir,
+            last_step_at: None,
         };
         let recording = read(&writer.dir)?;
         let ended: BTreeSet<&str> = recording
@@ -248,6 +251,21 @@ impl TrajectoryWriter {
     }
 
     pub fn append_step(&mut self, record: &StepRecord) -> io::Result<()> {
+        let at = self.steps.seek(SeekFrom::End(0))?;
+        append_line(&mut self.steps, record)?;
+        self.last_step_at = Some(at);
+        Ok(())
+    }
+
+    /// Replace the last step line written by this writer (to attach a note); durable like an append.
+    pub fn rewrite_last_step(&mut self, record: &StepRecord) -> io::Result<()> {
+        let at = self.last_step_at.ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                "no step was recorded yet in this session",
+            )
+        })?;
+        self.steps.set_len(at)?;
         append_line(&mut self.steps, record)
     }
 
@@ -287,6 +305,247 @@ fn cut_unfinished_line(path: &Path) -> io::Result<u64> {
     file.seek(SeekFrom::End(0))?;
     file.sync_all()?;
     Ok(length - keep as u64)
+}
+
+/// Turns a stream of observations into step and episode records: remembers each open episode's
+/// last frame (the "before" of the next step) and writes the episode line when it ends.
+/// Keyed by a session id, so one recorder serves many sessions (the server) or one (the UI).
+pub struct Recorder {
+    writer: TrajectoryWriter,
+    actor: Actor,
+    open: BTreeMap<String, OpenEpisode>,
+}
+
+struct OpenEpisode {
+    episode_id: String,
+    task: Option<String>,
+    start_url: String,
+    started: String,
+    frame: String,
+    url: String,
+    steps: u64,
+    last: Option<StepRecord>,
+}
+
+/// What a recorder is told. `session` keys the episode; everything else is what the wire carried.
+#[derive(Debug, Clone)]
+pub enum RecordEvent {
+    Reset {
+        session: String,
+        episode_id: String,
+        task: Option<String>,
+        observation: crate::models::StepResult,
+    },
+    Step {
+        session: String,
+        action: crate::models::BrowserAction,
+        observation: crate::models::StepResult,
+        latency_ms: f64,
+        /// Replaces the action's text in the record (a secret typed into the page).
+        recorded_text: Option<String>,
+    },
+    /// Attach a note to the session's last step.
+    Note { session: String, note: String },
+    /// The session stopped (quit, disconnect, reset elsewhere): an open episode is abandoned.
+    End { session: String },
+}
+
+impl Recorder {
+    pub fn new(writer: TrajectoryWriter, actor: Actor) -> Self {
+        Recorder {
+            writer,
+            actor,
+            open: BTreeMap::new(),
+        }
+    }
+
+    pub fn record(&mut self, event: RecordEvent) -> io::Result<()> {
+        match event {
+            RecordEvent::Reset {
+                session,
+                episode_id,
+                task,
+                observation,
+            } => {
+                self.abandon(&session)?;
+                let frame = self
+                    .writer
+                    .save_screenshot(&observation.observation.screenshot)?;
+                let time = now();
+                self.open.insert(
+                    session,
+                    OpenEpisode {
+                        episode_id,
+                        task,
+                        start_url: observation.observation.url.clone(),
+                        started: time,
+                        frame,
+                        url: observation.observation.url,
+                        steps: 0,
+                        last: None,
+                    },
+                );
+                Ok(())
+            }
+            RecordEvent::Step {
+                session,
+                action,
+                observation,
+                latency_ms,
+                recorded_text,
+            } => self.step(&session, action, observation, latency_ms, recorded_text),
+            RecordEvent::Note { session, note } => {
+                let Some(episode) = self.open.get_mut(&session) else {
+                    return Err(io::Error::new(
+                        io::ErrorKind::NotFound,
+                        "no step to attach the note to",
+                    ));
+                };
+                let Some(last) = episode.last.as_mut() else {
+                    return Err(io::Error::new(
+                        io::ErrorKind::NotFound,
+                        "no step to attach the note to",
+                    ));
+                };
+                last.note = Some(note);
+                let record = last.clone();
+                self.writer.rewrite_last_step(&record)
+            }
+            RecordEvent::End { session } => self.abandon(&session),
+        }
+    }
+
+    fn step(
+        &mut self,
+        session: &str,
+        action: crate::models::BrowserAction,
+        observation: crate::models::StepResult,
+        latency_ms: f64,
+        recorded_text: Option<String>,
+    ) -> io::Result<()> {
+        let next_frame = self
+            .writer
+            .save_screenshot(&observation.observation.screenshot)?;
+        let Some(episode) = self.open.get_mut(session) else {
+            // A step without a recorded reset (recording switched on mid-episode): start here.
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "step without a recorded reset; it starts recording at the next reset",
+            ));
+        };
+        episode.steps += 1;
+        let mut wire = action.clone();
+        if let Some(text) = recorded_text {
+            wire.text = text;
+        }
+        let metadata = &observation.observation.metadata;
+        let record = StepRecord {
+            schema: SCHEMA.into(),
+            episode_id: episode.episode_id.clone(),
+            step: episode.steps,
+            time: now(),
+            actor: self.actor,
+            file_name: std::mem::replace(&mut episode.frame, next_frame.clone()),
+            url: std::mem::replace(&mut episode.url, observation.observation.url.clone()),
+            action: wire.to_value(),
+            next_file_name: next_frame,
+            next_url: observation.observation.url.clone(),
+            error: observation.observation.error.clone(),
+            reward: observation.reward,
+            done: observation.done,
+            latency_ms,
+            task: episode.task.clone(),
+            note: None,
+            element: metadata.get("element").cloned(),
+        };
+        self.writer.append_step(&record)?;
+        episode.last = Some(record.clone());
+        if observation.done {
+            let outcome = Outcome::of_done_step(action.op.name(), &record.error);
+            let answer = (action.op == crate::models::Op::Finish).then(|| {
+                record.action["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            });
+            self.close(session, outcome, answer)?;
+        }
+        Ok(())
+    }
+
+    fn abandon(&mut self, session: &str) -> io::Result<()> {
+        if self.open.contains_key(session) {
+            self.close(session, Outcome::Abandoned, None)?;
+        }
+        Ok(())
+    }
+
+    fn close(&mut self, session: &str, outcome: Outcome, answer: Option<String>) -> io::Result<()> {
+        let Some(episode) = self.open.remove(session) else {
+            return Ok(());
+        };
+        let record = EpisodeRecord {
+            schema: SCHEMA.into(),
+            episode_id: episode.episode_id,
+            actor: self.actor,
+            task: episode.task,
+            start_url: episode.start_url,
+            started: episode.started,
+            ended: now(),
+            steps: episode.steps,
+            outcome,
+            answer,
+            reward: episode.last.as_ref().and_then(|l| l.reward),
+        };
+        self.writer.append_episode(&record)
+    }
+}
+
+/// A recorder on a thread of its own: callers hand it events and never wait for the disk.
+pub struct RecorderHandle {
+    events: std::sync::mpsc::Sender<RecordEvent>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RecorderHandle {
+    /// Start the recorder thread. Write failures are reported through `on_error` (a log line,
+    /// a status message) and recording goes on with the next event.
+    pub fn spawn(
+        mut recorder: Recorder,
+        on_error: impl Fn(io::Error) + Send + 'static,
+    ) -> io::Result<Self> {
+        let (events, inbox) = std::sync::mpsc::channel::<RecordEvent>();
+        let thread = std::thread::Builder::new()
+            .name("trajectory-recorder".into())
+            .spawn(move || {
+                for event in inbox {
+                    if let Err(err) = recorder.record(event) {
+                        on_error(err);
+                    }
+                }
+            })?;
+        Ok(RecorderHandle {
+            events,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn send(&self, event: RecordEvent) {
+        let _ = self.events.send(event);
+    }
+
+    pub fn sender(&self) -> std::sync::mpsc::Sender<RecordEvent> {
+        self.events.clone()
+    }
+
+    /// Wait until every event sent so far is on disk.
+    pub fn finish(mut self) {
+        let (events, _) = std::sync::mpsc::channel();
+        drop(std::mem::replace(&mut self.events, events));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// A line or file a reader could not use, named precisely.
@@ -590,6 +849,115 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("is not a recording"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    fn observed(url: &str, done: bool) -> crate::models::StepResult {
+        crate::models::StepResult {
+            observation: crate::models::BrowserObservation {
+                metadata: serde_json::Map::new(),
+                screenshot: PNG.into(),
+                url: url.into(),
+                error: String::new(),
+            },
+            reward: Some(if done { 1.0 } else { 0.0 }),
+            done,
+        }
+    }
+
+    #[test]
+    fn the_recorder_pairs_frames_with_actions_and_closes_episodes() {
+        use crate::models::BrowserAction;
+        let dir = scratch();
+        let (writer, _) = TrajectoryWriter::open(&dir).unwrap();
+        let handle =
+            RecorderHandle::spawn(Recorder::new(writer, Actor::Human), |err| panic!("{err}"))
+                .unwrap();
+        let session = || "s1".to_string();
+        handle.send(RecordEvent::Reset {
+            session: session(),
+            episode_id: "e1".into(),
+            task: Some("t1".into()),
+            observation: observed("https://a.example/", false),
+        });
+        handle.send(RecordEvent::Step {
+            session: session(),
+            action: BrowserAction::click(1, 2),
+            observation: observed("https://a.example/2", false),
+            latency_ms: 90.0,
+            recorded_text: None,
+        });
+        handle.send(RecordEvent::Note {
+            session: session(),
+            note: "clicked the logo".into(),
+        });
+        handle.send(RecordEvent::Step {
+            session: session(),
+            action: BrowserAction::type_text("hunter2"),
+            observation: observed("https://a.example/2", false),
+            latency_ms: 50.0,
+            recorded_text: Some("<secret:PASSWORD>".into()),
+        });
+        handle.send(RecordEvent::Step {
+            session: session(),
+            action: BrowserAction::finish("42"),
+            observation: observed("https://a.example/2", true),
+            latency_ms: 5.0,
+            recorded_text: None,
+        });
+        // A second episode left open, then the session ends.
+        handle.send(RecordEvent::Reset {
+            session: session(),
+            episode_id: "e2".into(),
+            task: None,
+            observation: observed("https://b.example/", false),
+        });
+        handle.send(RecordEvent::Step {
+            session: session(),
+            action: BrowserAction::scroll(100),
+            observation: observed("https://b.example/", false),
+            latency_ms: 80.0,
+            recorded_text: None,
+        });
+        handle.send(RecordEvent::End { session: session() });
+        handle.finish();
+
+        let recording = read(&dir).unwrap();
+        assert_eq!(recording.problems, vec![]);
+        let e1 = recording.episode_steps("e1");
+        assert_eq!(e1.len(), 3);
+        assert_eq!(
+            (e1[0].url.as_str(), e1[0].next_url.as_str()),
+            ("https://a.example/", "https://a.example/2")
+        );
+        assert_eq!(
+            e1[1].url, "https://a.example/2",
+            "the next step starts where the last ended"
+        );
+        assert_eq!(e1[0].note.as_deref(), Some("clicked the logo"));
+        assert_eq!(e1[1].action["text"], "<secret:PASSWORD>");
+        assert!(!std::fs::read_to_string(dir.join(STEPS_FILE))
+            .unwrap()
+            .contains("hunter2"));
+        assert_eq!(e1[0].task.as_deref(), Some("t1"));
+        let episodes = &recording.episodes;
+        assert_eq!(episodes.len(), 2);
+        assert_eq!(
+            (
+                episodes[0].outcome,
+                episodes[0].answer.as_deref(),
+                episodes[0].reward
+            ),
+            (Outcome::Finished, Some("42"), Some(1.0))
+        );
+        assert_eq!(
+            (episodes[1].outcome, episodes[1].steps),
+            (Outcome::Abandoned, 1)
+        );
+        assert_eq!(
+            recording.episode_ids(),
+            vec!["e1".to_string(), "e2".to_string()]
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -22,6 +22,7 @@ use browserenv::protocol::step_result_body;
 use crate::browser::Launcher;
 use crate::environment::Environment;
 use crate::pool::WarmPool;
+use crate::recording::SessionRecorder;
 use crate::settings::EnvSettings;
 
 /// Incoming frames and bodies up to this size are accepted (the wire doc asks for at least 16 MiB).
@@ -34,6 +35,8 @@ pub struct AppState<L: Launcher> {
     pub http_session: Mutex<HttpSession<L>>,
     /// Turns true when the server shuts down: sessions end their episodes and close their sockets.
     pub shutdown: watch::Receiver<bool>,
+    /// The recorder thread's inbox, when the server records (`--record-dir`).
+    pub recorder: Option<std::sync::mpsc::Sender<browserenv::trajectory::RecordEvent>>,
 }
 
 impl<L: Launcher> AppState<L> {
@@ -50,8 +53,10 @@ impl<L: Launcher> AppState<L> {
             http_session: Mutex::new(HttpSession {
                 env: None,
                 _slot: None,
+                recorder: None,
             }),
             shutdown,
+            recorder: None,
         }
     }
 }
@@ -60,6 +65,7 @@ impl<L: Launcher> AppState<L> {
 pub struct HttpSession<L: Launcher> {
     env: Option<Environment<WarmPool<L>>>,
     _slot: Option<Slot>,
+    recorder: Option<SessionRecorder>,
 }
 
 impl<L: Launcher> HttpSession<L> {
@@ -292,12 +298,23 @@ async fn http_reset<L: Launcher>(State(app): State<Arc<AppState<L>>>, body: Byte
         };
         session._slot = Some(slot);
         session.env = Some(Environment::new(app.pool.clone(), app.settings.clone()));
+        session.recorder = Some(SessionRecorder::new(app.recorder.clone()));
     }
-    let Some(env) = session.env.as_mut() else {
+    let HttpSession {
+        env: Some(env),
+        recorder,
+        ..
+    } = &mut *session
+    else {
         return execution_error("no HTTP session".into());
     };
     match env.reset(&kwargs).await {
-        Ok(result) => http_reply(&result),
+        Ok(result) => {
+            if let Some(recorder) = recorder {
+                recorder.reset(env.state().episode_id, None, &result);
+            }
+            http_reply(&result)
+        }
         Err(err) => execution_error(err.0),
     }
 }
@@ -343,11 +360,22 @@ async fn http_step<L: Launcher>(State(app): State<Arc<AppState<L>>>, body: Bytes
         }
     };
     let mut session = app.http_session.lock().await;
-    let Some(env) = session.env.as_mut() else {
+    let HttpSession {
+        env: Some(env),
+        recorder,
+        ..
+    } = &mut *session
+    else {
         return execution_error("reset before stepping".into());
     };
+    let started = std::time::Instant::now();
     match env.step(&action).await {
-        Ok(result) => http_reply(&result),
+        Ok(result) => {
+            if let Some(recorder) = recorder {
+                recorder.step(&action, &result, started.elapsed().as_secs_f64() * 1000.0);
+            }
+            http_reply(&result)
+        }
         Err(err) => execution_error(err.0),
     }
 }

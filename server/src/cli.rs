@@ -66,6 +66,9 @@ pub struct Cli {
     /// own, never the API's; its URL is printed on a second stdout line.
     #[arg(long, env = "BROWSER_SITE_DIR")]
     pub site: Option<PathBuf>,
+    /// Record every session's episodes into this folder (trajectory format v1, actor "agent").
+    #[arg(long, env = "BROWSER_RECORD_DIR")]
+    pub record_dir: Option<PathBuf>,
     /// Do not keep a browser launched ahead of the next reset.
     #[arg(long, env = "BROWSER_NO_WARM_SPARE")]
     pub no_warm_spare: bool,
@@ -118,6 +121,7 @@ impl Cli {
             settings,
             max_sessions: self.max_sessions,
             warm_spare: !self.no_warm_spare,
+            record_dir: self.record_dir.clone(),
         })
     }
 

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod environment;
 pub mod fake;
 pub mod pool;
+pub mod recording;
 pub mod session;
 pub mod settings;
 pub mod site;
@@ -28,6 +29,7 @@ use crate::app::AppState;
 use crate::browser::Launcher;
 use crate::pool::WarmPool;
 use crate::settings::EnvSettings;
+use browserenv::trajectory::{Actor, Recorder, RecorderHandle, TrajectoryWriter};
 
 /// Everything about a server except where it listens and how it makes browsers.
 #[derive(Debug, Clone)]
@@ -37,6 +39,8 @@ pub struct ServerConfig {
     pub max_sessions: usize,
     /// Keep a browser launched ahead of the next reset.
     pub warm_spare: bool,
+    /// Record every session's episodes here (trajectory format v1, `actor: "agent"`).
+    pub record_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -45,6 +49,7 @@ impl Default for ServerConfig {
             settings: EnvSettings::default(),
             max_sessions: 4,
             warm_spare: true,
+            record_dir: None,
         }
     }
 }
@@ -61,15 +66,21 @@ where
     N::Addr: std::fmt::Debug,
     L: Launcher,
 {
+    let recorder = match &config.record_dir {
+        Some(dir) => Some(start_recorder(dir)?),
+        None => None,
+    };
     let pool = Arc::new(WarmPool::new(launcher, config.warm_spare));
     pool.warm_up().await;
     let (stop_tx, stop_rx) = watch::channel(false);
-    let state = Arc::new(AppState::new(
+    let mut app_state = AppState::new(
         pool.clone(),
         config.settings.clone(),
         config.max_sessions,
         stop_rx,
-    ));
+    );
+    app_state.recorder = recorder.as_ref().map(RecorderHandle::sender);
+    let state = Arc::new(app_state);
     let app = app::router(state.clone());
     let stop_sessions = async move {
         shutdown.await;
@@ -79,8 +90,36 @@ where
         .with_graceful_shutdown(stop_sessions)
         .await?;
     state.http_session.lock().await.close().await;
+    drop(state);
     pool.drain().await;
+    if let Some(recorder) = recorder {
+        // Everything recorded so far reaches the disk before the server exits.
+        let finished = tokio::task::spawn_blocking(move || recorder.finish());
+        if tokio::time::timeout(std::time::Duration::from_secs(10), finished)
+            .await
+            .is_err()
+        {
+            tracing::warn!("the recorder did not finish within 10 s");
+        }
+    }
     Ok(())
+}
+
+fn start_recorder(dir: &std::path::Path) -> anyhow::Result<RecorderHandle> {
+    use anyhow::Context;
+    let (writer, recovery) = TrajectoryWriter::open(dir)
+        .with_context(|| format!("cannot record into {}", dir.display()))?;
+    if !recovery.incomplete.is_empty() {
+        tracing::warn!(
+            "{}: marked {} episode(s) left open by a stopped server as incomplete",
+            dir.display(),
+            recovery.incomplete.len()
+        );
+    }
+    let recorder = Recorder::new(writer, Actor::Agent);
+    Ok(RecorderHandle::spawn(recorder, |err| {
+        tracing::error!("recording failed: {err}")
+    })?)
 }
 
 /// A server running in this process on a loopback port.

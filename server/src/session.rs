@@ -5,6 +5,7 @@
 //! exactly like the OpenEnv Python server.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use futures_util::stream::SplitSink;
@@ -18,6 +19,7 @@ use browserenv::protocol::{ClientMessage, ErrorCode, ErrorFrame, ServerMessage};
 use crate::app::AppState;
 use crate::browser::Launcher;
 use crate::environment::{EnvError, Environment};
+use crate::recording::SessionRecorder;
 
 /// What the reader hands to the session.
 enum Incoming {
@@ -58,6 +60,7 @@ pub async fn run<L: Launcher>(socket: WebSocket, app: Arc<AppState<L>>) {
     });
 
     let mut env = Environment::new(app.pool.clone(), app.settings.clone());
+    let recorder = SessionRecorder::new(app.recorder.clone());
     let mut shutdown = app.shutdown.clone();
     loop {
         let next = tokio::select! {
@@ -87,8 +90,21 @@ pub async fn run<L: Launcher>(socket: WebSocket, app: Arc<AppState<L>>) {
         };
         let work = async {
             match message {
-                ClientMessage::Reset(kwargs) => Some(observation(env.reset(&kwargs).await)),
-                ClientMessage::Step(action) => Some(observation(env.step(&action).await)),
+                ClientMessage::Reset(kwargs) => {
+                    let result = env.reset(&kwargs).await;
+                    if let Ok(result) = &result {
+                        recorder.reset(env.state().episode_id, None, result);
+                    }
+                    Some(observation(result))
+                }
+                ClientMessage::Step(action) => {
+                    let started = Instant::now();
+                    let result = env.step(&action).await;
+                    if let Ok(result) = &result {
+                        recorder.step(&action, result, started.elapsed().as_secs_f64() * 1000.0);
+                    }
+                    Some(observation(result))
+                }
                 ClientMessage::State => Some(ServerMessage::State(env.state())),
                 ClientMessage::Close => None,
             }

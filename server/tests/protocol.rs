@@ -24,6 +24,7 @@ async fn server(settings: EnvSettings, max_sessions: usize) -> ServerHandle {
             settings,
             max_sessions,
             warm_spare: true,
+            record_dir: None,
         },
     )
     .await

@@ -114,6 +114,7 @@ async fn main() -> anyhow::Result<()> {
         settings: test_settings(),
         max_sessions: 2,
         warm_spare: false,
+        record_dir: None,
     })
     .await;
     let mut series = Series::new("reset, cold (launch + load + PNG)");
@@ -203,6 +204,7 @@ async fn main() -> anyhow::Result<()> {
     }
     println!("{}", navigate.row());
     println!("{}", back.row());
+    recording_overhead(rounds).await?;
 
     // Memory: two sessions with a page each, plus the warm spare.
     let mut second = harness.client().await;
@@ -230,6 +232,38 @@ async fn main() -> anyhow::Result<()> {
 
     println!();
     tui_frames(&screenshots)?;
+    Ok(())
+}
+
+/// The same scroll steps with `--record-dir` on: the recorder runs on its own thread, so the
+/// step path should not change.
+async fn recording_overhead(rounds: usize) -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(format!("browserenv-bench-record-{}", std::process::id()));
+    let harness = Harness::start_with(ServerConfig {
+        settings: EnvSettings {
+            max_steps: 200,
+            ..test_settings()
+        },
+        max_sessions: 2,
+        warm_spare: true,
+        record_dir: Some(dir.clone()),
+    })
+    .await;
+    let mut client = harness.client().await;
+    client
+        .reset(ResetOptions::new(harness.page("long.html")))
+        .await?;
+    let mut scroll = Series::new("step scroll, server recording on (--record-dir)");
+    for i in 0..rounds {
+        let dy = if i % 2 == 0 { 600 } else { -600 };
+        timed(&mut scroll, client.step(BrowserAction::scroll(dy))).await?;
+    }
+    println!("{}", scroll.row());
+    client.close().await?;
+    harness.stop().await;
+    let recorded = browserenv::trajectory::read(&dir)?.steps.len();
+    anyhow::ensure!(recorded == rounds, "recorded {recorded} of {rounds} steps");
+    std::fs::remove_dir_all(&dir)?;
     Ok(())
 }
 

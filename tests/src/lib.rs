@@ -46,6 +46,7 @@ impl Harness {
             settings,
             max_sessions: 4,
             warm_spare: true,
+            record_dir: None,
         })
         .await
     }

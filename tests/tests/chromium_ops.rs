@@ -378,6 +378,7 @@ async fn capacity_is_enforced_per_session() {
         settings: test_settings(),
         max_sessions: 1,
         warm_spare: false,
+        record_dir: None,
     })
     .await;
     let (first, _) = harness.open("long.html").await;

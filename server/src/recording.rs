@@ -1,0 +1,63 @@
+//! Server-side recording (`--record-dir`): every session's episodes become trajectory records
+//! with `actor: "agent"`, with no change on the client. The session only hands events to the
+//! recorder thread (a channel send); the disk is never on the step path.
+
+use std::sync::mpsc::Sender;
+
+use browserenv::models::{BrowserAction, StepResult};
+use browserenv::trajectory::RecordEvent;
+
+/// One session's handle on the recorder (a no-op when the server does not record).
+pub struct SessionRecorder {
+    session: String,
+    events: Option<Sender<RecordEvent>>,
+}
+
+impl SessionRecorder {
+    pub fn new(events: Option<Sender<RecordEvent>>) -> Self {
+        SessionRecorder {
+            session: uuid::Uuid::new_v4().to_string(),
+            events,
+        }
+    }
+
+    fn send(&self, event: impl FnOnce(String) -> RecordEvent) {
+        if let Some(events) = &self.events {
+            let _ = events.send(event(self.session.clone()));
+        }
+    }
+
+    pub fn reset(
+        &self,
+        episode_id: Option<String>,
+        task: Option<String>,
+        observation: &StepResult,
+    ) {
+        self.send(|session| RecordEvent::Reset {
+            session,
+            episode_id: episode_id.unwrap_or_default(),
+            task,
+            observation: observation.clone(),
+        });
+    }
+
+    pub fn step(&self, action: &BrowserAction, observation: &StepResult, latency_ms: f64) {
+        self.send(|session| RecordEvent::Step {
+            session,
+            action: action.clone(),
+            observation: observation.clone(),
+            latency_ms,
+            recorded_text: None,
+        });
+    }
+
+    pub fn end(&self) {
+        self.send(|session| RecordEvent::End { session });
+    }
+}
+
+impl Drop for SessionRecorder {
+    fn drop(&mut self) {
+        self.end();
+    }
+}

@@ -5,6 +5,7 @@
 pub mod client;
 pub mod models;
 pub mod protocol;
+pub mod tasks;
 pub mod trajectory;
 
 pub use client::{Client, ClientError, ResetOptions};

@@ -20,7 +20,7 @@ use browserenv::models::{
 use browserenv::protocol::step_result_body;
 
 use crate::browser::Launcher;
-use crate::environment::Environment;
+use crate::environment::{Environment, TaskCatalog};
 use crate::pool::WarmPool;
 use crate::recording::SessionRecorder;
 use crate::settings::EnvSettings;
@@ -37,6 +37,14 @@ pub struct AppState<L: Launcher> {
     pub shutdown: watch::Receiver<bool>,
     /// The recorder thread's inbox, when the server records (`--record-dir`).
     pub recorder: Option<std::sync::mpsc::Sender<browserenv::trajectory::RecordEvent>>,
+    pub tasks: Option<Arc<TaskCatalog>>,
+}
+
+impl<L: Launcher> AppState<L> {
+    /// A fresh environment for a new session, with the server's settings and tasks.
+    pub fn environment(&self) -> Environment<WarmPool<L>> {
+        Environment::new(self.pool.clone(), self.settings.clone()).with_tasks(self.tasks.clone())
+    }
 }
 
 impl<L: Launcher> AppState<L> {
@@ -57,6 +65,7 @@ impl<L: Launcher> AppState<L> {
             }),
             shutdown,
             recorder: None,
+            tasks: None,
         }
     }
 }
@@ -297,7 +306,7 @@ async fn http_reset<L: Launcher>(State(app): State<Arc<AppState<L>>>, body: Byte
             return capacity_response(&app.capacity);
         };
         session._slot = Some(slot);
-        session.env = Some(Environment::new(app.pool.clone(), app.settings.clone()));
+        session.env = Some(app.environment());
         session.recorder = Some(SessionRecorder::new(app.recorder.clone()));
     }
     let HttpSession {
@@ -311,7 +320,7 @@ async fn http_reset<L: Launcher>(State(app): State<Arc<AppState<L>>>, body: Byte
     match env.reset(&kwargs).await {
         Ok(result) => {
             if let Some(recorder) = recorder {
-                recorder.reset(env.state().episode_id, None, &result);
+                recorder.reset(env.state().episode_id, env.task_id(), &result);
             }
             http_reply(&result)
         }

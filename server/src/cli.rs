@@ -7,7 +7,10 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 
+use browserenv::tasks::TaskSet;
+
 use crate::chromium::{self, ChromiumConfig, ChromiumLauncher};
+use crate::environment::TaskCatalog;
 use crate::settings::{max_steps_in_range, seconds_in_range, EnvSettings, SettleMode};
 use crate::ServerConfig;
 
@@ -69,6 +72,12 @@ pub struct Cli {
     /// Record every session's episodes into this folder (trajectory format v1, actor "agent").
     #[arg(long, env = "BROWSER_RECORD_DIR")]
     pub record_dir: Option<PathBuf>,
+    /// A JSONL task file: `reset` then accepts `task_id`, and `finish` is rewarded 1.0 or 0.0.
+    #[arg(long, env = "BROWSER_TASKS")]
+    pub tasks: Option<PathBuf>,
+    /// Base URL for the tasks' relative start URLs (default: the --site URL).
+    #[arg(long, env = "BROWSER_TASK_BASE_URL")]
+    pub task_base_url: Option<String>,
     /// Do not keep a browser launched ahead of the next reset.
     #[arg(long, env = "BROWSER_NO_WARM_SPARE")]
     pub no_warm_spare: bool,
@@ -122,6 +131,7 @@ impl Cli {
             max_sessions: self.max_sessions,
             warm_spare: !self.no_warm_spare,
             record_dir: self.record_dir.clone(),
+            tasks: None,
         })
     }
 
@@ -180,6 +190,22 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         ),
         None => None,
     };
+    let mut config = config;
+    if let Some(path) = &cli.tasks {
+        let tasks = TaskSet::load(path).map_err(anyhow::Error::msg)?;
+        let base = match (&cli.task_base_url, &site) {
+            (Some(base), _) => {
+                Some(url::Url::parse(base).with_context(|| format!("--task-base-url {base}"))?)
+            }
+            (None, Some(site)) => url::Url::parse(&site.url("")).ok(),
+            (None, None) => None,
+        };
+        tracing::info!("{} tasks from {}", tasks.tasks.len(), path.display());
+        config.tasks = Some(std::sync::Arc::new(TaskCatalog {
+            tasks,
+            base_url: base,
+        }));
+    }
     let result = match &cli.unix_dir {
         Some(dir) => {
             let path = dir.join(format!("{}.sock", cli.port));

@@ -14,6 +14,8 @@ use browserenv::models::{
     VIEWPORT_WIDTH,
 };
 
+use browserenv::tasks::{Task, TaskSet};
+
 use crate::browser::{Browser, Incidents, Launcher, PageError, SettleOutcome};
 use crate::settings::{EnvSettings, SettleMode};
 use crate::verification::is_bot_verification;
@@ -47,12 +49,24 @@ struct Episode<B> {
     done: bool,
     /// The last clicked pixel: where the wheel scrolls, like a person's pointer resting there.
     pointer: Option<(i64, i64)>,
+    /// The task this episode works on, if the reset named one.
+    task: Option<Task>,
+    /// The `finish` text, once sent.
+    answer: Option<String>,
+}
+
+/// Tasks a server was started with (`--tasks`), and the base for their relative start URLs.
+#[derive(Debug, Clone, Default)]
+pub struct TaskCatalog {
+    pub tasks: TaskSet,
+    pub base_url: Option<url::Url>,
 }
 
 /// One session's environment: at most one live episode, each with its own private browser.
 pub struct Environment<L: Launcher> {
     launcher: Arc<L>,
     settings: EnvSettings,
+    tasks: Option<Arc<TaskCatalog>>,
     episode: Option<Episode<L::Browser>>,
     state: BrowserState,
 }
@@ -70,9 +84,45 @@ impl<L: Launcher> Environment<L> {
         Environment {
             launcher,
             settings,
+            tasks: None,
             episode: None,
             state: BrowserState::default(),
         }
+    }
+
+    /// Let `reset` take a `task_id`.
+    pub fn with_tasks(mut self, tasks: Option<Arc<TaskCatalog>>) -> Self {
+        self.tasks = tasks;
+        self
+    }
+
+    /// The current episode's task id.
+    pub fn task_id(&self) -> Option<String> {
+        self.episode.as_ref()?.task.as_ref().map(|t| t.id.clone())
+    }
+
+    /// Resolve a `task_id` reset argument to its task and start URL.
+    fn task_for(&self, kwargs: &Map<String, Value>) -> Result<Option<(Task, String)>, EnvError> {
+        let id = match kwargs.get("task_id") {
+            None | Some(Value::Null) => return Ok(None),
+            Some(Value::String(id)) => id,
+            Some(other) => return Err(EnvError(format!("task_id must be a string, got {other}"))),
+        };
+        let Some(catalog) = &self.tasks else {
+            return Err(EnvError(format!(
+                "unknown task_id {id:?}: this server has no tasks (start it with --tasks FILE)"
+            )));
+        };
+        let Some(task) = catalog.tasks.get(id) else {
+            return Err(EnvError(format!(
+                "unknown task_id {id:?}; known: {}",
+                catalog.tasks.ids().join(", ")
+            )));
+        };
+        let start = task
+            .resolve_start_url(catalog.base_url.as_ref())
+            .map_err(EnvError)?;
+        Ok(Some((task.clone(), start)))
     }
 
     pub fn settings(&self) -> &EnvSettings {
@@ -87,9 +137,12 @@ impl<L: Launcher> Environment<L> {
     /// `seed` (accepted, unused: a live web page has no seed); unknown ones are ignored.
     pub async fn reset(&mut self, kwargs: &Map<String, Value>) -> Result<StepResult, EnvError> {
         let started = Instant::now();
-        let start_url = match kwargs.get("start_url") {
-            Some(Value::String(url)) => check_start_url(url)?,
-            Some(_) | None => {
+        let task = self.task_for(kwargs)?;
+        // An explicit start_url wins over the task's own.
+        let start_url = match (kwargs.get("start_url"), &task) {
+            (Some(Value::String(url)), _) => check_start_url(url)?,
+            (None | Some(Value::Null), Some((_, task_start))) => check_start_url(task_start)?,
+            _ => {
                 return Err(EnvError(
                     "reset needs start_url: an HTTP(S) URL without credentials".into(),
                 ))
@@ -114,6 +167,8 @@ impl<L: Launcher> Environment<L> {
             browser,
             done: false,
             pointer: None,
+            task: task.map(|(task, _)| task),
+            answer: None,
         };
         let mut timings = Timings::default();
         let action_started = Instant::now();
@@ -170,6 +225,7 @@ impl<L: Launcher> Environment<L> {
             }
             Op::Finish => {
                 episode.done = true;
+                episode.answer = Some(action.text.clone());
                 settle_needed = false;
                 Ok(())
             }
@@ -295,11 +351,24 @@ impl<L: Launcher> Environment<L> {
                 code = Some("download_blocked".into());
             }
         }
-        if self.state.step_count >= settings.max_steps {
+        let max_steps = episode
+            .task
+            .as_ref()
+            .map_or(settings.max_steps, |t| t.max_steps);
+        if self.state.step_count >= max_steps {
             episode.done = true;
         }
+        // A task episode is judged when it finishes: 1.0 if its check passes, else 0.0.
+        let verdict = match (&episode.task, &episode.answer) {
+            (Some(task), Some(answer)) => Some(task.judge(answer, &facts.url, &facts.text)),
+            _ => None,
+        };
+        let reward = match &verdict {
+            Some(verdict) if verdict.passed => 1.0,
+            _ => 0.0,
+        };
 
-        let metadata = metadata(
+        let mut metadata = metadata(
             &facts.title,
             self.state.step_count,
             settings,
@@ -309,6 +378,15 @@ impl<L: Launcher> Environment<L> {
             &incidents,
             error_detail,
         );
+        if let Some(task) = &episode.task {
+            metadata.insert(
+                "task".into(),
+                json!({"id": task.id, "category": task.category, "instruction": task.instruction, "max_steps": task.max_steps}),
+            );
+        }
+        if let Some(verdict) = verdict {
+            metadata.insert("verdict".into(), json!(verdict));
+        }
         StepResult {
             observation: BrowserObservation {
                 metadata,
@@ -316,7 +394,7 @@ impl<L: Launcher> Environment<L> {
                 url: facts.url,
                 error: code.unwrap_or_default(),
             },
-            reward: Some(0.0),
+            reward: Some(reward),
             done: episode.done,
         }
     }
@@ -607,6 +685,44 @@ mod tests {
         assert_eq!(result.observation.error, "download_blocked");
         assert!(metadata["timings_ms"]["total"].is_number());
         assert_eq!(metadata["title"], "Fake page");
+    }
+
+    #[tokio::test]
+    async fn task_resets_use_the_tasks_start_url_and_step_limit() {
+        let tasks = TaskSet::parse(
+            r#"{"id":"t1","category":"navigation","instruction":"Go","start_url":"start.html","max_steps":2,"check":{"url":"/done"}}"#,
+            "inline",
+        )
+        .unwrap();
+        let catalog = TaskCatalog {
+            tasks,
+            base_url: Some(url::Url::parse("https://site.example/").unwrap()),
+        };
+        let (base, _) = self::env(FakeScript::default());
+        let mut tasked = Environment {
+            settings: EnvSettings {
+                max_steps: 50,
+                ..settings()
+            },
+            ..base
+        }
+        .with_tasks(Some(Arc::new(catalog)));
+        let mut args = Map::new();
+        args.insert("task_id".into(), json!("t1"));
+        let first = tasked.reset(&args).await.unwrap();
+        assert_eq!(first.observation.url, "https://site.example/start.html");
+        assert_eq!(tasked.task_id().as_deref(), Some("t1"));
+        assert!(!tasked.step(&BrowserAction::wait()).await.unwrap().done);
+        let last = tasked.step(&BrowserAction::wait()).await.unwrap();
+        assert!(
+            last.done,
+            "the task's max_steps (2) wins over the server's (50)"
+        );
+        assert_eq!(last.reward, Some(0.0), "not finished: no reward");
+
+        let (mut plain, _) = self::env(FakeScript::default());
+        let err = plain.reset(&args).await.unwrap_err();
+        assert!(err.0.contains("this server has no tasks"), "{}", err.0);
     }
 
     #[tokio::test]

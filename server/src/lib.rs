@@ -41,6 +41,8 @@ pub struct ServerConfig {
     pub warm_spare: bool,
     /// Record every session's episodes here (trajectory format v1, `actor: "agent"`).
     pub record_dir: Option<std::path::PathBuf>,
+    /// Tasks `reset` may name with `task_id` (`--tasks`).
+    pub tasks: Option<Arc<environment::TaskCatalog>>,
 }
 
 impl Default for ServerConfig {
@@ -50,6 +52,7 @@ impl Default for ServerConfig {
             max_sessions: 4,
             warm_spare: true,
             record_dir: None,
+            tasks: None,
         }
     }
 }
@@ -80,6 +83,7 @@ where
         stop_rx,
     );
     app_state.recorder = recorder.as_ref().map(RecorderHandle::sender);
+    app_state.tasks = config.tasks.clone();
     let state = Arc::new(app_state);
     let app = app::router(state.clone());
     let stop_sessions = async move {

@@ -18,7 +18,7 @@ use browserenv::protocol::{ClientMessage, ErrorCode, ErrorFrame, ServerMessage};
 
 use crate::app::AppState;
 use crate::browser::Launcher;
-use crate::environment::{EnvError, Environment};
+use crate::environment::EnvError;
 use crate::recording::SessionRecorder;
 
 /// What the reader hands to the session.
@@ -59,7 +59,7 @@ pub async fn run<L: Launcher>(socket: WebSocket, app: Arc<AppState<L>>) {
         let _ = gone_tx.send(true);
     });
 
-    let mut env = Environment::new(app.pool.clone(), app.settings.clone());
+    let mut env = app.environment();
     let recorder = SessionRecorder::new(app.recorder.clone());
     let mut shutdown = app.shutdown.clone();
     loop {
@@ -93,7 +93,7 @@ pub async fn run<L: Launcher>(socket: WebSocket, app: Arc<AppState<L>>) {
                 ClientMessage::Reset(kwargs) => {
                     let result = env.reset(&kwargs).await;
                     if let Ok(result) = &result {
-                        recorder.reset(env.state().episode_id, None, result);
+                        recorder.reset(env.state().episode_id, env.task_id(), result);
                     }
                     Some(observation(result))
                 }

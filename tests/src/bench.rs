@@ -115,6 +115,7 @@ async fn main() -> anyhow::Result<()> {
         max_sessions: 2,
         warm_spare: false,
         record_dir: None,
+        tasks: None,
     })
     .await;
     let mut series = Series::new("reset, cold (launch + load + PNG)");
@@ -247,6 +248,7 @@ async fn recording_overhead(rounds: usize) -> anyhow::Result<()> {
         max_sessions: 2,
         warm_spare: true,
         record_dir: Some(dir.clone()),
+        tasks: None,
     })
     .await;
     let mut client = harness.client().await;

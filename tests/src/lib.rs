@@ -47,6 +47,7 @@ impl Harness {
             max_sessions: 4,
             warm_spare: true,
             record_dir: None,
+            tasks: None,
         })
         .await
     }
@@ -61,6 +62,28 @@ impl Harness {
             .await
             .expect("pages are served");
         Harness { server, pages }
+    }
+
+    /// A server with the demo site on its own listener and the bundled demo tasks.
+    pub async fn with_demo_tasks(settings: EnvSettings) -> (Harness, SiteHandle) {
+        let site = serve_dir(assets_dir().join("site"))
+            .await
+            .expect("the demo site is served");
+        let tasks = browserenv::tasks::TaskSet::load(&assets_dir().join("tasks/demo.jsonl"))
+            .expect("the demo tasks load");
+        let catalog = browserenv_server::environment::TaskCatalog {
+            tasks,
+            base_url: Some(url::Url::parse(&site.url("")).expect("site URL")),
+        };
+        let harness = Self::start_with(ServerConfig {
+            settings,
+            max_sessions: 4,
+            warm_spare: true,
+            record_dir: None,
+            tasks: Some(std::sync::Arc::new(catalog)),
+        })
+        .await;
+        (harness, site)
     }
 
     pub fn page(&self, name: &str) -> String {

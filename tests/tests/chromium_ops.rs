@@ -379,6 +379,7 @@ async fn capacity_is_enforced_per_session() {
         max_sessions: 1,
         warm_spare: false,
         record_dir: None,
+        tasks: None,
     })
     .await;
     let (first, _) = harness.open("long.html").await;

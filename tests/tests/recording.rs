@@ -14,6 +14,7 @@ async fn the_server_records_every_session_as_agent_trajectories() {
         max_sessions: 4,
         warm_spare: true,
         record_dir: Some(dir.clone()),
+        tasks: None,
     })
     .await;
     let mut client = harness.client().await;

@@ -314,7 +314,12 @@ pub struct Recorder {
     writer: TrajectoryWriter,
     actor: Actor,
     open: BTreeMap<String, OpenEpisode>,
+    /// Mask password inputs in saved screenshots (`--redact`).
+    redact: bool,
 }
+
+/// What is recorded instead of text typed into a password field.
+pub const REDACTED_PASSWORD: &str = "<redacted:password>";
 
 struct OpenEpisode {
     episode_id: String,
@@ -356,7 +361,26 @@ impl Recorder {
             writer,
             actor,
             open: BTreeMap::new(),
+            redact: false,
         }
+    }
+
+    /// Black out password inputs (from the observation's `password_boxes`) in saved screenshots.
+    pub fn redacting(mut self, redact: bool) -> Self {
+        self.redact = redact;
+        self
+    }
+
+    fn save_frame(&self, observation: &crate::models::StepResult) -> io::Result<String> {
+        let screenshot = &observation.observation.screenshot;
+        let boxes = password_boxes(&observation.observation.metadata);
+        if !self.redact || boxes.is_empty() || screenshot.is_empty() {
+            return self.writer.save_screenshot(screenshot);
+        }
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(screenshot)
+            .map_err(|err| io::Error::new(io::ErrorKind::InvalidData, err))?;
+        self.writer.save_png(&mask_boxes(&png, &boxes)?)
     }
 
     pub fn record(&mut self, event: RecordEvent) -> io::Result<()> {
@@ -368,9 +392,7 @@ impl Recorder {
                 observation,
             } => {
                 self.abandon(&session)?;
-                let frame = self
-                    .writer
-                    .save_screenshot(&observation.observation.screenshot)?;
+                let frame = self.save_frame(&observation)?;
                 let time = now();
                 self.open.insert(
                     session,
@@ -423,9 +445,7 @@ impl Recorder {
         latency_ms: f64,
         recorded_text: Option<String>,
     ) -> io::Result<()> {
-        let next_frame = self
-            .writer
-            .save_screenshot(&observation.observation.screenshot)?;
+        let next_frame = self.save_frame(&observation)?;
         let Some(episode) = self.open.get_mut(session) else {
             // A step without a recorded reset (recording switched on mid-episode): start here.
             return Err(io::Error::new(
@@ -435,10 +455,18 @@ impl Recorder {
         };
         episode.steps += 1;
         let mut wire = action.clone();
+        let metadata = &observation.observation.metadata;
+        let into_password = metadata
+            .get("element")
+            .and_then(|e| e.get("password"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         if let Some(text) = recorded_text {
             wire.text = text;
+        } else if into_password && action.op == crate::models::Op::Type {
+            // Whatever goes into a password field never reaches the disk.
+            wire.text = REDACTED_PASSWORD.into();
         }
-        let metadata = &observation.observation.metadata;
         let record = StepRecord {
             schema: SCHEMA.into(),
             episode_id: episode.episode_id.clone(),
@@ -499,6 +527,45 @@ impl Recorder {
         };
         self.writer.append_episode(&record)
     }
+}
+
+fn password_boxes(metadata: &serde_json::Map<String, Value>) -> Vec<[i64; 4]> {
+    metadata
+        .get("password_boxes")
+        .and_then(|b| serde_json::from_value(b.clone()).ok())
+        .unwrap_or_default()
+}
+
+/// Paint `[x, y, width, height]` boxes black in a PNG.
+pub fn mask_boxes(png_bytes: &[u8], boxes: &[[i64; 4]]) -> io::Result<Vec<u8>> {
+    let invalid =
+        |err: &dyn std::fmt::Display| io::Error::new(io::ErrorKind::InvalidData, err.to_string());
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
+    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = decoder.read_info().map_err(|e| invalid(&e))?;
+    let mut pixels = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut pixels).map_err(|e| invalid(&e))?;
+    pixels.truncate(info.buffer_size());
+    let channels = info.color_type.samples();
+    let (width, height) = (i64::from(info.width), i64::from(info.height));
+    for [x, y, w, h] in boxes {
+        for row in (*y).max(0)..(y + h).min(height) {
+            for column in (*x).max(0)..(x + w).min(width) {
+                let at = ((row * width + column) as usize) * channels;
+                for value in &mut pixels[at..at + channels.min(3)] {
+                    *value = 0;
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, info.width, info.height);
+    encoder.set_color(info.color_type);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header().map_err(|e| invalid(&e))?;
+    writer.write_image_data(&pixels).map_err(|e| invalid(&e))?;
+    writer.finish().map_err(|e| invalid(&e))?;
+    Ok(out)
 }
 
 /// A recorder on a thread of its own: callers hand it events and never wait for the disk.

@@ -61,6 +61,8 @@ pub struct PageFacts {
     pub title: String,
     /// The visible text (cut), for the bot-verification check.
     pub text: String,
+    /// `[x, y, width, height]` of every password input on screen.
+    pub password_boxes: Vec<[i64; 4]>,
 }
 
 /// Things the browser handled on its own during an action, reported in observation metadata.
@@ -126,6 +128,12 @@ pub trait Browser: Send + 'static {
     /// before it.
     fn follow_tabs(&mut self) -> impl Future<Output = Result<(), PageError>> + Send;
     fn facts(&mut self) -> impl Future<Output = Result<PageFacts, PageError>> + Send;
+    /// The element under `at` (page pixel), or the focused one when `at` is None: tag, role,
+    /// accessible name, text, type, password, bbox. None when there is none.
+    fn element(
+        &mut self,
+        at: Option<(i64, i64)>,
+    ) -> impl Future<Output = Result<Option<serde_json::Value>, PageError>> + Send;
     /// A PNG of the viewport, base64-encoded.
     fn screenshot(&mut self) -> impl Future<Output = Result<String, PageError>> + Send;
     /// What happened on its own since the last call.

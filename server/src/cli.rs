@@ -72,6 +72,9 @@ pub struct Cli {
     /// Record every session's episodes into this folder (trajectory format v1, actor "agent").
     #[arg(long, env = "BROWSER_RECORD_DIR")]
     pub record_dir: Option<PathBuf>,
+    /// With --record-dir: black out password inputs in the recorded screenshots.
+    #[arg(long, env = "BROWSER_REDACT")]
+    pub redact: bool,
     /// A JSONL task file: `reset` then accepts `task_id`, and `finish` is rewarded 1.0 or 0.0.
     #[arg(long, env = "BROWSER_TASKS")]
     pub tasks: Option<PathBuf>,
@@ -131,6 +134,7 @@ impl Cli {
             max_sessions: self.max_sessions,
             warm_spare: !self.no_warm_spare,
             record_dir: self.record_dir.clone(),
+            redact: self.redact,
             tasks: None,
         })
     }

@@ -25,6 +25,9 @@ use crate::verification::is_bot_verification;
 #[error("{0}")]
 pub struct EnvError(pub String);
 
+/// Reading the target element is one small script; a page too busy to answer is not waited for.
+const ELEMENT_TIMEOUT: Duration = Duration::from_millis(1000);
+
 /// Where the wheel turns when nothing was clicked yet: the viewport centre.
 const VIEWPORT_CENTRE: (i64, i64) = (VIEWPORT_WIDTH / 2, VIEWPORT_HEIGHT / 2);
 
@@ -201,6 +204,19 @@ impl<L: Launcher> Environment<L> {
         let browser = &mut episode.browser;
         let limit = settings.action_timeout;
         let timeout = PageError::ActionTimeout;
+        // What the action is about, read before it changes the page (a click may navigate).
+        let target = match action.op {
+            Op::Click => Some(Some((action.x.unwrap_or(0), action.y.unwrap_or(0)))),
+            Op::Type | Op::Key => Some(None),
+            _ => None,
+        };
+        let element = match target {
+            Some(at) => bounded(ELEMENT_TIMEOUT, timeout.clone(), browser.element(at))
+                .await
+                .ok()
+                .flatten(),
+            None => None,
+        };
         let outcome = match action.op {
             Op::Click => {
                 let (x, y) = (action.x.unwrap_or(0), action.y.unwrap_or(0));
@@ -233,7 +249,13 @@ impl<L: Launcher> Environment<L> {
         timings.action = started.elapsed();
         let error = outcome.err();
         let settle = settle_needed && !error.as_ref().is_some_and(PageError::ends_episode);
-        let result = self.observe_current(error, settle, timings, started).await;
+        let mut result = self.observe_current(error, settle, timings, started).await;
+        if let Some(element) = element {
+            result
+                .observation
+                .metadata
+                .insert("element".into(), element);
+        }
         Ok(result)
     }
 
@@ -386,6 +408,9 @@ impl<L: Launcher> Environment<L> {
         }
         if let Some(verdict) = verdict {
             metadata.insert("verdict".into(), json!(verdict));
+        }
+        if !facts.password_boxes.is_empty() {
+            metadata.insert("password_boxes".into(), json!(facts.password_boxes));
         }
         StepResult {
             observation: BrowserObservation {

@@ -145,7 +145,18 @@ impl Browser for FakeBrowser {
             url: self.url.clone(),
             title: "Fake page".into(),
             text: self.script.page_text.clone(),
+            password_boxes: Vec::new(),
         })
+    }
+
+    async fn element(
+        &mut self,
+        at: Option<(i64, i64)>,
+    ) -> Result<Option<serde_json::Value>, PageError> {
+        Ok(Some(serde_json::json!({
+            "tag": "button", "role": "button", "name": "Fake", "text": "Fake",
+            "type": null, "password": false, "bbox": [0, 0, 10, 10], "at": at,
+        })))
     }
 
     async fn screenshot(&mut self) -> Result<String, PageError> {

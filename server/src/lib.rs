@@ -41,6 +41,8 @@ pub struct ServerConfig {
     pub warm_spare: bool,
     /// Record every session's episodes here (trajectory format v1, `actor: "agent"`).
     pub record_dir: Option<std::path::PathBuf>,
+    /// Black out password inputs in recorded screenshots (`--redact`).
+    pub redact: bool,
     /// Tasks `reset` may name with `task_id` (`--tasks`).
     pub tasks: Option<Arc<environment::TaskCatalog>>,
 }
@@ -52,6 +54,7 @@ impl Default for ServerConfig {
             max_sessions: 4,
             warm_spare: true,
             record_dir: None,
+            redact: false,
             tasks: None,
         }
     }
@@ -70,7 +73,7 @@ where
     L: Launcher,
 {
     let recorder = match &config.record_dir {
-        Some(dir) => Some(start_recorder(dir)?),
+        Some(dir) => Some(start_recorder(dir, config.redact)?),
         None => None,
     };
     let pool = Arc::new(WarmPool::new(launcher, config.warm_spare));
@@ -109,7 +112,7 @@ where
     Ok(())
 }
 
-fn start_recorder(dir: &std::path::Path) -> anyhow::Result<RecorderHandle> {
+fn start_recorder(dir: &std::path::Path, redact: bool) -> anyhow::Result<RecorderHandle> {
     use anyhow::Context;
     let (writer, recovery) = TrajectoryWriter::open(dir)
         .with_context(|| format!("cannot record into {}", dir.display()))?;
@@ -120,7 +123,7 @@ fn start_recorder(dir: &std::path::Path) -> anyhow::Result<RecorderHandle> {
             recovery.incomplete.len()
         );
     }
-    let recorder = Recorder::new(writer, Actor::Agent);
+    let recorder = Recorder::new(writer, Actor::Agent).redacting(redact);
     Ok(RecorderHandle::spawn(recorder, |err| {
         tracing::error!("recording failed: {err}")
     })?)

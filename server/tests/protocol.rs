@@ -25,6 +25,7 @@ async fn server(settings: EnvSettings, max_sessions: usize) -> ServerHandle {
             max_sessions,
             warm_spare: true,
             record_dir: None,
+            redact: false,
             tasks: None,
         },
     )

@@ -115,6 +115,7 @@ async fn main() -> anyhow::Result<()> {
         max_sessions: 2,
         warm_spare: false,
         record_dir: None,
+        redact: false,
         tasks: None,
     })
     .await;
@@ -248,6 +249,7 @@ async fn recording_overhead(rounds: usize) -> anyhow::Result<()> {
         max_sessions: 2,
         warm_spare: true,
         record_dir: Some(dir.clone()),
+        redact: false,
         tasks: None,
     })
     .await;

@@ -47,6 +47,7 @@ impl Harness {
             max_sessions: 4,
             warm_spare: true,
             record_dir: None,
+            redact: false,
             tasks: None,
         })
         .await
@@ -80,6 +81,7 @@ impl Harness {
             max_sessions: 4,
             warm_spare: true,
             record_dir: None,
+            redact: false,
             tasks: Some(std::sync::Arc::new(catalog)),
         })
         .await;

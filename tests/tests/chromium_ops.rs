@@ -379,6 +379,7 @@ async fn capacity_is_enforced_per_session() {
         max_sessions: 1,
         warm_spare: false,
         record_dir: None,
+        redact: false,
         tasks: None,
     })
     .await;

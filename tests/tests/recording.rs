@@ -14,6 +14,7 @@ async fn the_server_records_every_session_as_agent_trajectories() {
         max_sessions: 4,
         warm_spare: true,
         record_dir: Some(dir.clone()),
+        redact: false,
         tasks: None,
     })
     .await;
@@ -73,4 +74,71 @@ async fn the_server_records_every_session_as_agent_trajectories() {
 fn base64_of(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[tokio::test]
+async fn clicks_and_typing_carry_element_labels_and_passwords_never_reach_the_disk() {
+    let dir = std::env::temp_dir().join(format!("browserenv-record-redact-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let harness = Harness::start_with(ServerConfig {
+        settings: test_settings(),
+        max_sessions: 4,
+        warm_spare: true,
+        record_dir: Some(dir.clone()),
+        redact: true,
+        tasks: None,
+    })
+    .await;
+    let mut client = harness.client().await;
+    client
+        .reset(ResetOptions::new(harness.page("login.html")).episode_id("login"))
+        .await
+        .unwrap();
+    let user = client.step(BrowserAction::click(250, 115)).await.unwrap();
+    let element = &user.observation.metadata["element"];
+    assert_eq!(element["tag"], "input");
+    assert_eq!(element["role"], "textbox");
+    assert_eq!(
+        element["name"], "User name",
+        "the label is the accessible name"
+    );
+    assert_eq!(element["bbox"], serde_json::json!([100, 100, 308, 36]));
+    let typed = client.step(BrowserAction::type_text("ada")).await.unwrap();
+    assert_eq!(
+        typed.observation.metadata["element"]["text"], "",
+        "read before typing"
+    );
+    client.step(BrowserAction::click(250, 215)).await.unwrap();
+    let secret = client
+        .step(BrowserAction::type_text("hunter2"))
+        .await
+        .unwrap();
+    assert_eq!(secret.observation.metadata["element"]["password"], true);
+    assert_eq!(
+        secret.observation.metadata["password_boxes"],
+        serde_json::json!([[100, 200, 308, 36]])
+    );
+    // The agent itself sees the page as it is (dots in the field, not a black box).
+    let live = Picture::from_base64(&secret.observation.screenshot);
+    assert_ne!(live.rgb(110, 215), [0, 0, 0]);
+    client.close().await.unwrap();
+    harness.stop().await;
+
+    let steps = std::fs::read_to_string(dir.join("steps.jsonl")).unwrap();
+    assert!(
+        !steps.contains("hunter2"),
+        "the password reached the recording"
+    );
+    let recording = read(&dir).unwrap();
+    let recorded = recording.episode_steps("login");
+    assert_eq!(recorded[1].action["text"], "ada");
+    assert_eq!(recorded[3].action["text"], "<redacted:password>");
+    assert_eq!(recorded[0].element.as_ref().unwrap()["name"], "User name");
+    // --redact: the saved frame has the password field blacked out.
+    let png = std::fs::read(dir.join(&recorded[3].next_file_name)).unwrap();
+    let saved = Picture::from_base64(&base64_of(&png));
+    assert_eq!(saved.rgb(110, 215), [0, 0, 0]);
+    assert_eq!(saved.rgb(390, 230), [0, 0, 0]);
+    assert_ne!(saved.rgb(110, 115), [0, 0, 0], "only the password field");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

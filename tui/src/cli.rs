@@ -67,6 +67,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 max_sessions: 2,
                 warm_spare: true,
                 record_dir: None,
+                redact: false,
                 tasks: None,
             };
             let site = cli.site.clone().unwrap_or_else(default_site_dir);

@@ -792,6 +792,15 @@ impl Browser for ChromiumBrowser {
         if let Ok(Ok(value)) = read {
             facts.title = value["title"].as_str().unwrap_or_default().to_string();
             facts.text = value["text"].as_str().unwrap_or_default().to_string();
+            facts.password_boxes = value["passwords"]
+                .as_array()
+                .map(|boxes| {
+                    boxes
+                        .iter()
+                        .filter_map(|b| serde_json::from_value::<[i64; 4]>(b.clone()).ok())
+                        .collect()
+                })
+                .unwrap_or_default();
             if let (Some(blocked), Ok(mut incidents)) =
                 (value["blocked"].as_array(), self.incidents.lock())
             {
@@ -801,6 +810,16 @@ impl Browser for ChromiumBrowser {
             }
         }
         Ok(facts)
+    }
+
+    async fn element(&mut self, at: Option<(i64, i64)>) -> Result<Option<Value>, PageError> {
+        let (x, y) = match at {
+            Some((x, y)) => (x.to_string(), y.to_string()),
+            None => ("null".into(), "null".into()),
+        };
+        let script = format!("{PROBE_JS}; window.__browserenv.element({x}, {y})");
+        let value = evaluate(self.page()?, script, false).await?;
+        Ok((!value.is_null()).then_some(value))
     }
 
     async fn screenshot(&mut self) -> Result<String, PageError> {

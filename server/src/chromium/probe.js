@@ -109,11 +109,46 @@
     facts(maxText) {
       const blocked = state.blocked.splice(0);
       const body = document.body;
+      // Where password inputs are on screen, so recordings can mask them (--redact).
+      const passwords = Array.from(document.querySelectorAll('input[type=password]'))
+        .map((input) => input.getBoundingClientRect())
+        .filter((r) => r.width > 0 && r.height > 0 && r.bottom > 0 && r.right > 0 && r.top < innerHeight && r.left < innerWidth)
+        .map((r) => [Math.floor(r.left), Math.floor(r.top), Math.ceil(r.width), Math.ceil(r.height)]);
       return {
         title: document.title,
         text: body ? body.innerText.slice(0, maxText) : '',
         blocked,
+        passwords,
       };
+    },
+    // The element an action is about: under the pointer for a click, else the focused one.
+    element(x, y) {
+      let element = x === null ? document.activeElement : document.elementFromPoint(x, y);
+      if (!element || element === document.documentElement) return null;
+      const tag = element.tagName.toLowerCase();
+      const type = (element.getAttribute('type') || '').toLowerCase();
+      const implicitRoles = {
+        a: element.hasAttribute('href') ? 'link' : '', button: 'button', select: 'combobox',
+        textarea: 'textbox', img: 'img', h1: 'heading', h2: 'heading', h3: 'heading',
+        h4: 'heading', h5: 'heading', h6: 'heading', canvas: '', label: '', li: 'listitem',
+      };
+      const inputRoles = { checkbox: 'checkbox', radio: 'radio', button: 'button', submit: 'button',
+        reset: 'button', range: 'slider', search: 'searchbox' };
+      const role = element.getAttribute('role')
+        || (tag === 'input' ? inputRoles[type] || 'textbox' : implicitRoles[tag] || '');
+      const clean = (text) => (text || '').replace(/\s+/g, ' ').trim();
+      const labelled = element.getAttribute('aria-labelledby');
+      const byId = labelled ? labelled.split(/\s+/).map((id) => document.getElementById(id))
+        .filter(Boolean).map((e) => e.textContent).join(' ') : '';
+      const labels = element.labels ? Array.from(element.labels).map((l) => l.textContent).join(' ') : '';
+      const name = clean(element.getAttribute('aria-label') || byId || labels || element.getAttribute('alt')
+        || element.getAttribute('title') || element.getAttribute('placeholder')
+        || (tag === 'input' ? '' : element.innerText)).slice(0, 200);
+      const password = tag === 'input' && type === 'password';
+      const text = password ? '' : clean(element.innerText || element.value || '').slice(0, 200);
+      const r = element.getBoundingClientRect();
+      return { tag, role, name, text, type: type || null, password,
+        bbox: [Math.round(r.left), Math.round(r.top), Math.round(r.width), Math.round(r.height)] };
     },
   };
   Object.defineProperty(window, '__browserenv', { value: api, enumerable: false });

@@ -155,8 +155,8 @@ pub struct TrajectoryWriter {
     dir: PathBuf,
     steps: File,
     episodes: File,
-    /// Where the last step line starts, so a note can be attached to it.
-    last_step_at: Option<u64>,
+    /// Where the last step line starts and whose step it is, so a note can be attached to it.
+    last_step_at: Option<(u64, String, u64)>,
 }
 
 impl TrajectoryWriter {
@@ -253,19 +253,24 @@ impl TrajectoryWriter {
     pub fn append_step(&mut self, record: &StepRecord) -> io::Result<()> {
         let at = self.steps.seek(SeekFrom::End(0))?;
         append_line(&mut self.steps, record)?;
-        self.last_step_at = Some(at);
+        self.last_step_at = Some((at, record.episode_id.clone(), record.step));
         Ok(())
     }
 
     /// Replace the last step line written by this writer (to attach a note); durable like an append.
     pub fn rewrite_last_step(&mut self, record: &StepRecord) -> io::Result<()> {
-        let at = self.last_step_at.ok_or_else(|| {
-            io::Error::new(
+        let Some((at, episode, step)) = &self.last_step_at else {
+            return Err(io::Error::new(
                 io::ErrorKind::NotFound,
-                "no step was recorded yet in this session",
-            )
-        })?;
-        self.steps.set_len(at)?;
+                "no step was recorded yet",
+            ));
+        };
+        if *episode != record.episode_id || *step != record.step {
+            return Err(io::Error::other(
+                "another step was recorded since; the note was not attached",
+            ));
+        }
+        self.steps.set_len(*at)?;
         append_line(&mut self.steps, record)
     }
 
@@ -314,6 +319,8 @@ pub struct Recorder {
     writer: TrajectoryWriter,
     actor: Actor,
     open: BTreeMap<String, OpenEpisode>,
+    /// Each session's last recorded step, kept after its episode ends so a note can still go on it.
+    last_steps: BTreeMap<String, StepRecord>,
     /// Mask password inputs in saved screenshots (`--redact`).
     redact: bool,
 }
@@ -361,6 +368,7 @@ impl Recorder {
             writer,
             actor,
             open: BTreeMap::new(),
+            last_steps: BTreeMap::new(),
             redact: false,
         }
     }
@@ -417,20 +425,17 @@ impl Recorder {
                 recorded_text,
             } => self.step(&session, action, observation, latency_ms, recorded_text),
             RecordEvent::Note { session, note } => {
-                let Some(episode) = self.open.get_mut(&session) else {
+                let Some(last) = self.last_steps.get_mut(&session) else {
                     return Err(io::Error::new(
                         io::ErrorKind::NotFound,
-                        "no step to attach the note to",
-                    ));
-                };
-                let Some(last) = episode.last.as_mut() else {
-                    return Err(io::Error::new(
-                        io::ErrorKind::NotFound,
-                        "no step to attach the note to",
+                        "no recorded step to attach the note to",
                     ));
                 };
                 last.note = Some(note);
                 let record = last.clone();
+                if let Some(episode) = self.open.get_mut(&session) {
+                    episode.last = Some(record.clone());
+                }
                 self.writer.rewrite_last_step(&record)
             }
             RecordEvent::End { session } => self.abandon(&session),
@@ -488,6 +493,7 @@ impl Recorder {
         };
         self.writer.append_step(&record)?;
         episode.last = Some(record.clone());
+        self.last_steps.insert(session.to_string(), record.clone());
         if observation.done {
             let outcome = Outcome::of_done_step(action.op.name(), &record.error);
             let answer = (action.op == crate::models::Op::Finish).then(|| {

@@ -20,17 +20,38 @@ pub const FAST_STEP: i64 = 50;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Request {
     Reset(String),
+    /// Reset to a task of the server's task set (`task_id`).
+    ResetTask(String),
     Step(BrowserAction),
+    /// Text typed into the page but recorded (and shown) only as `<secret:NAME>`.
+    Secret {
+        name: String,
+        action: BrowserAction,
+    },
 }
 
 impl Request {
-    /// Short human description for the status bar.
+    /// Short human description for the status bar (never a secret's value).
     pub fn describe(&self) -> String {
         match self {
             Request::Reset(url) => format!("reset {url}"),
+            Request::ResetTask(id) => format!("task {id}"),
             Request::Step(action) => crate::command::describe(action),
+            Request::Secret { name, .. } => format!("type <secret:{name}>"),
         }
     }
+
+    pub fn is_reset(&self) -> bool {
+        matches!(self, Request::Reset(_) | Request::ResetTask(_))
+    }
+}
+
+/// A task as the UI shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskView {
+    pub id: String,
+    pub category: String,
+    pub instruction: String,
 }
 
 /// Connection to the server, as the status bar shows it.
@@ -51,10 +72,13 @@ pub struct Observed {
     pub done: bool,
     pub step: u64,
     pub latency: Duration,
+    pub reward: Option<f64>,
+    /// A task episode's verdict at finish: passed, and why.
+    pub verdict: Option<(bool, String)>,
 }
 
 /// The one-line editors at the bottom.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LineKind {
     /// Text typed into the page on Enter.
     Type,
@@ -64,15 +88,35 @@ pub enum LineKind {
     Finish,
     /// The URL to reset to.
     Reset,
+    /// A note attached to the last recorded step.
+    Note,
+    /// The name of a secret (e.g. PASSWORD), then its value.
+    SecretName,
+    SecretValue {
+        name: String,
+    },
 }
 
 impl LineKind {
-    pub fn prompt(self) -> &'static str {
+    pub fn prompt(&self) -> String {
         match self {
-            LineKind::Type => "type> ",
-            LineKind::Command => ":",
-            LineKind::Finish => "finish, answer (optional)> ",
-            LineKind::Reset => "reset to URL> ",
+            LineKind::Type => "type> ".into(),
+            LineKind::Command => ":".into(),
+            LineKind::Finish => "finish, answer (optional)> ".into(),
+            LineKind::Reset => "reset to URL> ".into(),
+            LineKind::Note => "note on the last step> ".into(),
+            LineKind::SecretName => "secret name (e.g. PASSWORD)> ".into(),
+            LineKind::SecretValue { name } => {
+                format!("{name} (hidden, recorded as <secret:{name}>)> ")
+            }
+        }
+    }
+
+    /// What the line shows of the text typed so far.
+    pub fn shown(&self, text: &str) -> String {
+        match self {
+            LineKind::SecretValue { .. } => "•".repeat(text.chars().count()),
+            _ => text.to_string(),
         }
     }
 }
@@ -122,6 +166,8 @@ pub enum Msg {
         done: bool,
         step: u64,
         latency: Duration,
+        reward: Option<f64>,
+        verdict: Option<(bool, String)>,
     },
     /// An error frame: the session goes on.
     ServerError {
@@ -129,6 +175,8 @@ pub enum Msg {
         message: String,
     },
     Disconnected(String),
+    /// Writing the recording failed (the UI goes on; the message says what was lost).
+    RecorderError(String),
     Tick,
 }
 
@@ -153,6 +201,10 @@ pub enum KeyInput {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     Send(Request),
+    /// Attach a note to the last recorded step.
+    Note(String),
+    /// Recording switched on or off.
+    Record(bool),
     /// Re-encode the current picture (grid toggled or the picture's size changed).
     Redraw,
     Reconnect,
@@ -182,6 +234,12 @@ pub struct App {
     /// Whether the terminal shows the picture as text cells (half-blocks).
     pub text_picture: bool,
     pub server_label: String,
+    /// `--record DIR` was given: recording can be switched on and off.
+    pub can_record: bool,
+    pub recording: bool,
+    pub tasks: Vec<TaskView>,
+    /// The task of the current (or last) episode.
+    pub task_index: Option<usize>,
 }
 
 impl App {
@@ -204,7 +262,35 @@ impl App {
             spinner: 0,
             text_picture: true,
             server_label,
+            can_record: false,
+            recording: false,
+            tasks: Vec::new(),
+            task_index: None,
         }
+    }
+
+    /// The task being worked on.
+    pub fn task(&self) -> Option<&TaskView> {
+        self.tasks.get(self.task_index?)
+    }
+
+    /// Start the task at `index` (or say that the list is done).
+    fn start_task(&mut self, index: usize) -> Vec<Effect> {
+        match self.tasks.get(index) {
+            Some(task) => {
+                let id = task.id.clone();
+                self.task_index = Some(index);
+                self.request(Request::ResetTask(id))
+            }
+            None => {
+                self.notice(format!("all {} tasks done", self.tasks.len()));
+                Vec::new()
+            }
+        }
+    }
+
+    fn next_task(&mut self) -> usize {
+        self.task_index.map_or(0, |i| i + 1)
     }
 
     /// An episode a person would lose by quitting: reset happened, it has not ended, and the
@@ -303,6 +389,10 @@ impl App {
             Msg::Connected => {
                 self.link = Link::Connected;
                 self.notice(format!("connected to {}", self.server_label));
+                if !self.tasks.is_empty() {
+                    let index = self.task_index.unwrap_or(0);
+                    return self.start_task(index);
+                }
                 let url = self.start_url.clone();
                 self.request(Request::Reset(url))
             }
@@ -313,22 +403,40 @@ impl App {
                 done,
                 step,
                 latency,
+                reward,
+                verdict,
             } => {
                 let finished = self.in_flight.take();
-                if let Some(Request::Step(action)) = &finished {
-                    if error.is_empty() {
+                if let Some(request) = &finished {
+                    if request.is_reset() {
+                        self.notice(format!("new episode at {url}"));
+                    } else if error.is_empty() {
                         self.notice(format!(
                             "{} took {} ms",
-                            crate::command::describe(action),
+                            request.describe(),
                             latency.as_millis()
                         ));
                     }
                 }
-                if matches!(finished, Some(Request::Reset(_))) {
-                    self.notice(format!("new episode at {url}"));
-                }
                 if !error.is_empty() {
                     self.error(format!("page error: {error}"));
+                }
+                if let Some((passed, why)) = &verdict {
+                    let reward = reward.unwrap_or_default();
+                    let next = if self.next_task() < self.tasks.len() {
+                        " (N: next task)"
+                    } else {
+                        ""
+                    };
+                    let text = if *passed {
+                        format!("task passed, reward {reward}{next}")
+                    } else {
+                        format!("task failed, reward {reward}: {why}{next}")
+                    };
+                    self.notice = Some(Notice {
+                        text,
+                        is_error: !passed,
+                    });
                 }
                 if done {
                     // Nothing queued can run in an ended episode.
@@ -341,6 +449,8 @@ impl App {
                     done,
                     step,
                     latency,
+                    reward,
+                    verdict,
                 });
                 let mut effects = vec![Effect::Redraw];
                 effects.extend(self.send_next());
@@ -356,6 +466,10 @@ impl App {
                 self.queue.clear();
                 self.link = Link::Lost(reason.clone());
                 self.error(format!("disconnected: {reason} (press r to reconnect)"));
+                Vec::new()
+            }
+            Msg::RecorderError(error) => {
+                self.error(format!("recording: {error}"));
                 Vec::new()
             }
             Msg::Tick => {
@@ -418,6 +532,7 @@ impl App {
     }
 
     fn on_line_key(&mut self, kind: LineKind, mut text: String, key: KeyInput) -> Vec<Effect> {
+        let kind = kind.clone();
         match key {
             KeyInput::Esc => {
                 self.mode = Mode::Normal;
@@ -454,6 +569,40 @@ impl App {
                 self.step(BrowserAction::type_text(text))
             }
             LineKind::Finish => self.step(BrowserAction::finish(text)),
+            LineKind::Note => {
+                if !self.recording {
+                    self.error("recording is off: nothing to attach a note to (R records)");
+                    return Vec::new();
+                }
+                if text.trim().is_empty() {
+                    return Vec::new();
+                }
+                self.notice("note attached to the last step");
+                vec![Effect::Note(text)]
+            }
+            LineKind::SecretName => {
+                let name: String = text
+                    .trim()
+                    .to_uppercase()
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                    .collect();
+                if name.is_empty() {
+                    return Vec::new();
+                }
+                self.line(LineKind::SecretValue { name }, String::new())
+            }
+            LineKind::SecretValue { name } => {
+                if text.is_empty() {
+                    return Vec::new();
+                }
+                let action = BrowserAction::type_text(text);
+                if let Err(errors) = action.validate() {
+                    self.error(format!("invalid secret: {}", errors[0]));
+                    return Vec::new();
+                }
+                self.request(Request::Secret { name, action })
+            }
             LineKind::Reset => {
                 let url = if text.trim().is_empty() {
                     self.start_url.clone()
@@ -562,6 +711,35 @@ impl App {
                 'j' => self.step(BrowserAction::scroll(self.scroll_step)),
                 'u' => self.step(BrowserAction::scroll(-self.scroll_step)),
                 'g' => self.toggle_grid(),
+                'R' => {
+                    if !self.can_record {
+                        self.error("start with --record DIR to record demonstrations");
+                        return Vec::new();
+                    }
+                    self.recording = !self.recording;
+                    self.notice(if self.recording {
+                        "recording on (from the next reset if an episode is under way)"
+                    } else {
+                        "recording off"
+                    });
+                    vec![Effect::Record(self.recording)]
+                }
+                'n' => self.line(LineKind::Note, String::new()),
+                's' => self.line(LineKind::SecretName, String::new()),
+                'N' | 'S' => {
+                    if self.tasks.is_empty() {
+                        self.error("no task list (start with --tasks FILE)");
+                        return Vec::new();
+                    }
+                    if c == 'N' && self.episode_in_progress() {
+                        self.error(
+                            "the episode is in progress: finish it (f), or S skips the task",
+                        );
+                        return Vec::new();
+                    }
+                    let next = self.next_task();
+                    self.start_task(next)
+                }
                 '?' => {
                     self.help = true;
                     Vec::new()
@@ -590,6 +768,7 @@ pub const BINDINGS: &[(&str, &str)] = &[
         "any of the 9 keys: Enter Tab Esc Bksp a(CTRL+A) arrows",
     ),
     ("b / w", "back / wait"),
+    ("s", "secret: type a named value, recorded as <secret:NAME>"),
     ("f", "finish (asks for an optional answer)"),
     ("r", "reset (asks for a URL); reconnect when disconnected"),
     (":", "command line, then Enter:"),
@@ -597,6 +776,11 @@ pub const BINDINGS: &[(&str, &str)] = &[
     ("", "  back · wait · finish [ANSWER] · reset [URL]"),
     ("", "  grid · help · quit"),
     ("g", "grid lines every 100 px"),
+    (
+        "R / n",
+        "recording on/off (--record DIR) / note on the last step",
+    ),
+    ("N / S", "next task / skip this task (--tasks FILE)"),
     ("?", "this help"),
     ("q / Ctrl+C", "quit (asks if an episode is in progress)"),
     ("Esc", "leave a prompt, clear the message"),
@@ -626,6 +810,8 @@ mod tests {
             done,
             step: 0,
             latency: Duration::from_millis(80),
+            reward: Some(0.0),
+            verdict: None,
         }
     }
 

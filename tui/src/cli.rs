@@ -9,7 +9,11 @@ use futures_util::StreamExt;
 use browserenv_server::settings::EnvSettings;
 use browserenv_server::ServerConfig;
 
-use crate::app::App;
+use anyhow::Context;
+use browserenv::tasks::TaskSet;
+use browserenv::trajectory::{Actor, Recorder, RecorderHandle, TrajectoryWriter};
+
+use crate::app::{App, Msg, TaskView};
 use crate::embedded::{default_site_dir, start_embedded};
 use crate::event_loop::{run as run_loop, Exit, LoopOptions};
 use crate::terminal::{detect_graphics, enter, GraphicsChoice};
@@ -43,12 +47,26 @@ pub struct Cli {
     /// Chromium executable (embedded mode).
     #[arg(long, env = "BROWSER_CHROMIUM", default_value = "/usr/bin/chromium")]
     pub chromium: PathBuf,
+    /// Record demonstrations into this folder (trajectory format v1, actor "human"); `R` toggles.
+    #[arg(long)]
+    pub record: Option<PathBuf>,
+    /// With --record: black out password inputs in the saved screenshots.
+    #[arg(long)]
+    pub redact: bool,
+    /// Walk through the tasks of this JSONL file (N next, S skip). Embedded mode loads them into
+    /// its server; a remote server must have been started with the same --tasks.
+    #[arg(long)]
+    pub tasks: Option<PathBuf>,
     /// Write logs here (the terminal belongs to the UI).
     #[arg(long)]
     pub log: Option<PathBuf>,
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let tasks = match &cli.tasks {
+        Some(path) => Some(TaskSet::load(path).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
     let mut embedded = None;
     let (server, start_url, max_steps) = match &cli.server {
         Some(server) => {
@@ -71,7 +89,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 tasks: None,
             };
             let site = cli.site.clone().unwrap_or_else(default_site_dir);
-            let started = start_embedded(site, cli.chromium.clone(), config).await?;
+            let started = start_embedded(site, cli.chromium.clone(), config, tasks.clone()).await?;
             let start = cli
                 .start_url
                 .clone()
@@ -85,6 +103,39 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let mut app = App::new(start_url, server.clone());
     app.scroll_step = cli.scroll_step;
     app.max_steps = max_steps;
+    if let Some(tasks) = &tasks {
+        app.tasks = tasks
+            .tasks
+            .iter()
+            .map(|t| TaskView {
+                id: t.id.clone(),
+                category: format!("{:?}", t.category).to_lowercase(),
+                instruction: t.instruction.clone(),
+            })
+            .collect();
+    }
+    let recorder = match &cli.record {
+        Some(dir) => {
+            let (writer, recovery) = TrajectoryWriter::open(dir)
+                .with_context(|| format!("cannot record into {}", dir.display()))?;
+            if !recovery.incomplete.is_empty() {
+                app.update(Msg::RecorderError(format!(
+                    "{} episode(s) interrupted last time are marked incomplete in {}",
+                    recovery.incomplete.len(),
+                    dir.display()
+                )));
+            }
+            let (errors_tx, errors) = tokio::sync::mpsc::unbounded_channel();
+            let recorder = Recorder::new(writer, Actor::Human).redacting(cli.redact);
+            let handle = RecorderHandle::spawn(recorder, move |err| {
+                let _ = errors_tx.send(err.to_string());
+            })?;
+            app.can_record = true;
+            app.recording = true;
+            Some((handle, errors))
+        }
+        None => None,
+    };
     let mut guard = enter()?;
     let graphics = detect_graphics(cli.graphics);
     let input =
@@ -96,6 +147,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             graphics,
             synchronized: true,
             frames: None,
+            recorder,
         }) => outcome,
         _ = signals => Ok(Exit::Quit),
     };

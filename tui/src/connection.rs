@@ -17,6 +17,14 @@ pub enum LinkEvent {
     Msg(Msg),
     /// The decoded screenshot of the observation just reported (None if it had none).
     Picture(Option<Arc<DynamicImage>>),
+    /// A request and its whole reply, for the recorder (sent before the observation's `Msg`).
+    Reply {
+        request: Request,
+        result: StepResult,
+        latency_ms: f64,
+        /// The episode id the UI chose for a reset.
+        episode_id: Option<String>,
+    },
 }
 
 pub struct Link {
@@ -58,21 +66,43 @@ pub fn connect(server: String) -> Link {
                 }
             };
             let started = Instant::now();
+            // The UI names its episodes, so its recordings carry the ids the server used.
+            let episode_id = request.is_reset().then(|| uuid::Uuid::new_v4().to_string());
             let reply = match &request {
-                Request::Reset(url) => client.reset(ResetOptions::new(url.clone())).await,
-                Request::Step(action) => client.step(action.clone()).await,
+                Request::Reset(url) => {
+                    let id = episode_id.clone().unwrap_or_default();
+                    client
+                        .reset(ResetOptions::new(url.clone()).episode_id(id))
+                        .await
+                }
+                Request::ResetTask(task) => {
+                    let mut kwargs = serde_json::Map::new();
+                    kwargs.insert("task_id".into(), task.clone().into());
+                    kwargs.insert(
+                        "episode_id".into(),
+                        episode_id.clone().unwrap_or_default().into(),
+                    );
+                    client.reset_with(kwargs).await
+                }
+                Request::Step(action) | Request::Secret { action, .. } => {
+                    client.step(action.clone()).await
+                }
             };
             let latency = started.elapsed();
             match reply {
                 Ok(result) => {
-                    steps = if matches!(request, Request::Reset(_)) {
-                        0
-                    } else {
-                        steps + 1
-                    };
+                    steps = if request.is_reset() { 0 } else { steps + 1 };
                     let picture = decode_off_loop(&result).await;
-                    if event_tx.send(LinkEvent::Picture(picture)).await.is_err()
-                        || !send(observation(&result, steps, latency)).await
+                    let observed = observation(&result, steps, latency);
+                    let reply = LinkEvent::Reply {
+                        request,
+                        result,
+                        latency_ms: latency.as_secs_f64() * 1000.0,
+                        episode_id,
+                    };
+                    if event_tx.send(reply).await.is_err()
+                        || event_tx.send(LinkEvent::Picture(picture)).await.is_err()
+                        || !send(observed).await
                     {
                         return;
                     }
@@ -132,7 +162,26 @@ async fn decode_off_loop(result: &StepResult) -> Option<Arc<DynamicImage>> {
 
 fn observation(result: &StepResult, counted: u64, latency: Duration) -> Msg {
     let metadata = &result.observation.metadata;
+    let verdict = metadata.get("verdict").map(|verdict| {
+        let passed = verdict
+            .get("passed")
+            .and_then(|p| p.as_bool())
+            .unwrap_or(false);
+        let why = verdict
+            .get("details")
+            .and_then(|d| d.as_array())
+            .map(|d| {
+                d.iter()
+                    .filter_map(|l| l.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })
+            .unwrap_or_default();
+        (passed, why)
+    });
     Msg::Observation {
+        reward: result.reward,
+        verdict,
         url: result.observation.url.clone(),
         title: metadata
             .get("title")

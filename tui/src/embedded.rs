@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
+use browserenv::tasks::TaskSet;
 use browserenv_server::chromium::{ChromiumConfig, ChromiumLauncher};
+use browserenv_server::environment::TaskCatalog;
 use browserenv_server::site::{serve_dir, SiteHandle};
 use browserenv_server::{start, ServerConfig, ServerHandle};
 
@@ -27,7 +29,8 @@ pub fn default_site_dir() -> PathBuf {
 pub async fn start_embedded(
     site_dir: PathBuf,
     chromium: PathBuf,
-    config: ServerConfig,
+    mut config: ServerConfig,
+    tasks: Option<TaskSet>,
 ) -> anyhow::Result<Embedded> {
     if !site_dir.join("index.html").is_file() {
         anyhow::bail!(
@@ -45,11 +48,18 @@ pub async fn start_embedded(
         executable: chromium,
         ..ChromiumConfig::default()
     });
-    let server = start(launcher, config)
-        .await
-        .context("cannot start the embedded server")?;
+    // The site first: the tasks' relative start URLs resolve against it.
     let site = serve_dir(site_dir)
         .await
         .context("cannot serve the demo site")?;
+    if let Some(tasks) = tasks {
+        config.tasks = Some(std::sync::Arc::new(TaskCatalog {
+            tasks,
+            base_url: url::Url::parse(&site.url("")).ok(),
+        }));
+    }
+    let server = start(launcher, config)
+        .await
+        .context("cannot start the embedded server")?;
     Ok(Embedded { server, site })
 }

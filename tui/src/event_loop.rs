@@ -13,7 +13,10 @@ use ratatui::Terminal;
 use ratatui_image::protocol::Protocol;
 use tokio::sync::mpsc;
 
-use crate::app::{App, Effect, Msg};
+use browserenv::models::StepResult;
+use browserenv::trajectory::{RecordEvent, RecorderHandle};
+
+use crate::app::{App, Effect, Msg, Request};
 use crate::connection::{self, LinkEvent};
 use crate::input;
 use crate::picture::{encode, prepare, Graphics};
@@ -65,7 +68,7 @@ impl Painter {
     fn wanted(&self, app: &App, screen: Size) -> Option<PictureKey> {
         self.image.as_ref()?;
         let area = ratatui::layout::Rect::new(0, 0, screen.width, screen.height);
-        let picture = layout(area, self.graphics.font).picture?;
+        let picture = layout(area, self.graphics.font, !app.tasks.is_empty()).picture?;
         Some(PictureKey {
             generation: self.generation,
             cells: Size::new(picture.width, picture.height),
@@ -135,6 +138,7 @@ pub fn render<B: Backend>(
     app.picture = layout(
         ratatui::layout::Rect::new(0, 0, size.width, size.height),
         painter.graphics.font,
+        !app.tasks.is_empty(),
     )
     .picture;
     if synchronized {
@@ -154,6 +158,14 @@ pub fn render<B: Backend>(
     Ok(())
 }
 
+/// An episode still open when the UI stops is recorded as abandoned; everything reaches the disk.
+fn finish_recording(recording: Option<Recording>) {
+    if let Some(mut recording) = recording {
+        recording.end();
+        recording.handle.finish();
+    }
+}
+
 /// How the loop ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Exit {
@@ -171,6 +183,69 @@ pub struct LoopOptions {
     pub synchronized: bool,
     /// Receives a report after every frame: how tests and the benchmark see the UI's state.
     pub frames: Option<mpsc::UnboundedSender<FrameReport>>,
+    /// Where demonstrations go (`--record DIR`), with the recorder's error reports.
+    pub recorder: Option<(RecorderHandle, mpsc::UnboundedReceiver<String>)>,
+}
+
+/// The UI's side of recording: what the person did becomes `RecordEvent`s for the recorder
+/// thread, while recording is on.
+struct Recording {
+    handle: RecorderHandle,
+    errors: mpsc::UnboundedReceiver<String>,
+    /// One recorder session per connection: a reconnect starts a new one.
+    session: String,
+}
+
+impl Recording {
+    fn reply(
+        &self,
+        request: Request,
+        result: StepResult,
+        latency_ms: f64,
+        episode_id: Option<String>,
+    ) {
+        let session = self.session.clone();
+        let event = match request {
+            Request::Reset(_) => RecordEvent::Reset {
+                session,
+                episode_id: episode_id.unwrap_or_default(),
+                task: None,
+                observation: result,
+            },
+            Request::ResetTask(task) => RecordEvent::Reset {
+                session,
+                episode_id: episode_id.unwrap_or_default(),
+                task: Some(task),
+                observation: result,
+            },
+            Request::Step(action) => RecordEvent::Step {
+                session,
+                action,
+                observation: result,
+                latency_ms,
+                recorded_text: None,
+            },
+            Request::Secret { name, action } => RecordEvent::Step {
+                session,
+                action,
+                observation: result,
+                latency_ms,
+                recorded_text: Some(format!("<secret:{name}>")),
+            },
+        };
+        self.handle.send(event);
+    }
+
+    fn end(&mut self) {
+        self.handle.send(RecordEvent::End {
+            session: self.session.clone(),
+        });
+    }
+
+    fn new_session(&mut self) {
+        self.end();
+        self.session = uuid::Uuid::new_v4().to_string();
+    }
 }
 
 /// The UI's state as of a drawn frame.
@@ -195,7 +270,13 @@ pub async fn run<B: Backend>(
         graphics,
         synchronized,
         frames,
+        recorder,
     } = options;
+    let mut recording = recorder.map(|(handle, errors)| Recording {
+        handle,
+        errors,
+        session: uuid::Uuid::new_v4().to_string(),
+    });
     app.text_picture = graphics.is_text();
     let report = |app: &App, painter: &Painter| {
         if let Some(frames) = &frames {
@@ -221,12 +302,21 @@ pub async fn run<B: Backend>(
         let msg = tokio::select! {
             event = input_events.next() => match event {
                 Some(event) => input::to_msg(&event),
-                None => return Ok(Exit::InputClosed),
+                None => {
+                    finish_recording(recording);
+                    return Ok(Exit::InputClosed);
+                }
             },
             event = link.events.recv(), if link_alive => match event {
                 Some(LinkEvent::Msg(msg)) => Some(msg),
                 Some(LinkEvent::Picture(image)) => {
                     painter.set_image(image);
+                    None
+                }
+                Some(LinkEvent::Reply { request, result, latency_ms, episode_id }) => {
+                    if let (Some(recording), true) = (&recording, app.recording) {
+                        recording.reply(request, result, latency_ms, episode_id);
+                    }
                     None
                 }
                 None => {
@@ -239,6 +329,12 @@ pub async fn run<B: Backend>(
                 None
             }
             _ = tick.tick(), if app.in_flight.is_some() => Some(Msg::Tick),
+            Some(error) = async {
+                match recording.as_mut() {
+                    Some(recording) => recording.errors.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => Some(Msg::RecorderError(error)),
         };
         let mut pending: Vec<Msg> = msg.into_iter().collect();
         while let Some(msg) = pending.pop() {
@@ -251,10 +347,28 @@ pub async fn run<B: Backend>(
                     }
                     Effect::Redraw => {}
                     Effect::Reconnect => {
+                        if let Some(recording) = recording.as_mut() {
+                            recording.new_session();
+                        }
                         link = connection::connect(server.clone());
                         link_alive = true;
                     }
-                    Effect::Quit => return Ok(Exit::Quit),
+                    Effect::Note(note) => {
+                        if let Some(recording) = &recording {
+                            let session = recording.session.clone();
+                            recording.handle.send(RecordEvent::Note { session, note });
+                        }
+                    }
+                    Effect::Record(false) => {
+                        if let Some(recording) = recording.as_mut() {
+                            recording.end();
+                        }
+                    }
+                    Effect::Record(true) => {}
+                    Effect::Quit => {
+                        finish_recording(recording);
+                        return Ok(Exit::Quit);
+                    }
                 }
             }
         }

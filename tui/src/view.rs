@@ -24,13 +24,16 @@ pub struct Areas {
     pub pane: Rect,
     /// Where the picture is drawn: the pane's largest 4:3 rectangle.
     pub picture: Option<Rect>,
+    pub task: Rect,
     pub status: Rect,
     pub line: Rect,
 }
 
-pub fn layout(area: Rect, font: FontSize) -> Areas {
-    let [pane_with_rulers, status, line] = Layout::vertical([
+/// `task_row`: one more row above the status bar for the task's instruction.
+pub fn layout(area: Rect, font: FontSize, task_row: bool) -> Areas {
+    let [pane_with_rulers, task, status, line] = Layout::vertical([
         Constraint::Min(0),
+        Constraint::Length(u16::from(task_row)),
         Constraint::Length(1),
         Constraint::Length(1),
     ])
@@ -58,14 +61,16 @@ pub fn layout(area: Rect, font: FontSize) -> Areas {
         ),
         pane: inner,
         picture,
+        task,
         status,
         line,
     }
 }
 
 pub fn draw(frame: &mut Frame, app: &App, picture: Option<&Protocol>, font: FontSize) {
-    let areas = layout(frame.area(), font);
+    let areas = layout(frame.area(), font, !app.tasks.is_empty());
     draw_rulers(frame, app, &areas);
+    draw_task(frame, app, areas.task);
     draw_picture(frame, app, &areas, picture);
     draw_status(frame, app, areas.status);
     draw_line(frame, app, areas.line);
@@ -172,6 +177,32 @@ fn draw_picture(frame: &mut Frame, app: &App, areas: &Areas, picture: Option<&Pr
     }
 }
 
+fn draw_task(frame: &mut Frame, app: &App, area: Rect) {
+    if area.height == 0 {
+        return;
+    }
+    let line = match (app.task(), app.task_index) {
+        (Some(task), Some(index)) => Line::from(vec![
+            Span::styled(
+                format!(
+                    " task {}/{} {} [{}] ",
+                    index + 1,
+                    app.tasks.len(),
+                    task.id,
+                    task.category
+                ),
+                Style::default().fg(Color::Black).bg(Color::Cyan),
+            ),
+            Span::styled(
+                format!(" {}", task.instruction),
+                Style::default().add_modifier(Modifier::BOLD),
+            ),
+        ]),
+        _ => Line::from(format!(" {} tasks loaded", app.tasks.len())),
+    };
+    frame.render_widget(Paragraph::new(line), area);
+}
+
 fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     let mut spans = Vec::new();
     let (link, link_style) = match &app.link {
@@ -183,6 +214,16 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         ),
     };
     spans.push(Span::styled(format!(" {link} "), link_style));
+    if app.recording {
+        spans.push(Span::styled(
+            " ● REC ",
+            Style::default()
+                .fg(Color::White)
+                .bg(Color::Red)
+                .add_modifier(Modifier::BOLD),
+        ));
+        spans.push(Span::raw(" "));
+    }
     if app.in_flight.is_some() {
         let spinner = SPINNER[app.spinner % SPINNER.len()];
         spans.push(Span::styled(
@@ -255,7 +296,7 @@ fn draw_line(frame: &mut Frame, app: &App, area: Rect) {
             };
             Line::from(vec![
                 Span::styled(kind.prompt(), style.add_modifier(Modifier::BOLD)),
-                Span::raw(text.clone()),
+                Span::raw(kind.shown(text)),
                 Span::styled("█", style),
                 Span::styled(hint, ruler_style()),
             ])

@@ -104,6 +104,7 @@ async fn scripted_input_drives_the_page() {
                 graphics: Graphics::halfblocks(),
                 synchronized: false,
                 frames: Some(frames_tx),
+                recorder: None,
             },
         )
         .await;
@@ -118,9 +119,13 @@ async fn scripted_input_drives_the_page() {
     .await;
 
     // A mouse click on the picture clicks the page pixel under that cell's centre.
-    let picture = layout(Rect::new(0, 0, width, height), Graphics::halfblocks().font)
-        .picture
-        .unwrap();
+    let picture = layout(
+        Rect::new(0, 0, width, height),
+        Graphics::halfblocks().font,
+        false,
+    )
+    .picture
+    .unwrap();
     let (column, row) = page_to_cell(picture, 200, 150);
     let (x, y) = cell_to_page(picture, column, row).unwrap();
     input_tx.send(click(column, row)).unwrap();
@@ -163,4 +168,148 @@ async fn scripted_input_drives_the_page() {
     assert_eq!(exit, Exit::Quit);
     assert!(screen.contains("result.html?q=tui+works"), "{screen}");
     assert!(screen.contains("result: tui works"), "{screen}");
+}
+
+#[tokio::test]
+async fn tasks_and_recording_through_the_ui() {
+    use browserenv::tasks::TaskSet;
+    use browserenv::trajectory::{
+        read, Actor, Outcome, Recorder, RecorderHandle, TrajectoryWriter,
+    };
+    use browserenv_server::environment::TaskCatalog;
+    use browserenv_tui::app::TaskView;
+
+    let assets = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets");
+    let site = serve_dir(format!("{assets}/site")).await.unwrap();
+    let tasks = TaskSet::load(std::path::Path::new(&format!("{assets}/tasks/demo.jsonl"))).unwrap();
+    let chosen: Vec<_> = ["info-founded", "nav-store-map"]
+        .iter()
+        .map(|id| tasks.get(id).unwrap().clone())
+        .collect();
+    let launcher = ChromiumLauncher::new(ChromiumConfig::default());
+    let server = start(
+        launcher,
+        ServerConfig {
+            tasks: Some(std::sync::Arc::new(TaskCatalog {
+                tasks: TaskSet {
+                    tasks: chosen.clone(),
+                },
+                base_url: Some(url::Url::parse(&site.url("")).unwrap()),
+            })),
+            ..ServerConfig::default()
+        },
+    )
+    .await
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("browserenv-tui-record-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (writer, _) = TrajectoryWriter::open(&dir).unwrap();
+    let (errors_tx, errors) = mpsc::unbounded_channel();
+    let handle = RecorderHandle::spawn(Recorder::new(writer, Actor::Human), move |err| {
+        let _ = errors_tx.send(err.to_string());
+    })
+    .unwrap();
+
+    let (input_tx, mut input_rx) = mpsc::unbounded_channel::<Event>();
+    let input = Box::pin(stream::poll_fn(move |cx| input_rx.poll_recv(cx)));
+    let (frames_tx, mut frames) = mpsc::unbounded_channel();
+    let mut app = App::new(site.url("index.html"), server.base_url());
+    app.can_record = true;
+    app.recording = true;
+    app.tasks = chosen
+        .iter()
+        .map(|t| TaskView {
+            id: t.id.clone(),
+            category: "x".into(),
+            instruction: t.instruction.clone(),
+        })
+        .collect();
+    let base = server.base_url();
+    let ui = tokio::spawn(async move {
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        let exit = run(
+            &mut terminal,
+            &mut app,
+            input,
+            LoopOptions {
+                server: base,
+                graphics: Graphics::halfblocks(),
+                synchronized: false,
+                frames: Some(frames_tx),
+                recorder: Some((handle, errors)),
+            },
+        )
+        .await
+        .unwrap();
+        (exit, app.notice.clone())
+    });
+
+    until(&mut frames, "the first task", |f| {
+        url(f).ends_with("index.html") && !f.in_flight
+    })
+    .await;
+    input_tx.send(key(KeyCode::Char('f'))).unwrap();
+    for event in typed("1968") {
+        input_tx.send(event).unwrap();
+    }
+    input_tx.send(key(KeyCode::Enter)).unwrap();
+    let finished = until(&mut frames, "the verdict", |f| {
+        f.observed.as_ref().is_some_and(|o| o.done)
+    })
+    .await;
+    assert_eq!(finished.observed.as_ref().unwrap().reward, Some(1.0));
+    assert!(finished
+        .notice
+        .as_ref()
+        .unwrap()
+        .text
+        .starts_with("task passed"));
+    input_tx.send(key(KeyCode::Char('n'))).unwrap();
+    for event in typed("found it on the about page") {
+        input_tx.send(event).unwrap();
+    }
+    input_tx.send(key(KeyCode::Enter)).unwrap();
+    input_tx.send(key(KeyCode::Char('N'))).unwrap();
+    until(&mut frames, "the second task", |f| {
+        f.observed.as_ref().is_some_and(|o| !o.done && o.step == 0) && !f.in_flight
+    })
+    .await;
+    input_tx.send(key(KeyCode::Char(':'))).unwrap();
+    for event in typed("click 373 279") {
+        input_tx.send(event).unwrap();
+    }
+    input_tx.send(key(KeyCode::Enter)).unwrap();
+    until(&mut frames, "the map tab", |f| url(f).ends_with("map.html")).await;
+    input_tx.send(key(KeyCode::Char('q'))).unwrap();
+    input_tx.send(key(KeyCode::Char('y'))).unwrap();
+    let (exit, notice) = ui.await.unwrap();
+    assert_eq!(exit, Exit::Quit);
+    server.stop().await.unwrap();
+    assert!(!notice.as_ref().is_some_and(|n| n.is_error), "{notice:?}");
+
+    let recording = read(&dir).unwrap();
+    assert_eq!(recording.problems, vec![]);
+    let summary: Vec<_> = recording
+        .episodes
+        .iter()
+        .map(|e| (e.task.clone().unwrap(), e.outcome, e.steps, e.reward))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("info-founded".to_string(), Outcome::Finished, 1, Some(1.0)),
+            (
+                "nav-store-map".to_string(),
+                Outcome::Abandoned,
+                1,
+                Some(0.0)
+            ),
+        ]
+    );
+    assert_eq!(recording.episodes[0].answer.as_deref(), Some("1968"));
+    let first = &recording.steps[0];
+    assert_eq!(first.actor, Actor::Human);
+    assert_eq!(first.note.as_deref(), Some("found it on the about page"));
+    assert!(recording.steps[1].next_url.ends_with("map.html"));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -34,6 +34,8 @@ fn observed(app: &mut App, error: &str, done: bool) {
         done,
         step: 3,
         latency: Duration::from_millis(87),
+        reward: Some(0.0),
+        verdict: None,
     });
 }
 
@@ -136,6 +138,38 @@ fn disconnected() {
         "Connection refused (os error 111)".into(),
     ));
     insta::assert_snapshot!(screen(&mut app, false));
+}
+
+#[test]
+fn task_and_recording() {
+    let mut app = app();
+    app.can_record = true;
+    app.recording = true;
+    app.tasks = vec![browserenv_tui::app::TaskView {
+        id: "info-founded".into(),
+        category: "information".into(),
+        instruction: "In which year was Harbor Hardware founded? Finish with the year.".into(),
+    }];
+    app.task_index = Some(0);
+    observed(&mut app, "", false);
+    insta::assert_snapshot!(screen(&mut app, true));
+}
+
+#[test]
+fn secret_entry_hides_the_value() {
+    let mut app = app();
+    observed(&mut app, "", false);
+    app.update(Msg::Key(KeyInput::Char('s')));
+    for c in "password".chars() {
+        app.update(Msg::Key(KeyInput::Char(c)));
+    }
+    app.update(Msg::Key(KeyInput::Enter));
+    for c in "hunter2".chars() {
+        app.update(Msg::Key(KeyInput::Char(c)));
+    }
+    let shown = screen(&mut app, true);
+    assert!(!shown.contains("hunter2"));
+    insta::assert_snapshot!(shown);
 }
 
 #[test]

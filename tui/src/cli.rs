@@ -16,6 +16,7 @@ use browserenv::trajectory::{Actor, Recorder, RecorderHandle, TrajectoryWriter};
 use crate::app::{App, Msg, TaskView};
 use crate::embedded::{default_site_dir, start_embedded};
 use crate::event_loop::{run as run_loop, Exit, LoopOptions};
+use crate::export::ExportFormat;
 use crate::terminal::{detect_graphics, enter, GraphicsChoice};
 
 #[derive(Debug, Clone, Parser)]
@@ -25,6 +26,8 @@ use crate::terminal::{detect_graphics, enter, GraphicsChoice};
     about = "Watch and drive a browserenv session from the terminal"
 )]
 pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
     /// A server speaking the OpenEnv browser protocol (ours or the Python one). Without it, an
     /// embedded server and the offline demo site start in this process.
     #[arg(long, env = "BROWSERENV_SERVER")]
@@ -62,7 +65,62 @@ pub struct Cli {
     pub log: Option<PathBuf>,
 }
 
+/// Work on recordings instead of driving a browser.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Command {
+    /// Write a recording as a Hugging Face ImageFolder (metadata.jsonl + images).
+    Export {
+        /// The recording folder (steps.jsonl, episodes.jsonl, screenshots/).
+        dir: PathBuf,
+        #[arg(long, value_enum, default_value = "hf")]
+        format: ExportFormat,
+        /// Where to write the export.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Re-run every recorded episode against a fresh environment and report where it diverged.
+    /// Exits 0 when nothing diverged, 2 when something did.
+    Replay {
+        dir: PathBuf,
+        /// Replay against this server (default: an embedded server and the demo site; recorded
+        /// URLs on a loopback origin are mapped onto the new site's origin).
+        #[arg(long)]
+        server: Option<String>,
+        /// Fraction of pixels that may differ before a screenshot counts as diverged.
+        #[arg(long, default_value_t = crate::replay::DEFAULT_TOLERANCE)]
+        tolerance: f64,
+    },
+    /// Browse a recording in the terminal: steps, the frame before and after, the action drawn on it.
+    View { dir: PathBuf },
+}
+
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    match &cli.command {
+        Some(Command::Export {
+            dir,
+            format: ExportFormat::Hf,
+            out,
+        }) => {
+            let report = crate::export::export_hf(dir, out)?;
+            for problem in &report.problems {
+                eprintln!("warning: {problem}");
+            }
+            println!(
+                "exported {} rows and {} images to {}",
+                report.rows,
+                report.images,
+                out.display()
+            );
+            return Ok(());
+        }
+        Some(Command::Replay {
+            dir,
+            server,
+            tolerance,
+        }) => return replay_command(&cli, dir, server.clone(), *tolerance).await,
+        Some(Command::View { dir }) => return crate::viewer::run_viewer(dir, cli.graphics),
+        None => {}
+    }
     let tasks = match &cli.tasks {
         Some(path) => Some(TaskSet::load(path).map_err(anyhow::Error::msg)?),
         None => None,
@@ -156,6 +214,39 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         embedded.server.stop().await?;
     }
     outcome.map(|_| ())
+}
+
+async fn replay_command(
+    cli: &Cli,
+    dir: &std::path::Path,
+    server: Option<String>,
+    tolerance: f64,
+) -> anyhow::Result<()> {
+    let mut embedded = None;
+    let (server, site_origin) = match server {
+        Some(server) => (server, None),
+        None => {
+            let site = cli.site.clone().unwrap_or_else(default_site_dir);
+            let started =
+                start_embedded(site, cli.chromium.clone(), ServerConfig::default(), None).await?;
+            let server = started.server.base_url();
+            let origin = crate::replay::origin(&started.site.url(""));
+            embedded = Some(started);
+            (server, origin)
+        }
+    };
+    let outcome = crate::replay::replay(dir, &server, tolerance, site_origin).await;
+    if let Some(embedded) = embedded {
+        embedded.server.stop().await?;
+    }
+    let (lines, diverged) = outcome?;
+    for line in lines {
+        println!("{line}");
+    }
+    if diverged {
+        std::process::exit(2);
+    }
+    Ok(())
 }
 
 /// SIGTERM or SIGHUP (the SSH connection dropped) end the UI like `q` does, terminal restored.

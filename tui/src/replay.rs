@@ -1,0 +1,232 @@
+//! `browserenv-tui replay DIR`: re-run every recorded episode against a fresh environment and
+//! report, step by step, where the URL or the screenshot diverged from the recording.
+
+use std::path::Path;
+
+use browserenv::models::BrowserAction;
+use browserenv::trajectory::{read, StepRecord};
+use browserenv::{Client, ResetOptions};
+use image::DynamicImage;
+
+use crate::picture::decode;
+
+/// Screenshots whose differing pixels stay under this fraction count as the same picture.
+pub const DEFAULT_TOLERANCE: f64 = 0.01;
+
+/// The fraction of pixels that differ (any channel by more than 16 levels) between two pictures;
+/// 1.0 when their sizes differ.
+pub fn difference(a: &DynamicImage, b: &DynamicImage) -> f64 {
+    let (a, b) = (a.to_rgb8(), b.to_rgb8());
+    if a.dimensions() != b.dimensions() {
+        return 1.0;
+    }
+    let differing = a
+        .pixels()
+        .zip(b.pixels())
+        .filter(|(p, q)| p.0.iter().zip(q.0.iter()).any(|(x, y)| x.abs_diff(*y) > 16))
+        .count();
+    differing as f64 / f64::from(a.width() * a.height()).max(1.0)
+}
+
+/// Recorded URLs point at the origin the recording was made on; an embedded replay serves the
+/// demo site on a new port. This maps one origin onto the other.
+#[derive(Debug, Clone, Default)]
+pub struct OriginMap {
+    pub from: Option<String>,
+    pub to: Option<String>,
+}
+
+impl OriginMap {
+    pub fn apply(&self, url: &str) -> String {
+        match (&self.from, &self.to) {
+            (Some(from), Some(to)) if url.starts_with(from.as_str()) => {
+                format!("{to}{}", &url[from.len()..])
+            }
+            _ => url.to_string(),
+        }
+    }
+}
+
+pub fn origin(url: &str) -> Option<String> {
+    let parsed = url::Url::parse(url).ok()?;
+    Some(parsed.origin().ascii_serialization())
+}
+
+/// Replay one recording; returns the report lines and whether anything diverged.
+pub async fn replay(
+    dir: &Path,
+    server: &str,
+    tolerance: f64,
+    site_origin: Option<String>,
+) -> anyhow::Result<(Vec<String>, bool)> {
+    let recording = read(dir)?;
+    let mut lines: Vec<String> = recording
+        .problems
+        .iter()
+        .map(|p| format!("warning: {p}"))
+        .collect();
+    let mut diverged = false;
+    let (mut episodes, mut steps_total) = (0, 0);
+    for episode_id in recording.episode_ids() {
+        let steps = recording.episode_steps(&episode_id);
+        let Some(first) = steps.first() else { continue };
+        episodes += 1;
+        let origins = OriginMap {
+            from: origin(&first.url).filter(|_| site_origin.is_some()),
+            to: site_origin.clone(),
+        };
+        let mut client = Client::connect(server).await?;
+        let start = origins.apply(&first.url);
+        let reset = client.reset(ResetOptions::new(start.clone())).await?;
+        lines.push(format!(
+            "episode {episode_id} ({} steps) from {}",
+            steps.len(),
+            first.url
+        ));
+        if reset.observation.url != start {
+            lines.push(format!(
+                "  reset: url differs: recorded {}, replayed {}",
+                first.url, reset.observation.url
+            ));
+            diverged = true;
+        }
+        for step in steps {
+            steps_total += 1;
+            let (line, differs) = replay_step(&mut client, dir, step, &origins, tolerance).await;
+            diverged |= differs;
+            lines.push(line);
+        }
+        let _ = client.close().await;
+    }
+    lines.push(format!(
+        "replayed {episodes} episode(s), {steps_total} step(s): {}",
+        if diverged {
+            "diverged (see above)"
+        } else {
+            "no divergence"
+        }
+    ));
+    Ok((lines, diverged))
+}
+
+async fn replay_step(
+    client: &mut Client,
+    dir: &Path,
+    step: &StepRecord,
+    origins: &OriginMap,
+    tolerance: f64,
+) -> (String, bool) {
+    let action: BrowserAction = match BrowserAction::from_value(&step.action) {
+        Ok(action) => action,
+        Err(errors) => {
+            return (
+                format!(
+                    "  step {}: the recorded action is invalid: {}",
+                    step.step, errors[0]
+                ),
+                true,
+            )
+        }
+    };
+    let described = crate::command::describe(&action);
+    let secret = action.text.starts_with("<secret:") || action.text.starts_with("<redacted:");
+    let result = match client.step(action).await {
+        Ok(result) => result,
+        Err(err) => {
+            return (
+                format!("  step {} {described}: failed: {err}", step.step),
+                true,
+            )
+        }
+    };
+    let mut problems = Vec::new();
+    if secret {
+        problems.push("typed a secret's placeholder (the value was never recorded)".to_string());
+    }
+    let expected = origins.apply(&step.next_url);
+    if result.observation.url != expected {
+        problems.push(format!(
+            "url: recorded {expected}, replayed {}",
+            result.observation.url
+        ));
+    }
+    if result.observation.error != step.error {
+        problems.push(format!(
+            "error: recorded {:?}, replayed {:?}",
+            step.error, result.observation.error
+        ));
+    }
+    match (
+        picture_of(dir, &step.next_file_name),
+        decode(&result.observation.screenshot),
+    ) {
+        (Some(recorded), Ok(replayed)) => {
+            let share = difference(&recorded, &replayed);
+            if share > tolerance {
+                problems.push(format!(
+                    "screenshot: {:.1}% of pixels differ (tolerance {:.1}%)",
+                    share * 100.0,
+                    tolerance * 100.0
+                ));
+            }
+        }
+        (None, _) if !step.next_file_name.is_empty() => problems.push(format!(
+            "screenshot: {} is missing from the recording",
+            step.next_file_name
+        )),
+        (None, _) => {}
+        (Some(_), Err(err)) => problems.push(format!("screenshot: replay gave none ({err})")),
+    }
+    if problems.is_empty() {
+        (format!("  step {} {described}: same", step.step), false)
+    } else {
+        (
+            format!("  step {} {described}: {}", step.step, problems.join("; ")),
+            true,
+        )
+    }
+}
+
+fn picture_of(dir: &Path, name: &str) -> Option<DynamicImage> {
+    if name.is_empty() {
+        return None;
+    }
+    image::open(dir.join(name)).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use image::{Rgb, RgbImage};
+
+    #[test]
+    fn difference_counts_clearly_changed_pixels() {
+        let white = DynamicImage::ImageRgb8(RgbImage::from_pixel(10, 10, Rgb([255, 255, 255])));
+        let mut changed = white.to_rgb8();
+        for x in 0..10 {
+            changed.put_pixel(x, 0, Rgb([0, 0, 0]));
+        }
+        changed.put_pixel(0, 5, Rgb([250, 250, 250])); // within the noise threshold
+        assert_eq!(difference(&white, &white), 0.0);
+        assert!((difference(&white, &DynamicImage::ImageRgb8(changed)) - 0.1).abs() < 1e-9);
+        let small = DynamicImage::ImageRgb8(RgbImage::new(5, 5));
+        assert_eq!(difference(&white, &small), 1.0);
+    }
+
+    #[test]
+    fn origins_map_onto_the_new_site() {
+        let map = OriginMap {
+            from: Some("http://127.0.0.1:4000".into()),
+            to: Some("http://127.0.0.1:5000".into()),
+        };
+        assert_eq!(
+            map.apply("http://127.0.0.1:4000/a.html?q=1"),
+            "http://127.0.0.1:5000/a.html?q=1"
+        );
+        assert_eq!(map.apply("https://example.com/"), "https://example.com/");
+        assert_eq!(
+            origin("http://127.0.0.1:4000/x").as_deref(),
+            Some("http://127.0.0.1:4000")
+        );
+    }
+}

@@ -1,0 +1,287 @@
+//! `browserenv-tui view DIR`: browse a recording without a server. A step list on the left; on
+//! the right the frame before the step (with the action drawn on it: a cross at a click, an arrow
+//! for a scroll) and the frame after. Pictures are encoded when the selection changes, not per frame.
+
+use std::path::Path;
+
+use image::{DynamicImage, Rgb, RgbImage};
+use ratatui::backend::Backend;
+use ratatui::layout::{Constraint, Layout, Rect, Size};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph};
+use ratatui::{Frame, Terminal};
+use ratatui_image::protocol::Protocol;
+use ratatui_image::Image;
+
+use browserenv::trajectory::{read, Recording, StepRecord};
+
+use crate::picture::{encode, fit, prepare, Graphics, PAGE_HEIGHT, PAGE_WIDTH};
+use crate::terminal::{detect_graphics, enter, GraphicsChoice};
+
+pub struct Viewer {
+    pub recording: Recording,
+    pub selected: usize,
+    dir: std::path::PathBuf,
+    graphics: Graphics,
+    /// (step index, panel size) the pictures were encoded for, and the pictures.
+    encoded: Option<((usize, Size), Option<Protocol>, Option<Protocol>)>,
+}
+
+/// Draw the action onto the frame it was taken on, in page pixels.
+pub fn mark_action(frame: &DynamicImage, step: &StepRecord) -> DynamicImage {
+    let mut image: RgbImage = frame.to_rgb8();
+    let red = Rgb([230, 20, 20]);
+    let mut dot = |x: i64, y: i64| {
+        if (0..i64::from(image.width())).contains(&x) && (0..i64::from(image.height())).contains(&y)
+        {
+            image.put_pixel(x as u32, y as u32, red);
+        }
+    };
+    let action = &step.action;
+    match action["op"].as_str() {
+        Some("click") => {
+            let (x, y) = (
+                action["x"].as_i64().unwrap_or(0),
+                action["y"].as_i64().unwrap_or(0),
+            );
+            for d in -14..=14 {
+                for w in -1..=1 {
+                    dot(x + d, y + w);
+                    dot(x + w, y + d);
+                }
+            }
+        }
+        Some("scroll") => {
+            // An arrow at the right edge, pointing the way the page moved.
+            let down = action["dy"].as_i64().unwrap_or(0) >= 0;
+            let (x, top, bottom) = (PAGE_WIDTH - 30, PAGE_HEIGHT / 2 - 60, PAGE_HEIGHT / 2 + 60);
+            for y in top..bottom {
+                for w in -2..=2 {
+                    dot(x + w, y);
+                }
+            }
+            let tip = if down { bottom } else { top };
+            for d in 0..20 {
+                let y = if down { tip - d } else { tip + d };
+                for w in -1..=1 {
+                    dot(x - d + w, y);
+                    dot(x + d + w, y);
+                }
+            }
+        }
+        _ => {}
+    }
+    DynamicImage::ImageRgb8(image)
+}
+
+impl Viewer {
+    pub fn open(dir: &Path, graphics: Graphics) -> anyhow::Result<Viewer> {
+        let recording = read(dir)?;
+        Ok(Viewer {
+            recording,
+            selected: 0,
+            dir: dir.to_path_buf(),
+            graphics,
+            encoded: None,
+        })
+    }
+
+    fn step(&self) -> Option<&StepRecord> {
+        self.recording.steps.get(self.selected)
+    }
+
+    pub fn select(&mut self, delta: i64) {
+        let last = self.recording.steps.len().saturating_sub(1) as i64;
+        self.selected = (self.selected as i64 + delta).clamp(0, last.max(0)) as usize;
+    }
+
+    /// Encode the selected step's frames for panels of `panel` cells, once per selection.
+    pub fn prepare_pictures(&mut self, panel: Size) {
+        let key = (self.selected, panel);
+        if self.encoded.as_ref().is_some_and(|(k, _, _)| *k == key) {
+            return;
+        }
+        let Some(step) = self.step().cloned() else {
+            return;
+        };
+        let picture = |name: &str, marked: bool| -> Option<Protocol> {
+            if name.is_empty() {
+                return None;
+            }
+            let frame = image::open(self.dir.join(name)).ok()?;
+            let frame = if marked {
+                mark_action(&frame, &step)
+            } else {
+                frame
+            };
+            let area = fit(
+                Rect::new(0, 0, panel.width, panel.height),
+                self.graphics.font,
+            )?;
+            let cells = Size::new(area.width, area.height);
+            encode(
+                prepare(&frame, cells, &self.graphics, false),
+                cells,
+                &self.graphics,
+                1,
+            )
+            .ok()
+        };
+        let before = picture(&step.file_name, true);
+        let after = picture(&step.next_file_name, false);
+        self.encoded = Some((key, before, after));
+    }
+
+    pub fn draw(&mut self, frame: &mut Frame) {
+        let [body, bottom] =
+            Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(frame.area());
+        let [list_area, right] =
+            Layout::horizontal([Constraint::Length(38), Constraint::Min(0)]).areas(body);
+        let [header, pictures] =
+            Layout::vertical([Constraint::Length(3), Constraint::Min(0)]).areas(right);
+        let [before_area, after_area] =
+            Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)])
+                .areas(pictures);
+
+        let items: Vec<ListItem> = self
+            .recording
+            .steps
+            .iter()
+            .map(|s| {
+                let id: String = s.episode_id.chars().take(8).collect();
+                let what = crate::command::describe(
+                    &browserenv::models::BrowserAction::from_value(&s.action)
+                        .unwrap_or_else(|_| browserenv::models::BrowserAction::wait()),
+                );
+                let mut spans = vec![Span::raw(format!("{id} #{:<2} {what}", s.step))];
+                if !s.error.is_empty() {
+                    spans.push(Span::styled(
+                        format!(" {}", s.error),
+                        Style::default().fg(Color::Red),
+                    ));
+                }
+                if s.done {
+                    spans.push(Span::styled(" done", Style::default().fg(Color::Yellow)));
+                }
+                ListItem::new(Line::from(spans))
+            })
+            .collect();
+        let title = format!(
+            " {} steps, {} episodes ",
+            self.recording.steps.len(),
+            self.recording.episodes.len()
+        );
+        let list = List::new(items)
+            .block(Block::default().borders(Borders::ALL).title(title))
+            .highlight_style(
+                Style::default()
+                    .bg(Color::Blue)
+                    .add_modifier(Modifier::BOLD),
+            );
+        let mut state = ListState::default().with_selected(Some(self.selected));
+        frame.render_stateful_widget(list, list_area, &mut state);
+
+        let details = match self.step() {
+            Some(s) => vec![
+                Line::from(format!("{} → {}", s.url, s.next_url)),
+                Line::from(format!(
+                    "action {}  error {:?}  reward {:?}  {} ms{}",
+                    s.action,
+                    s.error,
+                    s.reward,
+                    s.latency_ms.round(),
+                    s.note
+                        .as_ref()
+                        .map(|n| format!("  note: {n}"))
+                        .unwrap_or_default()
+                )),
+                Line::from(
+                    s.element
+                        .as_ref()
+                        .map(|e| {
+                            format!(
+                                "element {} {:?} {:?}",
+                                e["tag"].as_str().unwrap_or(""),
+                                e["role"].as_str().unwrap_or(""),
+                                e["name"].as_str().unwrap_or("")
+                            )
+                        })
+                        .unwrap_or_default(),
+                ),
+            ],
+            None => vec![Line::from("This recording has no steps.")],
+        };
+        frame.render_widget(Paragraph::new(details), header);
+
+        let panel = |area: Rect, title: &str| {
+            let block = Block::default()
+                .borders(Borders::ALL)
+                .title(title.to_string());
+            (block.inner(area), block)
+        };
+        let (before_inner, before_block) = panel(before_area, " before (action drawn) ");
+        let (after_inner, after_block) = panel(after_area, " after ");
+        frame.render_widget(before_block, before_area);
+        frame.render_widget(after_block, after_area);
+        self.prepare_pictures(Size::new(
+            before_inner.width,
+            before_inner.height.min(after_inner.height),
+        ));
+        if let Some((_, before, after)) = &self.encoded {
+            for (picture, area) in [(before, before_inner), (after, after_inner)] {
+                match picture {
+                    Some(picture) => {
+                        frame.render_widget(Image::new(picture).allow_clipping(true), area)
+                    }
+                    None => frame.render_widget(Paragraph::new("(no screenshot)"), area),
+                }
+            }
+        }
+
+        let status = match self.recording.problems.first() {
+            Some(problem) => Span::styled(
+                format!("{} problem(s): {problem}", self.recording.problems.len()),
+                Style::default().fg(Color::Red),
+            ),
+            None => Span::styled(
+                "↑↓ step  PgUp/PgDn 10  Home/End  q quit",
+                Style::default().fg(Color::DarkGray),
+            ),
+        };
+        frame.render_widget(Paragraph::new(Line::from(status)), bottom);
+    }
+}
+
+/// Run the viewer until q or Esc.
+pub fn run_viewer(dir: &Path, choice: GraphicsChoice) -> anyhow::Result<()> {
+    use crossterm::event::{self, Event, KeyCode, KeyEventKind};
+    let mut guard = enter()?;
+    let graphics = detect_graphics(choice);
+    let mut viewer = Viewer::open(dir, graphics)?;
+    loop {
+        draw(&mut guard.terminal, &mut viewer)?;
+        if let Event::Key(key) = event::read()? {
+            if key.kind == KeyEventKind::Release {
+                continue;
+            }
+            match key.code {
+                KeyCode::Char('q') | KeyCode::Esc => return Ok(()),
+                KeyCode::Down | KeyCode::Char('j') => viewer.select(1),
+                KeyCode::Up | KeyCode::Char('k') => viewer.select(-1),
+                KeyCode::PageDown => viewer.select(10),
+                KeyCode::PageUp => viewer.select(-10),
+                KeyCode::Home => viewer.select(i64::MIN / 2),
+                KeyCode::End => viewer.select(i64::MAX / 2),
+                _ => {}
+            }
+        }
+    }
+}
+
+pub fn draw<B: Backend>(terminal: &mut Terminal<B>, viewer: &mut Viewer) -> anyhow::Result<()> {
+    terminal
+        .draw(|frame| viewer.draw(frame))
+        .map_err(|err| anyhow::anyhow!("draw: {err:?}"))?;
+    Ok(())
+}

@@ -24,8 +24,15 @@ pub struct Viewer {
     pub selected: usize,
     dir: std::path::PathBuf,
     graphics: Graphics,
-    /// (step index, panel size) the pictures were encoded for, and the pictures.
-    encoded: Option<((usize, Size), Option<Protocol>, Option<Protocol>)>,
+    encoded: Option<Encoded>,
+}
+
+/// The selected step's frames, encoded for one panel size.
+struct Encoded {
+    step: usize,
+    panel: Size,
+    before: Option<Protocol>,
+    after: Option<Protocol>,
 }
 
 /// Draw the action onto the frame it was taken on, in page pixels.
@@ -98,8 +105,11 @@ impl Viewer {
 
     /// Encode the selected step's frames for panels of `panel` cells, once per selection.
     pub fn prepare_pictures(&mut self, panel: Size) {
-        let key = (self.selected, panel);
-        if self.encoded.as_ref().is_some_and(|(k, _, _)| *k == key) {
+        if self
+            .encoded
+            .as_ref()
+            .is_some_and(|e| e.step == self.selected && e.panel == panel)
+        {
             return;
         }
         let Some(step) = self.step().cloned() else {
@@ -130,7 +140,12 @@ impl Viewer {
         };
         let before = picture(&step.file_name, true);
         let after = picture(&step.next_file_name, false);
-        self.encoded = Some((key, before, after));
+        self.encoded = Some(Encoded {
+            step: self.selected,
+            panel,
+            before,
+            after,
+        });
     }
 
     pub fn draw(&mut self, frame: &mut Frame) {
@@ -228,7 +243,7 @@ impl Viewer {
             before_inner.width,
             before_inner.height.min(after_inner.height),
         ));
-        if let Some((_, before, after)) = &self.encoded {
+        if let Some(Encoded { before, after, .. }) = &self.encoded {
             for (picture, area) in [(before, before_inner), (after, after_inner)] {
                 match picture {
                     Some(picture) => {

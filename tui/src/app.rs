@@ -75,6 +75,8 @@ pub struct Observed {
     pub reward: Option<f64>,
     /// A task episode's verdict at finish: passed, and why.
     pub verdict: Option<(bool, String)>,
+    /// The episode's own step limit (a task's), when the server reports it.
+    pub max_steps: Option<u64>,
 }
 
 /// The one-line editors at the bottom.
@@ -168,6 +170,7 @@ pub enum Msg {
         latency: Duration,
         reward: Option<f64>,
         verdict: Option<(bool, String)>,
+        max_steps: Option<u64>,
     },
     /// An error frame: the session goes on.
     ServerError {
@@ -405,6 +408,7 @@ impl App {
                 latency,
                 reward,
                 verdict,
+                max_steps,
             } => {
                 let finished = self.in_flight.take();
                 if let Some(request) = &finished {
@@ -451,6 +455,7 @@ impl App {
                     latency,
                     reward,
                     verdict,
+                    max_steps,
                 });
                 let mut effects = vec![Effect::Redraw];
                 effects.extend(self.send_next());
@@ -812,6 +817,7 @@ mod tests {
             latency: Duration::from_millis(80),
             reward: Some(0.0),
             verdict: None,
+            max_steps: None,
         }
     }
 

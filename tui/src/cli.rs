@@ -36,19 +36,24 @@ pub struct Cli {
     #[arg(long)]
     pub start_url: Option<String>,
     /// How to draw the page: auto-detect, or force one protocol.
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(long, value_enum, default_value = "auto", global = true)]
     pub graphics: GraphicsChoice,
     /// Pixels per wheel notch / j / u / PgDn / PgUp.
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(i64).range(1..=1200))]
     pub scroll_step: i64,
     /// The demo site folder (embedded mode).
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub site: Option<PathBuf>,
     /// Steps per episode (embedded mode).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=200))]
     pub max_steps: u64,
     /// Chromium executable (embedded mode).
-    #[arg(long, env = "BROWSER_CHROMIUM", default_value = "/usr/bin/chromium")]
+    #[arg(
+        long,
+        env = "BROWSER_CHROMIUM",
+        default_value = "/usr/bin/chromium",
+        global = true
+    )]
     pub chromium: PathBuf,
     /// Record demonstrations into this folder (trajectory format v1, actor "human"); `R` toggles.
     #[arg(long)]

@@ -182,6 +182,10 @@ fn observation(result: &StepResult, counted: u64, latency: Duration) -> Msg {
     Msg::Observation {
         reward: result.reward,
         verdict,
+        max_steps: metadata
+            .get("task")
+            .and_then(|task| task.get("max_steps"))
+            .and_then(|m| m.as_u64()),
         url: result.observation.url.clone(),
         title: metadata
             .get("title")

@@ -232,7 +232,7 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         ));
     }
     if let Some(observed) = &app.observed {
-        let steps = match app.max_steps {
+        let steps = match observed.max_steps.or(app.max_steps) {
             Some(max) => format!("step {}/{max}", observed.step),
             None => format!("step {}", observed.step),
         };

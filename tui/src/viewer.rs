@@ -52,8 +52,9 @@ pub fn mark_action(frame: &DynamicImage, step: &StepRecord) -> DynamicImage {
                 action["x"].as_i64().unwrap_or(0),
                 action["y"].as_i64().unwrap_or(0),
             );
-            for d in -14..=14 {
-                for w in -1..=1 {
+            // Big enough to survive the scaling down to terminal cells.
+            for d in -30..=30 {
+                for w in -3..=3 {
                     dot(x + d, y + w);
                     dot(x + w, y + d);
                 }
@@ -155,9 +156,13 @@ impl Viewer {
             Layout::horizontal([Constraint::Length(38), Constraint::Min(0)]).areas(body);
         let [header, pictures] =
             Layout::vertical([Constraint::Length(3), Constraint::Min(0)]).areas(right);
-        let [before_area, after_area] =
-            Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)])
-                .areas(pictures);
+        // Side by side when the pictures get bigger that way (wide terminals), else stacked.
+        let halves = [Constraint::Percentage(50), Constraint::Percentage(50)];
+        let [before_area, after_area] = if pictures.width >= pictures.height.saturating_mul(5) {
+            Layout::horizontal(halves).areas(pictures)
+        } else {
+            Layout::vertical(halves).areas(pictures)
+        };
 
         let items: Vec<ListItem> = self
             .recording
@@ -201,10 +206,10 @@ impl Viewer {
             Some(s) => vec![
                 Line::from(format!("{} → {}", s.url, s.next_url)),
                 Line::from(format!(
-                    "action {}  error {:?}  reward {:?}  {} ms{}",
+                    "action {}  error {:?}  reward {}  {} ms{}",
                     s.action,
                     s.error,
-                    s.reward,
+                    s.reward.map_or("-".to_string(), |r| r.to_string()),
                     s.latency_ms.round(),
                     s.note
                         .as_ref()

@@ -36,6 +36,7 @@ fn observed(app: &mut App, error: &str, done: bool) {
         latency: Duration::from_millis(87),
         reward: Some(0.0),
         verdict: None,
+        max_steps: None,
     });
 }
 

@@ -241,18 +241,11 @@ async fn main() -> anyhow::Result<()> {
 /// step path should not change.
 async fn recording_overhead(rounds: usize) -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("browserenv-bench-record-{}", std::process::id()));
-    let harness = Harness::start_with(ServerConfig {
-        settings: EnvSettings {
-            max_steps: 200,
-            ..test_settings()
-        },
-        max_sessions: 2,
-        warm_spare: true,
-        record_dir: Some(dir.clone()),
-        redact: false,
-        tasks: None,
-    })
-    .await;
+    let settings = EnvSettings {
+        max_steps: 200,
+        ..test_settings()
+    };
+    let harness = Harness::recording(&dir, settings, false).await;
     let mut client = harness.client().await;
     client
         .reset(ResetOptions::new(harness.page("long.html")))

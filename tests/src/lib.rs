@@ -88,6 +88,18 @@ impl Harness {
         (harness, site)
     }
 
+    /// A server that records every session into `dir` (emptied first).
+    pub async fn recording(dir: &std::path::Path, settings: EnvSettings, redact: bool) -> Harness {
+        let _ = std::fs::remove_dir_all(dir);
+        Self::start_with(ServerConfig {
+            settings,
+            record_dir: Some(dir.to_path_buf()),
+            redact,
+            ..ServerConfig::default()
+        })
+        .await
+    }
+
     pub fn page(&self, name: &str) -> String {
         self.pages.url(name)
     }

@@ -2,22 +2,12 @@
 
 use browserenv::trajectory::{read, Actor, Outcome};
 use browserenv::{BrowserAction, ResetOptions};
-use browserenv_server::ServerConfig;
 use browserenv_tests::{test_settings, Harness, Picture};
 
 #[tokio::test]
 async fn the_server_records_every_session_as_agent_trajectories() {
     let dir = std::env::temp_dir().join(format!("browserenv-record-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let harness = Harness::start_with(ServerConfig {
-        settings: test_settings(),
-        max_sessions: 4,
-        warm_spare: true,
-        record_dir: Some(dir.clone()),
-        redact: false,
-        tasks: None,
-    })
-    .await;
+    let harness = Harness::recording(&dir, test_settings(), false).await;
     let mut client = harness.client().await;
     client
         .reset(ResetOptions::new(harness.page("nav1.html")).episode_id("agent-1"))
@@ -79,16 +69,7 @@ fn base64_of(bytes: &[u8]) -> String {
 #[tokio::test]
 async fn clicks_and_typing_carry_element_labels_and_passwords_never_reach_the_disk() {
     let dir = std::env::temp_dir().join(format!("browserenv-record-redact-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let harness = Harness::start_with(ServerConfig {
-        settings: test_settings(),
-        max_sessions: 4,
-        warm_spare: true,
-        record_dir: Some(dir.clone()),
-        redact: true,
-        tasks: None,
-    })
-    .await;
+    let harness = Harness::recording(&dir, test_settings(), true).await;
     let mut client = harness.client().await;
     client
         .reset(ResetOptions::new(harness.page("login.html")).episode_id("login"))

@@ -2,20 +2,13 @@
 //! recording that no longer matches the site is reported where it diverges.
 
 use browserenv::{BrowserAction, ResetOptions};
-use browserenv_server::ServerConfig;
 use browserenv_tests::{test_settings, Harness};
 use browserenv_tui::replay::{replay, DEFAULT_TOLERANCE};
 
 #[tokio::test]
 async fn a_replayed_recording_matches_and_a_changed_one_is_reported() {
     let dir = std::env::temp_dir().join(format!("browserenv-replay-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let harness = Harness::start_with(ServerConfig {
-        settings: test_settings(),
-        record_dir: Some(dir.clone()),
-        ..ServerConfig::default()
-    })
-    .await;
+    let harness = Harness::recording(&dir, test_settings(), false).await;
     let mut client = harness.client().await;
     client
         .reset(ResetOptions::new(harness.page("nav1.html")))

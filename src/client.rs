@@ -95,16 +95,42 @@ pub struct Client {
 
 impl Client {
     pub async fn connect(base_url: &str) -> Result<Self, ClientError> {
+        Self::connect_with_token(base_url, None).await
+    }
+
+    /// Connect to a server that requires `Authorization: Bearer <token>`.
+    pub async fn connect_with_token(
+        base_url: &str,
+        token: Option<&str>,
+    ) -> Result<Self, ClientError> {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
         let url = websocket_url(base_url)?;
+        let mut request =
+            url.as_str()
+                .into_client_request()
+                .map_err(|err| ClientError::Connect {
+                    url: url.clone(),
+                    reason: err.to_string(),
+                })?;
+        if let Some(token) = token {
+            let value = format!("Bearer {token}")
+                .parse()
+                .map_err(|_| ClientError::Connect {
+                    url: url.clone(),
+                    reason: "the token is not a valid header value".into(),
+                })?;
+            request.headers_mut().insert("authorization", value);
+        }
         let config = WebSocketConfig::default()
             .max_message_size(Some(MAX_FRAME_BYTES))
             .max_frame_size(Some(MAX_FRAME_BYTES));
-        let (socket, _) = tokio_tungstenite::connect_async_with_config(&url, Some(config), false)
-            .await
-            .map_err(|err| ClientError::Connect {
-                url: url.clone(),
-                reason: err.to_string(),
-            })?;
+        let (socket, _) =
+            tokio_tungstenite::connect_async_with_config(request, Some(config), false)
+                .await
+                .map_err(|err| ClientError::Connect {
+                    url: url.clone(),
+                    reason: err.to_string(),
+                })?;
         Ok(Client { socket })
     }
 

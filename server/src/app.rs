@@ -38,6 +38,8 @@ pub struct AppState<L: Launcher> {
     /// The recorder thread's inbox, when the server records (`--record-dir`).
     pub recorder: Option<std::sync::mpsc::Sender<browserenv::trajectory::RecordEvent>>,
     pub tasks: Option<Arc<TaskCatalog>>,
+    /// The bearer token every route but `/health` requires, if any.
+    pub token: Option<String>,
 }
 
 impl<L: Launcher> AppState<L> {
@@ -66,6 +68,7 @@ impl<L: Launcher> AppState<L> {
             shutdown,
             recorder: None,
             tasks: None,
+            token: None,
         }
     }
 }
@@ -127,8 +130,7 @@ impl Drop for Slot {
 }
 
 pub fn router<L: Launcher>(state: Arc<AppState<L>>) -> Router {
-    Router::new()
-        .route("/health", get(health))
+    let guarded = Router::new()
         .route("/metadata", get(metadata))
         .route("/schema", get(schema))
         .route("/openapi.json", get(openapi))
@@ -137,8 +139,52 @@ pub fn router<L: Launcher>(state: Arc<AppState<L>>) -> Router {
         .route("/step", post(http_step::<L>))
         .route("/state", get(http_state::<L>))
         .route("/ws", get(ws_upgrade::<L>))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            require_token::<L>,
+        ));
+    Router::new()
+        .route("/health", get(health))
+        .merge(guarded)
         .layer(DefaultBodyLimit::max(MAX_INCOMING_BYTES))
         .with_state(state)
+}
+
+/// `Authorization: Bearer <token>` on every route but `/health` (launchers poll it unauthenticated).
+async fn require_token<L: Launcher>(
+    State(app): State<Arc<AppState<L>>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let Some(expected) = &app.token else {
+        return next.run(request).await;
+    };
+    let given = request
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "));
+    match given {
+        Some(given) if same_secret(given.as_bytes(), expected.as_bytes()) => {
+            next.run(request).await
+        }
+        Some(_) => unauthorized("invalid bearer token"),
+        None => unauthorized("missing bearer token: send Authorization: Bearer <token>"),
+    }
+}
+
+/// Compare without leaking where the first difference is.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn unauthorized(detail: &str) -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
+        Json(json!({"detail": detail, "code": "UNAUTHORIZED"})),
+    )
+        .into_response()
 }
 
 async fn health() -> Json<Value> {

@@ -75,6 +75,12 @@ pub struct Cli {
     /// With --record-dir: black out password inputs in the recorded screenshots.
     #[arg(long, env = "BROWSER_REDACT")]
     pub redact: bool,
+    /// Require `Authorization: Bearer TOKEN` on every route but /health.
+    #[arg(long, env = "BROWSER_API_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Allow binding a non-loopback address without a token.
+    #[arg(long, env = "BROWSER_INSECURE")]
+    pub insecure: bool,
     /// A JSONL task file: `reset` then accepts `task_id`, and `finish` is rewarded 1.0 or 0.0.
     #[arg(long, env = "BROWSER_TASKS")]
     pub tasks: Option<PathBuf>,
@@ -135,6 +141,7 @@ impl Cli {
             warm_spare: !self.no_warm_spare,
             record_dir: self.record_dir.clone(),
             redact: self.redact,
+            token: self.token.clone().filter(|t| !t.is_empty()),
             tasks: None,
         })
     }
@@ -145,6 +152,14 @@ impl Cli {
             ..ChromiumConfig::default()
         }
     }
+}
+
+fn is_loopback(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Resolves on SIGTERM or Ctrl-C. The handlers are installed when this is called, not when the
@@ -173,6 +188,14 @@ fn announce(address: &str, site: Option<&crate::site::SiteHandle>) {
 /// Bind, announce the address on stdout (one line, for scripts and tests), serve until a signal.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let config = cli.server_config().map_err(anyhow::Error::msg)?;
+    if config.token.is_none() && cli.unix_dir.is_none() && !cli.insecure && !is_loopback(&cli.host)
+    {
+        anyhow::bail!(
+            "refusing to serve {} without a token: pages and sessions would be open to the network. \
+             Set BROWSER_API_TOKEN (or --token), or pass --insecure",
+            cli.host
+        );
+    }
     let chromium_config = cli.chromium_config();
     if !chromium_config.executable.exists() {
         anyhow::bail!(

@@ -43,6 +43,8 @@ pub struct ServerConfig {
     pub record_dir: Option<std::path::PathBuf>,
     /// Black out password inputs in recorded screenshots (`--redact`).
     pub redact: bool,
+    /// When set, every route but `/health` needs `Authorization: Bearer <token>`.
+    pub token: Option<String>,
     /// Tasks `reset` may name with `task_id` (`--tasks`).
     pub tasks: Option<Arc<environment::TaskCatalog>>,
 }
@@ -55,6 +57,7 @@ impl Default for ServerConfig {
             warm_spare: true,
             record_dir: None,
             redact: false,
+            token: None,
             tasks: None,
         }
     }
@@ -87,6 +90,7 @@ where
     );
     app_state.recorder = recorder.as_ref().map(RecorderHandle::sender);
     app_state.tasks = config.tasks.clone();
+    app_state.token = config.token.clone();
     let state = Arc::new(app_state);
     let app = app::router(state.clone());
     let stop_sessions = async move {

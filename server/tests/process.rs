@@ -194,6 +194,41 @@ fn listens_on_a_unix_socket_when_sbx_proxy_dir_is_set() {
 }
 
 #[test]
+fn a_public_address_needs_a_token_or_insecure() {
+    let refused = Command::new(BIN)
+        .args(["--host", "0.0.0.0", "--port", "0"])
+        .env_remove("BROWSER_API_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr)
+        .contains("refusing to serve 0.0.0.0 without a token"));
+    for extra in [["--insecure", ""], ["--token", "t0ken"]] {
+        let tmp = scratch_dir();
+        let mut args = vec!["--host", "0.0.0.0", "--port", "0", "--no-warm-spare"];
+        args.extend(extra.iter().filter(|a| !a.is_empty()));
+        let mut child = Command::new(BIN)
+            .args(&args)
+            .env("TMPDIR", &tmp)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(
+            line.starts_with("browserenv-server listening on http://0.0.0.0:"),
+            "{extra:?}: {line}"
+        );
+        signal(&child, libc::SIGTERM);
+        assert!(child.wait().unwrap().success());
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+}
+
+#[test]
 fn invalid_settings_stop_the_server_with_the_settings_name() {
     for (name, value) in [
         ("BROWSER_MAX_STEPS", "0"),

@@ -26,6 +26,7 @@ async fn server(settings: EnvSettings, max_sessions: usize) -> ServerHandle {
             warm_spare: true,
             record_dir: None,
             redact: false,
+            token: None,
             tasks: None,
         },
     )
@@ -368,5 +369,63 @@ async fn http_session_resets_steps_and_validates() {
         (status, garbage["detail"][0]["type"].as_str()),
         (422, Some("json_invalid"))
     );
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_token_guards_every_route_but_health() {
+    let server = start(
+        FakeLauncher::new(FakeScript::default()),
+        ServerConfig {
+            settings: quick(),
+            token: Some("s3cret".into()),
+            ..ServerConfig::default()
+        },
+    )
+    .await
+    .unwrap();
+    let http = reqwest::Client::new();
+    let url = |path: &str| format!("{}{path}", server.base_url());
+    assert_eq!(http.get(url("/health")).send().await.unwrap().status(), 200);
+    for path in ["/metadata", "/schema", "/state", "/openapi.json"] {
+        let response = http.get(url(path)).send().await.unwrap();
+        assert_eq!(response.status(), 401, "{path}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["code"], "UNAUTHORIZED");
+        assert!(body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("missing bearer token"));
+    }
+    let wrong = http
+        .get(url("/metadata"))
+        .bearer_auth("nope")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    let right = http
+        .get(url("/metadata"))
+        .bearer_auth("s3cret")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(right.status(), 200);
+    let reset = http
+        .post(url("/reset"))
+        .bearer_auth("s3cret")
+        .body(r#"{"start_url":"https://example.com/"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reset.status(), 200);
+
+    // The WebSocket upgrade too: refused without the token, served with it.
+    let refused = browserenv::Client::connect(&server.base_url()).await;
+    assert!(refused.err().unwrap().to_string().contains("401"));
+    let mut client = browserenv::Client::connect_with_token(&server.base_url(), Some("s3cret"))
+        .await
+        .unwrap();
+    assert_eq!(client.state().await.unwrap().step_count, 0);
     server.stop().await.unwrap();
 }

@@ -116,6 +116,7 @@ async fn main() -> anyhow::Result<()> {
         warm_spare: false,
         record_dir: None,
         redact: false,
+        token: None,
         tasks: None,
     })
     .await;

@@ -48,6 +48,7 @@ impl Harness {
             warm_spare: true,
             record_dir: None,
             redact: false,
+            token: None,
             tasks: None,
         })
         .await
@@ -82,6 +83,7 @@ impl Harness {
             warm_spare: true,
             record_dir: None,
             redact: false,
+            token: None,
             tasks: Some(std::sync::Arc::new(catalog)),
         })
         .await;

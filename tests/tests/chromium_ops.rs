@@ -380,6 +380,7 @@ async fn capacity_is_enforced_per_session() {
         warm_spare: false,
         record_dir: None,
         redact: false,
+        token: None,
         tasks: None,
     })
     .await;

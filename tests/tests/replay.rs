@@ -27,9 +27,15 @@ async fn a_replayed_recording_matches_and_a_changed_one_is_reported() {
     }
 
     // Replay against the same server: fresh sessions, fresh browsers.
-    let (lines, diverged) = replay(&dir, &harness.server.base_url(), DEFAULT_TOLERANCE, None)
-        .await
-        .unwrap();
+    let (lines, diverged) = replay(
+        &dir,
+        &harness.server.base_url(),
+        None,
+        DEFAULT_TOLERANCE,
+        None,
+    )
+    .await
+    .unwrap();
     assert!(!diverged, "{lines:#?}");
     assert!(
         lines
@@ -50,9 +56,15 @@ async fn a_replayed_recording_matches_and_a_changed_one_is_reported() {
     let changed = steps.replacen("nav2.html\",\"error\"", "nav3.html\",\"error\"", 1);
     assert_ne!(steps, changed);
     std::fs::write(dir.join("steps.jsonl"), changed).unwrap();
-    let (lines, diverged) = replay(&dir, &harness.server.base_url(), DEFAULT_TOLERANCE, None)
-        .await
-        .unwrap();
+    let (lines, diverged) = replay(
+        &dir,
+        &harness.server.base_url(),
+        None,
+        DEFAULT_TOLERANCE,
+        None,
+    )
+    .await
+    .unwrap();
     assert!(diverged);
     let step = lines.iter().find(|l| l.contains("step 1 click")).unwrap();
     assert!(

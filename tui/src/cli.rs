@@ -32,6 +32,9 @@ pub struct Cli {
     /// embedded server and the offline demo site start in this process.
     #[arg(long, env = "BROWSERENV_SERVER")]
     pub server: Option<String>,
+    /// Bearer token of a server started with BROWSER_API_TOKEN.
+    #[arg(long, env = "BROWSER_API_TOKEN", hide_env_values = true, global = true)]
+    pub token: Option<String>,
     /// Where each episode starts (default: the demo site's home page).
     #[arg(long)]
     pub start_url: Option<String>,
@@ -149,6 +152,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 warm_spare: true,
                 record_dir: None,
                 redact: false,
+                token: None,
                 tasks: None,
             };
             let site = cli.site.clone().unwrap_or_else(default_site_dir);
@@ -207,6 +211,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let outcome = tokio::select! {
         outcome = run_loop(&mut guard.terminal, &mut app, input, LoopOptions {
             server,
+            token: cli.token.clone(),
             graphics,
             synchronized: true,
             frames: None,
@@ -240,7 +245,8 @@ async fn replay_command(
             (server, origin)
         }
     };
-    let outcome = crate::replay::replay(dir, &server, tolerance, site_origin).await;
+    let outcome =
+        crate::replay::replay(dir, &server, cli.token.as_deref(), tolerance, site_origin).await;
     if let Some(embedded) = embedded {
         embedded.server.stop().await?;
     }

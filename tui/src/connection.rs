@@ -33,7 +33,7 @@ pub struct Link {
 }
 
 /// Connect in the background; the first event is `Connected` or `Disconnected`.
-pub fn connect(server: String) -> Link {
+pub fn connect(server: String, token: Option<String>) -> Link {
     let (request_tx, mut requests) = mpsc::channel::<Request>(32);
     let (event_tx, events) = mpsc::channel::<LinkEvent>(32);
     tokio::spawn(async move {
@@ -41,7 +41,7 @@ pub fn connect(server: String) -> Link {
             let event_tx = event_tx.clone();
             async move { event_tx.send(LinkEvent::Msg(msg)).await.is_ok() }
         };
-        let mut client = match Client::connect(&server).await {
+        let mut client = match Client::connect_with_token(&server, token.as_deref()).await {
             Ok(client) => client,
             Err(err) => {
                 send(Msg::Disconnected(err.to_string())).await;

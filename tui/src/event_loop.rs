@@ -178,6 +178,8 @@ pub enum Exit {
 /// What the loop is connected to and how it draws.
 pub struct LoopOptions {
     pub server: String,
+    /// Bearer token for a server started with BROWSER_API_TOKEN.
+    pub token: Option<String>,
     pub graphics: Graphics,
     /// Wrap frames in synchronized updates (a real terminal; not a test backend).
     pub synchronized: bool,
@@ -267,6 +269,7 @@ pub async fn run<B: Backend>(
 ) -> anyhow::Result<Exit> {
     let LoopOptions {
         server,
+        token,
         graphics,
         synchronized,
         frames,
@@ -292,7 +295,7 @@ pub async fn run<B: Backend>(
             });
         }
     };
-    let mut link = connection::connect(server.clone());
+    let mut link = connection::connect(server.clone(), token.clone());
     let mut link_alive = true;
     let (encoded_tx, mut encoded) = mpsc::channel(4);
     let mut painter = Painter::new(graphics);
@@ -350,7 +353,7 @@ pub async fn run<B: Backend>(
                         if let Some(recording) = recording.as_mut() {
                             recording.new_session();
                         }
-                        link = connection::connect(server.clone());
+                        link = connection::connect(server.clone(), token.clone());
                         link_alive = true;
                     }
                     Effect::Note(note) => {

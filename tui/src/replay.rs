@@ -56,6 +56,7 @@ pub fn origin(url: &str) -> Option<String> {
 pub async fn replay(
     dir: &Path,
     server: &str,
+    token: Option<&str>,
     tolerance: f64,
     site_origin: Option<String>,
 ) -> anyhow::Result<(Vec<String>, bool)> {
@@ -75,7 +76,7 @@ pub async fn replay(
             from: origin(&first.url).filter(|_| site_origin.is_some()),
             to: site_origin.clone(),
         };
-        let mut client = Client::connect(server).await?;
+        let mut client = Client::connect_with_token(server, token).await?;
         let start = origins.apply(&first.url);
         let reset = client.reset(ResetOptions::new(start.clone())).await?;
         lines.push(format!(

@@ -101,6 +101,7 @@ async fn scripted_input_drives_the_page() {
             input,
             LoopOptions {
                 server: server.base_url(),
+                token: None,
                 graphics: Graphics::halfblocks(),
                 synchronized: false,
                 frames: Some(frames_tx),
@@ -233,6 +234,7 @@ async fn tasks_and_recording_through_the_ui() {
             input,
             LoopOptions {
                 server: base,
+                token: None,
                 graphics: Graphics::halfblocks(),
                 synchronized: false,
                 frames: Some(frames_tx),

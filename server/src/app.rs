@@ -23,6 +23,7 @@ use crate::browser::Launcher;
 use crate::environment::{Environment, TaskCatalog};
 use crate::pool::WarmPool;
 use crate::recording::SessionRecorder;
+use crate::registry::Registry;
 use crate::settings::EnvSettings;
 
 /// Incoming frames and bodies up to this size are accepted (the wire doc asks for at least 16 MiB).
@@ -40,6 +41,24 @@ pub struct AppState<L: Launcher> {
     pub tasks: Option<Arc<TaskCatalog>>,
     /// The bearer token every route but `/health` requires, if any.
     pub token: Option<String>,
+    pub registry: Arc<Registry>,
+}
+
+/// The connection's remote address, as text (set by `remember_peer`).
+#[derive(Debug, Clone)]
+pub struct Peer(pub String);
+
+/// Keep the peer address of every request for the session registry.
+pub async fn remember_peer<A: std::fmt::Debug + Clone + Send + Sync + 'static>(
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let peer = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<A>>()
+        .map_or_else(|| "unknown".to_string(), |info| format!("{:?}", info.0));
+    request.extensions_mut().insert(Peer(peer));
+    next.run(request).await
 }
 
 impl<L: Launcher> AppState<L> {
@@ -69,6 +88,7 @@ impl<L: Launcher> AppState<L> {
             recorder: None,
             tasks: None,
             token: None,
+            registry: Arc::new(Registry::default()),
         }
     }
 }
@@ -139,6 +159,9 @@ pub fn router<L: Launcher>(state: Arc<AppState<L>>) -> Router {
         .route("/step", post(http_step::<L>))
         .route("/state", get(http_state::<L>))
         .route("/ws", get(ws_upgrade::<L>))
+        .route("/sessions", get(list_sessions::<L>))
+        .route("/sessions/{id}", get(session_info::<L>))
+        .route("/sessions/{id}/watch", get(watch_session::<L>))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             require_token::<L>,
@@ -447,10 +470,54 @@ async fn http_state<L: Launcher>(State(app): State<Arc<AppState<L>>>) -> Json<Va
 
 async fn ws_upgrade<L: Launcher>(
     State(app): State<Arc<AppState<L>>>,
+    peer: Option<axum::Extension<Peer>>,
     upgrade: WebSocketUpgrade,
 ) -> Response {
+    let peer = peer.map_or_else(|| "unknown".to_string(), |p| p.0 .0.clone());
     upgrade
         .max_message_size(MAX_INCOMING_BYTES)
         .max_frame_size(MAX_INCOMING_BYTES)
-        .on_upgrade(move |socket| crate::session::run(socket, app))
+        .on_upgrade(move |socket| crate::session::run(socket, app, peer))
+}
+
+async fn list_sessions<L: Launcher>(State(app): State<Arc<AppState<L>>>) -> Json<Value> {
+    Json(json!(app.registry.list()))
+}
+
+fn unknown_session(id: &str) -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        Json(json!({"detail": format!("no session {id:?}"), "code": "SESSION_NOT_FOUND"})),
+    )
+        .into_response()
+}
+
+async fn session_info<L: Launcher>(
+    State(app): State<Arc<AppState<L>>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    match app.registry.get(&id) {
+        Some(info) => Json(json!(info)).into_response(),
+        None => unknown_session(&id),
+    }
+}
+
+/// `/sessions/{id}/watch`: a read-only stream of the session's events. An unknown id is a 404 for
+/// plain HTTP, and an error frame then close for a WebSocket.
+async fn watch_session<L: Launcher>(
+    State(app): State<Arc<AppState<L>>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
+) -> Response {
+    match upgrade.ok() {
+        Some(upgrade) => upgrade.on_upgrade(move |socket| {
+            crate::watcher::run(socket, app.registry.clone(), id, app.shutdown.clone())
+        }),
+        None if app.registry.get(&id).is_none() => unknown_session(&id),
+        None => (
+            StatusCode::UPGRADE_REQUIRED,
+            Json(json!({"detail": "watch streams are WebSockets", "code": "UPGRADE_REQUIRED"})),
+        )
+            .into_response(),
+    }
 }

@@ -240,6 +240,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let listener = tokio::net::UnixListener::bind(&path)
                 .with_context(|| format!("cannot listen on {}", path.display()))?;
             announce(&format!("unix:{}", path.display()), site.as_ref());
+            // A no-op tap gives the Unix listener the peer-address plumbing that TCP has built in.
+            let listener = axum::serve::ListenerExt::tap_io(listener, |_| {});
             crate::serve(listener, launcher, config, shutdown).await
         }
         None => {

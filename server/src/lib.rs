@@ -12,10 +12,12 @@ pub mod environment;
 pub mod fake;
 pub mod pool;
 pub mod recording;
+pub mod registry;
 pub mod session;
 pub mod settings;
 pub mod site;
 pub mod verification;
+pub mod watcher;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -72,7 +74,8 @@ pub async fn serve<N, L>(
 ) -> anyhow::Result<()>
 where
     N: axum::serve::Listener,
-    N::Addr: std::fmt::Debug,
+    N::Addr: std::fmt::Debug + Clone + Send + Sync + 'static,
+    for<'a> N::Addr: axum::extract::connect_info::Connected<axum::serve::IncomingStream<'a, N>>,
     L: Launcher,
 {
     let recorder = match &config.record_dir {
@@ -92,14 +95,18 @@ where
     app_state.tasks = config.tasks.clone();
     app_state.token = config.token.clone();
     let state = Arc::new(app_state);
-    let app = app::router(state.clone());
+    let app =
+        app::router(state.clone()).layer(axum::middleware::from_fn(app::remember_peer::<N::Addr>));
     let stop_sessions = async move {
         shutdown.await;
         let _ = stop_tx.send(true);
     };
-    axum::serve(listener, app)
-        .with_graceful_shutdown(stop_sessions)
-        .await?;
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<N::Addr>(),
+    )
+    .with_graceful_shutdown(stop_sessions)
+    .await?;
     state.http_session.lock().await.close().await;
     drop(state);
     pool.drain().await;

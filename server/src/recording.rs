@@ -14,6 +14,11 @@ pub struct SessionRecorder {
 }
 
 impl SessionRecorder {
+    /// The session's id (also its id in the registry).
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
     pub fn new(events: Option<Sender<RecordEvent>>) -> Self {
         SessionRecorder {
             session: uuid::Uuid::new_v4().to_string(),

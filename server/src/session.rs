@@ -29,7 +29,7 @@ enum Incoming {
 
 type Sink = SplitSink<WebSocket, Message>;
 
-pub async fn run<L: Launcher>(socket: WebSocket, app: Arc<AppState<L>>) {
+pub async fn run<L: Launcher>(socket: WebSocket, app: Arc<AppState<L>>, peer: String) {
     let (mut sink, mut stream) = socket.split();
     // Capacity: accept the upgrade, say why, close (the wire contract; no HTTP 503 here).
     let Some(_slot) = app.capacity.try_acquire() else {
@@ -61,6 +61,7 @@ pub async fn run<L: Launcher>(socket: WebSocket, app: Arc<AppState<L>>) {
 
     let mut env = app.environment();
     let recorder = SessionRecorder::new(app.recorder.clone());
+    let registration = app.registry.register(recorder.session().to_string(), peer);
     let mut shutdown = app.shutdown.clone();
     loop {
         let next = tokio::select! {
@@ -94,6 +95,7 @@ pub async fn run<L: Launcher>(socket: WebSocket, app: Arc<AppState<L>>) {
                     let result = env.reset(&kwargs).await;
                     if let Ok(result) = &result {
                         recorder.reset(env.state().episode_id, env.task_id(), result);
+                        registration.publish(env.state().episode_id, 0, None, result, 0.0);
                     }
                     Some(observation(result))
                 }
@@ -101,7 +103,16 @@ pub async fn run<L: Launcher>(socket: WebSocket, app: Arc<AppState<L>>) {
                     let started = Instant::now();
                     let result = env.step(&action).await;
                     if let Ok(result) = &result {
-                        recorder.step(&action, result, started.elapsed().as_secs_f64() * 1000.0);
+                        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+                        recorder.step(&action, result, latency_ms);
+                        let state = env.state();
+                        registration.publish(
+                            state.episode_id,
+                            state.step_count,
+                            Some(&action),
+                            result,
+                            latency_ms,
+                        );
                     }
                     Some(observation(result))
                 }

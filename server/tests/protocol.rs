@@ -429,3 +429,124 @@ async fn a_token_guards_every_route_but_health() {
     assert_eq!(client.state().await.unwrap().step_count, 0);
     server.stop().await.unwrap();
 }
+
+async fn get_json(server: &ServerHandle, path: &str) -> (u16, Value) {
+    let response = reqwest::get(format!("{}{path}", server.base_url()))
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+async fn watcher(server: &ServerHandle, id: &str) -> Socket {
+    let url = format!("ws://{}/sessions/{id}/watch", server.addr);
+    let config = WebSocketConfig::default()
+        .max_message_size(None)
+        .max_frame_size(None);
+    tokio_tungstenite::connect_async_with_config(url, Some(config), false)
+        .await
+        .unwrap()
+        .0
+}
+
+#[tokio::test]
+async fn sessions_are_listed_and_watched_read_only() {
+    let server = server(quick(), 3).await;
+    let mut controller = connect(&server).await;
+    request(&mut controller, json!({"type": "reset", "data": {"start_url": "https://example.com/", "episode_id": "watched"}})).await;
+    let (status, sessions) = get_json(&server, "/sessions").await;
+    assert_eq!(status, 200);
+    let session = &sessions[0];
+    assert_eq!(session["episode_id"], "watched");
+    assert_eq!(session["url"], "https://example.com/");
+    assert_eq!(session["controller"], true);
+    assert!(
+        session["peer"].as_str().unwrap().starts_with("127.0.0.1:"),
+        "{session}"
+    );
+    let id = session["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        get_json(&server, &format!("/sessions/{id}")).await.1["id"],
+        id
+    );
+
+    // A watcher sees the current page at once, then every step.
+    let mut watching = watcher(&server, &id).await;
+    let first = next_json(&mut watching).await;
+    assert_eq!(
+        (first["type"].as_str(), first["data"]["kind"].as_str()),
+        (Some("event"), Some("reset"))
+    );
+    assert!(first["data"]["result"]["observation"]["screenshot"]
+        .as_str()
+        .unwrap()
+        .starts_with("iVBOR"));
+    request(
+        &mut controller,
+        json!({"type": "step", "data": {"op": "scroll", "dy": 200}}),
+    )
+    .await;
+    let step = next_json(&mut watching).await;
+    assert_eq!(step["data"]["kind"], "step");
+    assert_eq!(step["data"]["action"]["op"], "scroll");
+    assert_eq!(step["data"]["step"], 1);
+    assert_eq!(get_json(&server, "/sessions").await.1[0]["watchers"], 1);
+
+    // Watchers cannot act.
+    watching
+        .send(Message::text(r#"{"type":"step","data":{"op":"back"}}"#))
+        .await
+        .unwrap();
+    let refused = next_json(&mut watching).await;
+    assert!(refused["data"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("read-only"));
+    // Unknown sessions: 404 over HTTP, an error frame then close over WebSocket.
+    assert_eq!(get_json(&server, "/sessions/nope").await.0, 404);
+    assert_eq!(get_json(&server, "/sessions/nope/watch").await.0, 404);
+    let mut unknown = watcher(&server, "nope").await;
+    assert!(next_json(&mut unknown).await["data"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("no session"));
+    assert_eq!(close_code(&mut unknown).await, Some(CloseCode::Normal));
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_watcher_that_never_reads_does_not_slow_the_session() {
+    let settings = EnvSettings {
+        max_steps: 200,
+        ..quick()
+    };
+    let server = server(settings, 3).await;
+    let mut controller = connect(&server).await;
+    request(
+        &mut controller,
+        json!({"type": "reset", "data": {"start_url": "https://example.com/"}}),
+    )
+    .await;
+    let id = get_json(&server, "/sessions").await.1[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let _stalled = watcher(&server, &id).await; // never read
+    let mut reader = watcher(&server, &id).await;
+    next_json(&mut reader).await; // the reset
+    for _ in 0..150 {
+        let reply = request(
+            &mut controller,
+            json!({"type": "step", "data": {"op": "scroll", "dy": 10}}),
+        )
+        .await;
+        assert_eq!(reply["type"], "observation");
+    }
+    // The reading watcher gets to the last step (skipping ahead if it fell behind).
+    loop {
+        let event = next_json(&mut reader).await;
+        if event["data"]["step"] == 150 {
+            break;
+        }
+    }
+    server.stop().await.unwrap();
+}

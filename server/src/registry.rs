@@ -1,0 +1,208 @@
+//! Live sessions, for `GET /sessions` and read-only watchers (`/sessions/{id}/watch`).
+//!
+//! Each session publishes every reset and step as one pre-serialized frame on a broadcast
+//! channel; watchers subscribe. The session never waits: with no watcher nothing is even
+//! serialized, and a slow watcher that falls behind skips to the newest frame.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+
+use browserenv::models::{BrowserAction, StepResult};
+use browserenv::protocol::step_result_body;
+
+/// How many frames a watcher may fall behind before it skips to the newest.
+const WATCH_BACKLOG: usize = 8;
+
+/// A new watcher's start: the newest frame so far (if any), and the stream of what follows.
+pub type Subscription = (Option<Arc<str>>, broadcast::Receiver<Arc<str>>);
+
+/// What `GET /sessions` shows of a session.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionInfo {
+    pub id: String,
+    pub episode_id: Option<String>,
+    pub started: String,
+    pub step_count: u64,
+    pub url: String,
+    pub done: bool,
+    pub peer: String,
+    /// A controller (the WebSocket or HTTP client driving it) is attached.
+    pub controller: bool,
+    pub watchers: usize,
+}
+
+struct Entry {
+    info: SessionInfo,
+    events: broadcast::Sender<Arc<str>>,
+    /// The newest event, so a watcher that attaches (or falls behind) starts from the current page.
+    last: Option<Arc<LastEvent>>,
+}
+
+struct LastEvent {
+    session: String,
+    episode_id: Option<String>,
+    step: u64,
+    time: String,
+    action: Option<BrowserAction>,
+    latency_ms: f64,
+    result: StepResult,
+}
+
+impl LastEvent {
+    fn frame(&self) -> Arc<str> {
+        json!({
+            "type": "event",
+            "data": {
+                "session": self.session,
+                "kind": if self.action.is_some() { "step" } else { "reset" },
+                "episode_id": self.episode_id,
+                "step": self.step,
+                "time": self.time,
+                "action": self.action.as_ref().map(BrowserAction::to_value).unwrap_or(Value::Null),
+                "latency_ms": self.latency_ms,
+                "result": step_result_body(&self.result),
+            }
+        })
+        .to_string()
+        .into()
+    }
+}
+
+#[derive(Default)]
+pub struct Registry {
+    sessions: Mutex<BTreeMap<String, Entry>>,
+}
+
+/// A session's registration; dropping it removes the session from the registry.
+pub struct Registration {
+    registry: Arc<Registry>,
+    pub id: String,
+}
+
+impl Registry {
+    pub fn register(self: &Arc<Self>, id: String, peer: String) -> Registration {
+        let (events, _) = broadcast::channel(WATCH_BACKLOG);
+        let info = SessionInfo {
+            id: id.clone(),
+            episode_id: None,
+            started: browserenv::trajectory::now(),
+            step_count: 0,
+            url: String::new(),
+            done: false,
+            peer,
+            controller: true,
+            watchers: 0,
+        };
+        if let Ok(mut sessions) = self.sessions.lock() {
+            sessions.insert(
+                id.clone(),
+                Entry {
+                    info,
+                    events,
+                    last: None,
+                },
+            );
+        }
+        Registration {
+            registry: self.clone(),
+            id,
+        }
+    }
+
+    pub fn list(&self) -> Vec<SessionInfo> {
+        self.sessions
+            .lock()
+            .map(|sessions| {
+                sessions
+                    .values()
+                    .map(|e| SessionInfo {
+                        watchers: e.events.receiver_count(),
+                        ..e.info.clone()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn get(&self, id: &str) -> Option<SessionInfo> {
+        self.list().into_iter().find(|s| s.id == id)
+    }
+
+    /// Subscribe to a session's frames: the newest frame so far, then every new one.
+    pub fn watch(&self, id: &str) -> Option<Subscription> {
+        let sessions = self.sessions.lock().ok()?;
+        let entry = sessions.get(id)?;
+        Some((
+            entry.last.as_ref().map(|l| l.frame()),
+            entry.events.subscribe(),
+        ))
+    }
+
+    /// The newest frame of a session (for a watcher that fell behind).
+    pub fn latest(&self, id: &str) -> Option<Arc<str>> {
+        self.sessions
+            .lock()
+            .ok()?
+            .get(id)?
+            .last
+            .as_ref()
+            .map(|l| l.frame())
+    }
+}
+
+impl Registration {
+    /// Publish a reset (`action` None) or a step and update the session's facts.
+    pub fn publish(
+        &self,
+        episode_id: Option<String>,
+        step_count: u64,
+        action: Option<&BrowserAction>,
+        result: &StepResult,
+        latency_ms: f64,
+    ) {
+        let Ok(mut sessions) = self.registry.sessions.lock() else {
+            return;
+        };
+        let Some(entry) = sessions.get_mut(&self.id) else {
+            return;
+        };
+        entry.info.episode_id = episode_id.clone();
+        entry.info.step_count = step_count;
+        entry.info.url = result.observation.url.clone();
+        entry.info.done = result.done;
+        let last = Arc::new(LastEvent {
+            session: self.id.clone(),
+            episode_id,
+            step: step_count,
+            time: browserenv::trajectory::now(),
+            action: action.cloned(),
+            latency_ms,
+            result: result.clone(),
+        });
+        // Nobody watching: keep the event, build no frame.
+        if entry.events.receiver_count() > 0 {
+            let _ = entry.events.send(last.frame());
+        }
+        entry.last = Some(last);
+    }
+
+    pub fn detach_controller(&self) {
+        if let Ok(mut sessions) = self.registry.sessions.lock() {
+            if let Some(entry) = sessions.get_mut(&self.id) {
+                entry.info.controller = false;
+            }
+        }
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Ok(mut sessions) = self.registry.sessions.lock() {
+            sessions.remove(&self.id);
+        }
+    }
+}

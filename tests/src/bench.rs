@@ -208,6 +208,9 @@ async fn main() -> anyhow::Result<()> {
     println!("{}", navigate.row());
     println!("{}", back.row());
     recording_overhead(rounds).await?;
+    for watchers in [1, 8] {
+        watcher_delay(rounds, watchers).await?;
+    }
 
     // Memory: two sessions with a page each, plus the warm spare.
     let mut second = harness.client().await;
@@ -236,6 +239,96 @@ async fn main() -> anyhow::Result<()> {
     println!();
     tui_frames(&screenshots)?;
     Ok(())
+}
+
+/// How long after the controller's reply each of `count` watchers sees the step's frame.
+async fn watcher_delay(rounds: usize, count: usize) -> anyhow::Result<()> {
+    use futures_util::StreamExt;
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    let settings = EnvSettings {
+        max_steps: 200,
+        ..test_settings()
+    };
+    let harness = Harness::start(settings).await;
+    let mut client = harness.client().await;
+    client
+        .reset(ResetOptions::new(harness.page("long.html")))
+        .await?;
+    let url = format!("{}/sessions", harness.server.base_url());
+    let sessions: serde_json::Value = serde_json::from_str(&http_get(&url).await?)?;
+    let id = sessions[0]["id"].as_str().unwrap_or_default().to_string();
+    let seen: Arc<Mutex<HashMap<(usize, u64), Instant>>> = Arc::default();
+    let mut tasks = Vec::new();
+    for watcher in 0..count {
+        let ws = format!("ws://{}/sessions/{id}/watch", harness.server.addr);
+        let (mut socket, _) = tokio_tungstenite::connect_async(ws).await?;
+        let seen = seen.clone();
+        tasks.push(tokio::spawn(async move {
+            while let Some(Ok(message)) = socket.next().await {
+                let Ok(text) = message.into_text() else {
+                    continue;
+                };
+                let value: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+                if let Some(step) = value["data"]["step"].as_u64() {
+                    if let Ok(mut seen) = seen.lock() {
+                        seen.entry((watcher, step)).or_insert_with(Instant::now);
+                    }
+                }
+            }
+        }));
+    }
+    let mut replies = Vec::new();
+    for i in 0..rounds {
+        let dy = if i % 2 == 0 { 600 } else { -600 };
+        client.step(BrowserAction::scroll(dy)).await?;
+        replies.push(Instant::now());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut delay = Series::new(&format!(
+        "watcher sees the step, after the reply ({count} watcher{})",
+        if count == 1 { "" } else { "s" }
+    ));
+    if let Ok(seen) = seen.lock() {
+        for (i, reply) in replies.iter().enumerate() {
+            for watcher in 0..count {
+                if let Some(at) = seen.get(&(watcher, i as u64 + 1)) {
+                    delay.add(at.saturating_duration_since(*reply));
+                }
+            }
+        }
+    }
+    println!("{}", delay.row());
+    for task in tasks {
+        task.abort();
+    }
+    client.close().await?;
+    harness.stop().await;
+    Ok(())
+}
+
+async fn http_get(url: &str) -> anyhow::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let parsed = url::Url::parse(url)?;
+    let address = format!(
+        "{}:{}",
+        parsed.host_str().unwrap_or("127.0.0.1"),
+        parsed.port().unwrap_or(80)
+    );
+    let mut stream = tokio::net::TcpStream::connect(address).await?;
+    let request = format!(
+        "GET {} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n",
+        parsed.path()
+    );
+    stream.write_all(request.as_bytes()).await?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await?;
+    Ok(response
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_string())
 }
 
 /// The same scroll steps with `--record-dir` on: the recorder runs on its own thread, so the

@@ -23,7 +23,7 @@ use crate::browser::Launcher;
 use crate::environment::{Environment, TaskCatalog};
 use crate::pool::WarmPool;
 use crate::recording::SessionRecorder;
-use crate::registry::Registry;
+use crate::registry::{Registration, Registry};
 use crate::settings::EnvSettings;
 
 /// Incoming frames and bodies up to this size are accepted (the wire doc asks for at least 16 MiB).
@@ -83,6 +83,7 @@ impl<L: Launcher> AppState<L> {
                 env: None,
                 _slot: None,
                 recorder: None,
+                registration: None,
             }),
             shutdown,
             recorder: None,
@@ -98,6 +99,8 @@ pub struct HttpSession<L: Launcher> {
     env: Option<Environment<WarmPool<L>>>,
     _slot: Option<Slot>,
     recorder: Option<SessionRecorder>,
+    /// Listed in `/sessions` (and watchable) like a WebSocket session.
+    registration: Option<Registration>,
 }
 
 impl<L: Launcher> HttpSession<L> {
@@ -356,7 +359,11 @@ fn json_body(body: &Bytes, allow_empty: bool) -> Result<Value, Vec<FieldError>> 
     })
 }
 
-async fn http_reset<L: Launcher>(State(app): State<Arc<AppState<L>>>, body: Bytes) -> Response {
+async fn http_reset<L: Launcher>(
+    State(app): State<Arc<AppState<L>>>,
+    peer: Option<axum::Extension<Peer>>,
+    body: Bytes,
+) -> Response {
     let kwargs = match json_body(&body, true) {
         Ok(Value::Object(kwargs)) => kwargs,
         Ok(other) => {
@@ -376,11 +383,18 @@ async fn http_reset<L: Launcher>(State(app): State<Arc<AppState<L>>>, body: Byte
         };
         session._slot = Some(slot);
         session.env = Some(app.environment());
-        session.recorder = Some(SessionRecorder::new(app.recorder.clone()));
+        let recorder = SessionRecorder::new(app.recorder.clone());
+        let peer = peer.map_or_else(|| "unknown".to_string(), |p| p.0 .0.clone());
+        session.registration = Some(
+            app.registry
+                .register(format!("http-{}", recorder.session()), peer),
+        );
+        session.recorder = Some(recorder);
     }
     let HttpSession {
         env: Some(env),
         recorder,
+        registration,
         ..
     } = &mut *session
     else {
@@ -390,6 +404,9 @@ async fn http_reset<L: Launcher>(State(app): State<Arc<AppState<L>>>, body: Byte
         Ok(result) => {
             if let Some(recorder) = recorder {
                 recorder.reset(env.state().episode_id, env.task_id(), &result);
+            }
+            if let Some(registration) = registration {
+                registration.publish(env.state().episode_id, 0, None, &result, 0.0);
             }
             http_reply(&result)
         }
@@ -441,6 +458,7 @@ async fn http_step<L: Launcher>(State(app): State<Arc<AppState<L>>>, body: Bytes
     let HttpSession {
         env: Some(env),
         recorder,
+        registration,
         ..
     } = &mut *session
     else {
@@ -449,8 +467,19 @@ async fn http_step<L: Launcher>(State(app): State<Arc<AppState<L>>>, body: Bytes
     let started = std::time::Instant::now();
     match env.step(&action).await {
         Ok(result) => {
+            let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
             if let Some(recorder) = recorder {
-                recorder.step(&action, &result, started.elapsed().as_secs_f64() * 1000.0);
+                recorder.step(&action, &result, latency_ms);
+            }
+            if let Some(registration) = registration {
+                let state = env.state();
+                registration.publish(
+                    state.episode_id,
+                    state.step_count,
+                    Some(&action),
+                    &result,
+                    latency_ms,
+                );
             }
             http_reply(&result)
         }

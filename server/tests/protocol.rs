@@ -358,6 +358,14 @@ async fn http_session_resets_steps_and_validates() {
         get(&server, "/state").await.1,
         json!({"episode_id": "e1", "step_count": 1})
     );
+    // The HTTP session is listed like the WebSocket ones.
+    let sessions = get(&server, "/sessions").await.1;
+    assert!(
+        sessions[0]["id"].as_str().unwrap().starts_with("http-"),
+        "{sessions}"
+    );
+    assert_eq!(sessions[0]["episode_id"], "e1");
+    assert_eq!(sessions[0]["step_count"], 1);
     let (status, invalid) = post(&server, "/step", r#"{"action":{"op":"click","x":5}}"#).await;
     assert_eq!(status, 422);
     assert_eq!(invalid["detail"][0]["type"], "value_error");

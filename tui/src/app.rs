@@ -208,6 +208,8 @@ pub enum Effect {
     Note(String),
     /// Recording switched on or off.
     Record(bool),
+    /// Watch mode: follow the next live session.
+    NextSession,
     /// Re-encode the current picture (grid toggled or the picture's size changed).
     Redraw,
     Reconnect,
@@ -243,6 +245,8 @@ pub struct App {
     pub tasks: Vec<TaskView>,
     /// The task of the current (or last) episode.
     pub task_index: Option<usize>,
+    /// Watch mode: the session followed, read-only.
+    pub watching: Option<String>,
 }
 
 impl App {
@@ -269,6 +273,7 @@ impl App {
             recording: false,
             tasks: Vec::new(),
             task_index: None,
+            watching: None,
         }
     }
 
@@ -299,7 +304,9 @@ impl App {
     /// An episode a person would lose by quitting: reset happened, it has not ended, and the
     /// server still holds it.
     pub fn episode_in_progress(&self) -> bool {
-        self.link == Link::Connected && self.observed.as_ref().is_some_and(|o| !o.done)
+        self.watching.is_none()
+            && self.link == Link::Connected
+            && self.observed.as_ref().is_some_and(|o| !o.done)
     }
 
     fn notice(&mut self, text: impl Into<String>) {
@@ -318,6 +325,14 @@ impl App {
 
     /// Send now, or queue behind the request in flight (shown in the status bar).
     fn request(&mut self, request: Request) -> Vec<Effect> {
+        if let Some(session) = &self.watching {
+            let text = format!(
+                "watching {session}: read-only, {} not sent (Tab: next session)",
+                request.describe()
+            );
+            self.error(text);
+            return Vec::new();
+        }
         if self.link != Link::Connected {
             self.error(format!(
                 "not connected: {} not sent (press r to reconnect)",
@@ -391,6 +406,11 @@ impl App {
             }
             Msg::Connected => {
                 self.link = Link::Connected;
+                if let Some(session) = &self.watching {
+                    let text = format!("watching session {session} (read-only; Tab: next session)");
+                    self.notice(text);
+                    return Vec::new();
+                }
                 self.notice(format!("connected to {}", self.server_label));
                 if !self.tasks.is_empty() {
                     let index = self.task_index.unwrap_or(0);
@@ -681,6 +701,7 @@ impl App {
             }
             KeyInput::PageDown => self.step(BrowserAction::scroll(self.scroll_step)),
             KeyInput::PageUp => self.step(BrowserAction::scroll(-self.scroll_step)),
+            KeyInput::Tab if self.watching.is_some() => vec![Effect::NextSession],
             KeyInput::Tab => self.step(BrowserAction::key(Key::Tab)),
             KeyInput::Backspace => self.step(BrowserAction::key(Key::Backspace)),
             KeyInput::CtrlA => self.step(BrowserAction::key(Key::CtrlA)),

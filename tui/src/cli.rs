@@ -100,6 +100,9 @@ pub enum Command {
     },
     /// Browse a recording in the terminal: steps, the frame before and after, the action drawn on it.
     View { dir: PathBuf },
+    /// Follow a session an agent drives, read-only (needs --server). Without SESSION, the first
+    /// live one; Tab moves to the next. With --record, what is watched is recorded as actor "agent".
+    Watch { session: Option<String> },
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -127,8 +130,22 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             tolerance,
         }) => return replay_command(&cli, dir, server.clone(), *tolerance).await,
         Some(Command::View { dir }) => return crate::viewer::run_viewer(dir, cli.graphics),
-        None => {}
+        Some(Command::Watch { .. }) | None => {}
     }
+    let watch = match &cli.command {
+        Some(Command::Watch { session }) => {
+            let server = cli.server.clone().context("watch needs --server URL")?;
+            Some(match session {
+                Some(session) => session.clone(),
+                None => crate::watching::list_sessions(&server, cli.token.as_deref())
+                    .await?
+                    .first()
+                    .and_then(|s| s["id"].as_str().map(str::to_string))
+                    .with_context(|| format!("no live sessions on {server} to watch"))?,
+            })
+        }
+        _ => None,
+    };
     let tasks = match &cli.tasks {
         Some(path) => Some(TaskSet::load(path).map_err(anyhow::Error::msg)?),
         None => None,
@@ -193,7 +210,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 )));
             }
             let (errors_tx, errors) = tokio::sync::mpsc::unbounded_channel();
-            let recorder = Recorder::new(writer, Actor::Human).redacting(cli.redact);
+            let actor = if watch.is_some() {
+                Actor::Agent
+            } else {
+                Actor::Human
+            };
+            let recorder = Recorder::new(writer, actor).redacting(cli.redact);
             let handle = RecorderHandle::spawn(recorder, move |err| {
                 let _ = errors_tx.send(err.to_string());
             })?;
@@ -216,6 +238,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             synchronized: true,
             frames: None,
             recorder,
+            watch,
         }) => outcome,
         _ = signals => Ok(Exit::Quit),
     };

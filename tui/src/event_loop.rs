@@ -158,6 +158,22 @@ pub fn render<B: Backend>(
     Ok(())
 }
 
+/// The live session after `current` (cycling), for watch mode's Tab.
+async fn next_session(
+    server: &str,
+    token: Option<&str>,
+    current: Option<&str>,
+) -> anyhow::Result<String> {
+    let sessions = crate::watching::list_sessions(server, token).await?;
+    let ids: Vec<String> = sessions
+        .iter()
+        .filter_map(|s| s["id"].as_str().map(str::to_string))
+        .collect();
+    anyhow::ensure!(!ids.is_empty(), "no live sessions on {server}");
+    let at = current.and_then(|c| ids.iter().position(|id| id == c));
+    Ok(ids[at.map_or(0, |i| (i + 1) % ids.len())].clone())
+}
+
 /// An episode still open when the UI stops is recorded as abandoned; everything reaches the disk.
 fn finish_recording(recording: Option<Recording>) {
     if let Some(mut recording) = recording {
@@ -185,6 +201,8 @@ pub struct LoopOptions {
     pub synchronized: bool,
     /// Receives a report after every frame: how tests and the benchmark see the UI's state.
     pub frames: Option<mpsc::UnboundedSender<FrameReport>>,
+    /// Watch mode: follow this session read-only instead of driving one.
+    pub watch: Option<String>,
     /// Where demonstrations go (`--record DIR`), with the recorder's error reports.
     pub recorder: Option<(RecorderHandle, mpsc::UnboundedReceiver<String>)>,
 }
@@ -274,7 +292,13 @@ pub async fn run<B: Backend>(
         synchronized,
         frames,
         recorder,
+        watch,
     } = options;
+    app.watching = watch;
+    let open_link = |session: &Option<String>| match session {
+        Some(session) => crate::watching::watch(server.clone(), token.clone(), session.clone()),
+        None => connection::connect(server.clone(), token.clone()),
+    };
     let mut recording = recorder.map(|(handle, errors)| Recording {
         handle,
         errors,
@@ -295,7 +319,7 @@ pub async fn run<B: Backend>(
             });
         }
     };
-    let mut link = connection::connect(server.clone(), token.clone());
+    let mut link = open_link(&app.watching);
     let mut link_alive = true;
     let (encoded_tx, mut encoded) = mpsc::channel(4);
     let mut painter = Painter::new(graphics);
@@ -353,7 +377,7 @@ pub async fn run<B: Backend>(
                         if let Some(recording) = recording.as_mut() {
                             recording.new_session();
                         }
-                        link = connection::connect(server.clone(), token.clone());
+                        link = open_link(&app.watching);
                         link_alive = true;
                     }
                     Effect::Note(note) => {
@@ -368,6 +392,20 @@ pub async fn run<B: Backend>(
                         }
                     }
                     Effect::Record(true) => {}
+                    Effect::NextSession => {
+                        match next_session(&server, token.as_deref(), app.watching.as_deref()).await
+                        {
+                            Ok(next) => {
+                                if let Some(recording) = recording.as_mut() {
+                                    recording.new_session();
+                                }
+                                app.watching = Some(next);
+                                link = open_link(&app.watching);
+                                link_alive = true;
+                            }
+                            Err(err) => pending.push(Msg::RecorderError(err.to_string())),
+                        }
+                    }
                     Effect::Quit => {
                         finish_recording(recording);
                         return Ok(Exit::Quit);

@@ -17,3 +17,4 @@ pub mod replay;
 pub mod terminal;
 pub mod view;
 pub mod viewer;
+pub mod watching;

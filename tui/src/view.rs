@@ -214,6 +214,14 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         ),
     };
     spans.push(Span::styled(format!(" {link} "), link_style));
+    if let Some(session) = &app.watching {
+        let short: String = session.chars().take(13).collect();
+        spans.push(Span::styled(
+            format!(" watching {short} "),
+            Style::default().fg(Color::Black).bg(Color::Magenta),
+        ));
+        spans.push(Span::raw(" "));
+    }
     if app.recording {
         spans.push(Span::styled(
             " ● REC ",

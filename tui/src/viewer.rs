@@ -35,8 +35,13 @@ struct Encoded {
     after: Option<Protocol>,
 }
 
-/// Draw the action onto the frame it was taken on, in page pixels.
+/// Draw the step's action onto the frame it was taken on, in page pixels.
 pub fn mark_action(frame: &DynamicImage, step: &StepRecord) -> DynamicImage {
+    mark(frame, &step.action)
+}
+
+/// Draw a wire action onto a frame: a cross at a click, an arrow for a scroll.
+pub fn mark(frame: &DynamicImage, action: &serde_json::Value) -> DynamicImage {
     let mut image: RgbImage = frame.to_rgb8();
     let red = Rgb([230, 20, 20]);
     let mut dot = |x: i64, y: i64| {
@@ -45,7 +50,6 @@ pub fn mark_action(frame: &DynamicImage, step: &StepRecord) -> DynamicImage {
             image.put_pixel(x as u32, y as u32, red);
         }
     };
-    let action = &step.action;
     match action["op"].as_str() {
         Some("click") => {
             let (x, y) = (

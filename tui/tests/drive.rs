@@ -106,6 +106,7 @@ async fn scripted_input_drives_the_page() {
                 synchronized: false,
                 frames: Some(frames_tx),
                 recorder: None,
+                watch: None,
             },
         )
         .await;
@@ -239,6 +240,7 @@ async fn tasks_and_recording_through_the_ui() {
                 synchronized: false,
                 frames: Some(frames_tx),
                 recorder: Some((handle, errors)),
+                watch: None,
             },
         )
         .await
@@ -314,4 +316,77 @@ async fn tasks_and_recording_through_the_ui() {
     assert_eq!(first.note.as_deref(), Some("found it on the about page"));
     assert!(recording.steps[1].next_url.ends_with("map.html"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn watch_mode_follows_an_agent_read_only() {
+    use browserenv::{BrowserAction, Client, ResetOptions};
+    let pages = serve_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/pages"))
+        .await
+        .unwrap();
+    let server = start(
+        ChromiumLauncher::new(ChromiumConfig::default()),
+        ServerConfig::default(),
+    )
+    .await
+    .unwrap();
+    let mut agent = Client::connect(&server.base_url()).await.unwrap();
+    agent
+        .reset(ResetOptions::new(pages.url("canvas.html")))
+        .await
+        .unwrap();
+    let sessions = browserenv_tui::watching::list_sessions(&server.base_url(), None)
+        .await
+        .unwrap();
+    let session = sessions[0]["id"].as_str().unwrap().to_string();
+
+    let (input_tx, mut input_rx) = mpsc::unbounded_channel::<Event>();
+    let input = Box::pin(stream::poll_fn(move |cx| input_rx.poll_recv(cx)));
+    let (frames_tx, mut frames) = mpsc::unbounded_channel();
+    let mut app = App::new(String::new(), server.base_url());
+    let base = server.base_url();
+    let ui = tokio::spawn(async move {
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        let exit = run(
+            &mut terminal,
+            &mut app,
+            input,
+            LoopOptions {
+                server: base,
+                token: None,
+                graphics: Graphics::halfblocks(),
+                synchronized: false,
+                frames: Some(frames_tx),
+                recorder: None,
+                watch: Some(session),
+            },
+        )
+        .await
+        .unwrap();
+        (exit, format!("{}", terminal.backend()))
+    });
+    // The current page at once, then the agent's click.
+    until(&mut frames, "the watched page", |f| {
+        url(f).ends_with("canvas.html") && f.picture_current
+    })
+    .await;
+    agent.step(BrowserAction::click(321, 123)).await.unwrap();
+    until(&mut frames, "the agent's click", |f| {
+        title(f) == "clicked 321,123" && f.picture_current
+    })
+    .await;
+    // Read-only: an action key is refused, visibly.
+    input_tx.send(key(KeyCode::Char('b'))).unwrap();
+    let refused = until(&mut frames, "the refusal", |f| {
+        f.notice.as_ref().is_some_and(|n| n.is_error)
+    })
+    .await;
+    assert!(refused.notice.unwrap().text.contains("read-only"));
+    // Quitting a watch asks nothing: the episode is the agent's.
+    input_tx.send(key(KeyCode::Char('q'))).unwrap();
+    let (exit, screen) = ui.await.unwrap();
+    assert_eq!(exit, Exit::Quit);
+    assert!(screen.contains("watching"), "{screen}");
+    agent.close().await.unwrap();
+    server.stop().await.unwrap();
 }

@@ -1,0 +1,178 @@
+//! Watch mode: follow a session an agent drives, read-only, through the server's
+//! `/sessions/{id}/watch` stream. The same picture, grid and status as control mode; the agent's
+//! last action is drawn on the frame.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use browserenv::models::{BrowserAction, StepResult};
+use browserenv::protocol::parse_step_result;
+use futures_util::StreamExt;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::app::{Msg, Request};
+use crate::connection::{Link, LinkEvent};
+use crate::picture::decode;
+
+/// `GET /sessions` over plain HTTP (the server's own listener is loopback or behind a proxy).
+pub async fn list_sessions(server: &str, token: Option<&str>) -> anyhow::Result<Vec<Value>> {
+    let url = url::Url::parse(server)?;
+    anyhow::ensure!(
+        url.scheme() == "http",
+        "watch mode lists sessions over http:// only, got {server}"
+    );
+    let host = url.host_str().unwrap_or("127.0.0.1");
+    let mut stream = tokio::net::TcpStream::connect((host, url.port().unwrap_or(80))).await?;
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let request =
+        format!("GET /sessions HTTP/1.1\r\nHost: {host}\r\n{auth}Connection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await?;
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    anyhow::ensure!(
+        head.starts_with("HTTP/1.1 200"),
+        "GET /sessions: {}",
+        head.lines().next().unwrap_or("")
+    );
+    Ok(serde_json::from_str(body)?)
+}
+
+/// Follow one session's stream; events arrive like a controlled session's replies.
+pub fn watch(server: String, token: Option<String>, session: String) -> Link {
+    // Watch links take no requests; the channel only keeps the Link shape.
+    let (requests, _) = mpsc::channel::<Request>(1);
+    let (event_tx, events) = mpsc::channel::<LinkEvent>(32);
+    tokio::spawn(async move {
+        let send = |event: LinkEvent| {
+            let event_tx = event_tx.clone();
+            async move { event_tx.send(event).await.is_ok() }
+        };
+        let url = format!(
+            "{}/sessions/{session}/watch",
+            server.trim_end_matches('/').replacen("http", "ws", 1)
+        );
+        let mut request = match url.as_str().into_client_request() {
+            Ok(request) => request,
+            Err(err) => {
+                send(LinkEvent::Msg(Msg::Disconnected(err.to_string()))).await;
+                return;
+            }
+        };
+        if let Some(value) = token.and_then(|t| format!("Bearer {t}").parse().ok()) {
+            request.headers_mut().insert("authorization", value);
+        }
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(100 << 20))
+            .max_frame_size(Some(100 << 20));
+        let mut socket = match tokio_tungstenite::connect_async_with_config(
+            request,
+            Some(config),
+            false,
+        )
+        .await
+        {
+            Ok((socket, _)) => socket,
+            Err(err) => {
+                send(LinkEvent::Msg(Msg::Disconnected(err.to_string()))).await;
+                return;
+            }
+        };
+        if !send(LinkEvent::Msg(Msg::Connected)).await {
+            return;
+        }
+        while let Some(message) = socket.next().await {
+            let text = match message {
+                Ok(Message::Text(text)) => text,
+                Ok(Message::Close(_)) | Err(_) => break,
+                Ok(_) => continue,
+            };
+            let Ok(frame) = serde_json::from_str::<Value>(&text) else {
+                continue;
+            };
+            if frame["type"] == "error" {
+                let message = frame["data"]["message"]
+                    .as_str()
+                    .unwrap_or("error")
+                    .to_string();
+                send(LinkEvent::Msg(Msg::Disconnected(message))).await;
+                return;
+            }
+            let data = &frame["data"];
+            let Ok(result) = parse_step_result(&data["result"]) else {
+                continue;
+            };
+            let action = BrowserAction::from_value(&data["action"]).ok();
+            let latency_ms = data["latency_ms"].as_f64().unwrap_or_default();
+            let step = data["step"].as_u64().unwrap_or_default();
+            let request = match &action {
+                Some(action) => Request::Step(action.clone()),
+                None => Request::Reset(result.observation.url.clone()),
+            };
+            let picture = picture(&result, action.as_ref()).await;
+            let observed = Msg::Observation {
+                url: result.observation.url.clone(),
+                title: result
+                    .observation
+                    .metadata
+                    .get("title")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                error: result.observation.error.clone(),
+                done: result.done,
+                step,
+                latency: Duration::from_secs_f64(latency_ms / 1000.0),
+                reward: result.reward,
+                verdict: None,
+                max_steps: None,
+            };
+            let reply = LinkEvent::Reply {
+                request,
+                result,
+                latency_ms,
+                episode_id: data["episode_id"].as_str().map(str::to_string),
+            };
+            if !send(reply).await
+                || !send(LinkEvent::Picture(picture)).await
+                || !send(LinkEvent::Msg(observed)).await
+            {
+                return;
+            }
+        }
+        send(LinkEvent::Msg(Msg::Disconnected(
+            "the watched session ended".into(),
+        )))
+        .await;
+    });
+    Link { requests, events }
+}
+
+/// The frame, with the agent's action drawn where it happened.
+async fn picture(
+    result: &StepResult,
+    action: Option<&BrowserAction>,
+) -> Option<Arc<image::DynamicImage>> {
+    if result.observation.screenshot.is_empty() {
+        return None;
+    }
+    let screenshot = result.observation.screenshot.clone();
+    let action = action.map(BrowserAction::to_value);
+    tokio::task::spawn_blocking(move || {
+        let frame = decode(&screenshot).ok()?;
+        Some(Arc::new(match action {
+            Some(action) => crate::viewer::mark(&frame, &action),
+            None => frame,
+        }))
+    })
+    .await
+    .ok()
+    .flatten()
+}

@@ -30,7 +30,7 @@ pub struct Cli {
     pub command: Option<Command>,
     /// A server speaking the OpenEnv browser protocol (ours or the Python one). Without it, an
     /// embedded server and the offline demo site start in this process.
-    #[arg(long, env = "BROWSERENV_SERVER")]
+    #[arg(long, env = "BROWSERENV_SERVER", global = true)]
     pub server: Option<String>,
     /// Bearer token of a server started with BROWSER_API_TOKEN.
     #[arg(long, env = "BROWSER_API_TOKEN", hide_env_values = true, global = true)]
@@ -59,10 +59,10 @@ pub struct Cli {
     )]
     pub chromium: PathBuf,
     /// Record demonstrations into this folder (trajectory format v1, actor "human"); `R` toggles.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub record: Option<PathBuf>,
     /// With --record: black out password inputs in the saved screenshots.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub redact: bool,
     /// Walk through the tasks of this JSONL file (N next, S skip). Embedded mode loads them into
     /// its server; a remote server must have been started with the same --tasks.

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use browserenv::trajectory::RecorderHandle;
 use browserenv_server::chromium::{ChromiumConfig, ChromiumLauncher};
 use browserenv_server::site::serve_dir;
 use browserenv_server::{start, ServerConfig};
@@ -75,6 +76,45 @@ fn url(frame: &FrameReport) -> String {
         .unwrap_or_default()
 }
 
+/// The UI's event loop on a TestBackend, fed by a script; it ends with the exit, the model and
+/// the last screen.
+struct Ui {
+    input: mpsc::UnboundedSender<Event>,
+    frames: mpsc::UnboundedReceiver<FrameReport>,
+    task: tokio::task::JoinHandle<(Exit, App, String)>,
+}
+
+fn spawn_ui(
+    mut app: App,
+    server: String,
+    size: (u16, u16),
+    recorder: Option<(RecorderHandle, mpsc::UnboundedReceiver<String>)>,
+    watch: Option<String>,
+) -> Ui {
+    let (input, mut input_rx) = mpsc::unbounded_channel::<Event>();
+    let events = Box::pin(stream::poll_fn(move |cx| input_rx.poll_recv(cx)));
+    let (frames_tx, frames) = mpsc::unbounded_channel();
+    let task = tokio::spawn(async move {
+        let mut terminal = Terminal::new(TestBackend::new(size.0, size.1)).unwrap();
+        let options = LoopOptions {
+            server,
+            token: None,
+            graphics: Graphics::halfblocks(),
+            synchronized: false,
+            frames: Some(frames_tx),
+            recorder,
+            watch,
+        };
+        let exit = run(&mut terminal, &mut app, events, options).await.unwrap();
+        (exit, app, format!("{}", terminal.backend()))
+    });
+    Ui {
+        input,
+        frames,
+        task,
+    }
+}
+
 #[tokio::test]
 async fn scripted_input_drives_the_page() {
     let pages = serve_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/pages"))
@@ -88,32 +128,13 @@ async fn scripted_input_drives_the_page() {
     });
     let server = start(launcher, ServerConfig::default()).await.unwrap();
 
-    let (input_tx, mut input_rx) = mpsc::unbounded_channel::<Event>();
-    let input = Box::pin(stream::poll_fn(move |cx| input_rx.poll_recv(cx)));
-    let (frames_tx, mut frames) = mpsc::unbounded_channel();
     let (width, height) = (120, 40);
-    let mut app = App::new(pages.url("canvas.html"), server.base_url());
-    let ui = tokio::spawn(async move {
-        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-        let exit = run(
-            &mut terminal,
-            &mut app,
-            input,
-            LoopOptions {
-                server: server.base_url(),
-                token: None,
-                graphics: Graphics::halfblocks(),
-                synchronized: false,
-                frames: Some(frames_tx),
-                recorder: None,
-                watch: None,
-            },
-        )
-        .await;
-        let screen = format!("{}", terminal.backend());
-        server.stop().await.unwrap();
-        (exit.unwrap(), screen)
-    });
+    let app = App::new(pages.url("canvas.html"), server.base_url());
+    let Ui {
+        input: input_tx,
+        mut frames,
+        task: ui,
+    } = spawn_ui(app, server.base_url(), (width, height), None, None);
 
     until(&mut frames, "the canvas page on screen", |f| {
         url(f).ends_with("canvas.html") && f.picture_current
@@ -166,7 +187,8 @@ async fn scripted_input_drives_the_page() {
     // Quit asks first while the episode is in progress.
     input_tx.send(key(KeyCode::Char('q'))).unwrap();
     input_tx.send(key(KeyCode::Char('y'))).unwrap();
-    let (exit, screen) = ui.await.unwrap();
+    let (exit, _, screen) = ui.await.unwrap();
+    server.stop().await.unwrap();
     assert_eq!(exit, Exit::Quit);
     assert!(screen.contains("result.html?q=tui+works"), "{screen}");
     assert!(screen.contains("result: tui works"), "{screen}");
@@ -175,9 +197,7 @@ async fn scripted_input_drives_the_page() {
 #[tokio::test]
 async fn tasks_and_recording_through_the_ui() {
     use browserenv::tasks::TaskSet;
-    use browserenv::trajectory::{
-        read, Actor, Outcome, Recorder, RecorderHandle, TrajectoryWriter,
-    };
+    use browserenv::trajectory::{read, Actor, Outcome, Recorder, TrajectoryWriter};
     use browserenv_server::environment::TaskCatalog;
     use browserenv_tui::app::TaskView;
 
@@ -212,9 +232,6 @@ async fn tasks_and_recording_through_the_ui() {
     })
     .unwrap();
 
-    let (input_tx, mut input_rx) = mpsc::unbounded_channel::<Event>();
-    let input = Box::pin(stream::poll_fn(move |cx| input_rx.poll_recv(cx)));
-    let (frames_tx, mut frames) = mpsc::unbounded_channel();
     let mut app = App::new(site.url("index.html"), server.base_url());
     app.can_record = true;
     app.recording = true;
@@ -226,27 +243,12 @@ async fn tasks_and_recording_through_the_ui() {
             instruction: t.instruction.clone(),
         })
         .collect();
-    let base = server.base_url();
-    let ui = tokio::spawn(async move {
-        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
-        let exit = run(
-            &mut terminal,
-            &mut app,
-            input,
-            LoopOptions {
-                server: base,
-                token: None,
-                graphics: Graphics::halfblocks(),
-                synchronized: false,
-                frames: Some(frames_tx),
-                recorder: Some((handle, errors)),
-                watch: None,
-            },
-        )
-        .await
-        .unwrap();
-        (exit, app.notice.clone())
-    });
+    let recorder = Some((handle, errors));
+    let Ui {
+        input: input_tx,
+        mut frames,
+        task: ui,
+    } = spawn_ui(app, server.base_url(), (120, 40), recorder, None);
 
     until(&mut frames, "the first task", |f| {
         url(f).ends_with("index.html") && !f.in_flight
@@ -286,7 +288,8 @@ async fn tasks_and_recording_through_the_ui() {
     until(&mut frames, "the map tab", |f| url(f).ends_with("map.html")).await;
     input_tx.send(key(KeyCode::Char('q'))).unwrap();
     input_tx.send(key(KeyCode::Char('y'))).unwrap();
-    let (exit, notice) = ui.await.unwrap();
+    let (exit, app, _) = ui.await.unwrap();
+    let notice = app.notice;
     assert_eq!(exit, Exit::Quit);
     server.stop().await.unwrap();
     assert!(!notice.as_ref().is_some_and(|n| n.is_error), "{notice:?}");
@@ -340,31 +343,12 @@ async fn watch_mode_follows_an_agent_read_only() {
         .unwrap();
     let session = sessions[0]["id"].as_str().unwrap().to_string();
 
-    let (input_tx, mut input_rx) = mpsc::unbounded_channel::<Event>();
-    let input = Box::pin(stream::poll_fn(move |cx| input_rx.poll_recv(cx)));
-    let (frames_tx, mut frames) = mpsc::unbounded_channel();
-    let mut app = App::new(String::new(), server.base_url());
-    let base = server.base_url();
-    let ui = tokio::spawn(async move {
-        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
-        let exit = run(
-            &mut terminal,
-            &mut app,
-            input,
-            LoopOptions {
-                server: base,
-                token: None,
-                graphics: Graphics::halfblocks(),
-                synchronized: false,
-                frames: Some(frames_tx),
-                recorder: None,
-                watch: Some(session),
-            },
-        )
-        .await
-        .unwrap();
-        (exit, format!("{}", terminal.backend()))
-    });
+    let app = App::new(String::new(), server.base_url());
+    let Ui {
+        input: input_tx,
+        mut frames,
+        task: ui,
+    } = spawn_ui(app, server.base_url(), (120, 40), None, Some(session));
     // The current page at once, then the agent's click.
     until(&mut frames, "the watched page", |f| {
         url(f).ends_with("canvas.html") && f.picture_current
@@ -384,7 +368,7 @@ async fn watch_mode_follows_an_agent_read_only() {
     assert!(refused.notice.unwrap().text.contains("read-only"));
     // Quitting a watch asks nothing: the episode is the agent's.
     input_tx.send(key(KeyCode::Char('q'))).unwrap();
-    let (exit, screen) = ui.await.unwrap();
+    let (exit, _, screen) = ui.await.unwrap();
     assert_eq!(exit, Exit::Quit);
     assert!(screen.contains("watching"), "{screen}");
     agent.close().await.unwrap();

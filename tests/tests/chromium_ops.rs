@@ -409,6 +409,9 @@ async fn a_tab_that_closes_itself_hands_back_to_the_previous_tab() {
     assert_eq!(opened.observation.url, harness.page("newtab.html"));
     let closed = client.step(BrowserAction::click(200, 50)).await.unwrap();
     assert_eq!(closed.observation.error, "");
+    // The tab being closed never answers the settle probe; the step settles the tab it returns
+    // to instead of running into the bound.
+    assert_eq!(closed.observation.metadata["settle"], "quiet");
     assert_eq!(closed.observation.url, harness.page("newwindow.html"));
     assert_eq!(closed.observation.metadata["tab_switches"], 1);
     // And it is usable: the button opens the tab again.

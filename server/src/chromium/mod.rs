@@ -136,7 +136,7 @@ pub struct ChromiumBrowser {
     /// Older tabs stay open, as in a person's browser (unwatched); the newest is last.
     previous_pages: Vec<Page>,
     /// Tabs that no longer exist.
-    closed_tabs: Arc<Mutex<HashSet<TargetId>>>,
+    closed_tabs: Arc<watch::Sender<HashSet<TargetId>>>,
     incidents: Arc<Mutex<Incidents>>,
     new_tabs: Arc<Mutex<Vec<TargetId>>>,
     last_action: Instant,
@@ -246,14 +246,14 @@ impl ChromiumBrowser {
             }
         }));
 
-        let closed_tabs = Arc::new(Mutex::new(HashSet::new()));
+        let closed_tabs = Arc::new(watch::Sender::new(HashSet::new()));
         let mut destroyed = browser.event_listener::<EventTargetDestroyed>().await?;
         let closed = closed_tabs.clone();
         browser_tasks.push(tokio::spawn(async move {
             while let Some(event) = destroyed.next().await {
-                if let Ok(mut closed) = closed.lock() {
+                closed.send_modify(|closed| {
                     closed.insert(event.target_id.clone());
-                }
+                });
             }
         }));
 
@@ -312,9 +312,7 @@ impl ChromiumBrowser {
     }
 
     fn is_closed(&self, target: &TargetId) -> bool {
-        self.closed_tabs
-            .lock()
-            .is_ok_and(|closed| closed.contains(target))
+        self.closed_tabs.borrow().contains(target)
     }
 
     /// Make `page` the current page; the old one is kept to return to if `page` closes.
@@ -400,13 +398,23 @@ impl ChromiumBrowser {
             }
             DispatchMouseEventType::MouseMoved => {}
         }
-        self.exec(params).await?;
-        Ok(())
+        self.input(params).await
     }
 
     async fn key_event(&self, params: DispatchKeyEventParams) -> Result<(), PageError> {
-        self.exec(params).await?;
-        Ok(())
+        self.input(params).await
+    }
+
+    /// Send an input event. A tab that closes itself in response (`window.close()` in a click
+    /// handler) can be destroyed before Chromium answers the event; that is the action taking
+    /// effect, not a timeout.
+    async fn input<C: Command>(&self, event: C) -> Result<(), PageError> {
+        let target = self.current.page.target_id().clone();
+        let mut closed = self.closed_tabs.subscribe();
+        tokio::select! {
+            reply = self.exec(event) => reply.map(|_| ()),
+            _ = closed.wait_for(|closed| closed.contains(&target)) => Ok(()),
+        }
     }
 
     async fn press_key(&self, key: Key) -> Result<(), PageError> {
@@ -452,8 +460,40 @@ impl ChromiumBrowser {
             .unwrap_or_default())
     }
 
+    /// One settle attempt on the current document; `None` when a navigation replaced it.
+    async fn settle_once(&self, deadline: Instant, window: Duration) -> Option<SettleOutcome> {
+        if self.current.load.borrow().loading && !self.wait_load(deadline, |s| !s.loading).await {
+            return Some(SettleOutcome::Bounded);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Some(SettleOutcome::Bounded);
+        }
+        let before = self.current.load.borrow().navigation_events;
+        let min_ms = window
+            .saturating_sub(now.duration_since(self.last_action))
+            .as_millis();
+        let max_ms = deadline.duration_since(now).as_millis();
+        let expression =
+            format!("{PROBE_JS}; window.__browserenv.settle({QUIET_MS}, {min_ms}, {max_ms})");
+        let result = evaluate(&self.current.page, expression, true).await;
+        let navigated = self.current.load.borrow().navigation_events != before;
+        match result {
+            Ok(value) if !navigated => Some(if value["bounded"] == Value::Bool(true) {
+                SettleOutcome::Bounded
+            } else {
+                SettleOutcome::Quiet
+            }),
+            // A navigation replaced the document under the probe: settle the new one.
+            _ => {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                None
+            }
+        }
+    }
+
     /// Wait (at most until `deadline`) for the current page's load state to satisfy `done`.
-    async fn wait_load(&mut self, deadline: Instant, done: impl Fn(&LoadState) -> bool) -> bool {
+    async fn wait_load(&self, deadline: Instant, done: impl Fn(&LoadState) -> bool) -> bool {
         let remaining = deadline.saturating_duration_since(Instant::now());
         let mut load = self.current.load.clone();
         let reached = tokio::time::timeout(remaining, load.wait_for(|s| done(s) || s.crashed))
@@ -720,34 +760,24 @@ impl Browser for ChromiumBrowser {
             Duration::ZERO
         };
         loop {
-            self.page()?;
-            if self.current.load.borrow().loading && !self.wait_load(deadline, |s| !s.loading).await
-            {
-                return Ok(SettleOutcome::Bounded);
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Ok(SettleOutcome::Bounded);
-            }
-            let before = self.current.load.borrow().navigation_events;
-            let min_ms = window
-                .saturating_sub(now.duration_since(self.last_action))
-                .as_millis();
-            let max_ms = deadline.duration_since(now).as_millis();
-            let expression =
-                format!("{PROBE_JS}; window.__browserenv.settle({QUIET_MS}, {min_ms}, {max_ms})");
-            let result = evaluate(&self.current.page, expression, true).await;
-            let navigated = self.current.load.borrow().navigation_events != before;
-            match result {
-                Ok(value) if !navigated => {
-                    return Ok(if value["bounded"] == Value::Bool(true) {
-                        SettleOutcome::Bounded
-                    } else {
-                        SettleOutcome::Quiet
-                    });
+            if self.is_closed(self.current.page.target_id()) {
+                // The tab closed itself: settle the one a person would be looking at now.
+                self.follow_tabs().await?;
+                if self.is_closed(self.current.page.target_id()) {
+                    return Ok(SettleOutcome::Bounded);
                 }
-                // A navigation replaced the document under the probe: settle the new one.
-                _ => tokio::time::sleep(Duration::from_millis(5)).await,
+            }
+            self.page()?;
+            let target = self.current.page.target_id().clone();
+            let mut closed = self.closed_tabs.subscribe();
+            tokio::select! {
+                outcome = self.settle_once(deadline, window) => {
+                    if let Some(outcome) = outcome {
+                        return Ok(outcome);
+                    }
+                }
+                // A page being closed may never answer the probe.
+                _ = closed.wait_for(|closed| closed.contains(&target)) => {}
             }
         }
     }

@@ -21,7 +21,9 @@ server: chromium
 test: chromium venv
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo test --workspace  # also builds target/debug/browserenv-server for the Python tests
+	# Four tests at a time: each end-to-end test runs its own Chromium, and on two cores more in
+	# parallel only adds contention (same wall time, slower steps, closer to the timeouts).
+	cargo test --workspace -- --test-threads 4  # also builds target/debug/browserenv-server for the Python tests
 	$(VENV)/bin/python -m pytest tests/python -q
 
 ## Latency, size and memory figures (the README's table).

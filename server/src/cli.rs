@@ -65,6 +65,11 @@ pub struct Cli {
     /// The Chromium executable.
     #[arg(long, env = "BROWSER_CHROMIUM", default_value = "/usr/bin/chromium")]
     pub chromium: PathBuf,
+    /// Use an already running Chromium (a DevTools endpoint: `http://host:9222` or
+    /// `ws://host:9222/devtools/browser/…`, e.g. a browserless pool) instead of launching one per
+    /// session; each session gets a browser context of its own there.
+    #[arg(long, env = "BROWSER_CDP_URL")]
+    pub browser_url: Option<String>,
     /// Also serve this folder of static pages (e.g. assets/pages) on a loopback listener of its
     /// own, never the API's; its URL is printed on a second stdout line.
     #[arg(long, env = "BROWSER_SITE_DIR")]
@@ -149,6 +154,7 @@ impl Cli {
     pub fn chromium_config(&self) -> ChromiumConfig {
         ChromiumConfig {
             executable: self.chromium.clone(),
+            remote: self.browser_url.clone().filter(|url| !url.is_empty()),
             ..ChromiumConfig::default()
         }
     }
@@ -197,7 +203,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         );
     }
     let chromium_config = cli.chromium_config();
-    if !chromium_config.executable.exists() {
+    if let Some(url) = &chromium_config.remote {
+        let version = chromium::remote_version(url, chromium_config.launch_timeout)
+            .await
+            .with_context(|| format!("--browser-url {url}"))?;
+        tracing::info!("sessions run on the remote browser at {url} ({version})");
+    } else if !chromium_config.executable.exists() {
         anyhow::bail!(
             "Chromium not found at {} (install it: `sudo apt-get install chromium`, or pass --chromium PATH)",
             chromium_config.executable.display()

@@ -229,6 +229,21 @@ fn a_public_address_needs_a_token_or_insecure() {
 }
 
 #[test]
+fn an_unreachable_browser_url_stops_the_server_with_a_clear_message() {
+    let output = Command::new(BIN)
+        .args(["--port", "0", "--browser-url", "http://127.0.0.1:1"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--browser-url http://127.0.0.1:1"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("cannot connect"), "{stderr}");
+}
+
+#[test]
 fn invalid_settings_stop_the_server_with_the_settings_name() {
     for (name, value) in [
         ("BROWSER_MAX_STEPS", "0"),

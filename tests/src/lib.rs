@@ -55,8 +55,15 @@ impl Harness {
     }
 
     pub async fn start_with(config: ServerConfig) -> Harness {
+        Self::start_on(None, config).await
+    }
+
+    /// A server whose sessions run on the Chromium at `remote` (a DevTools endpoint) when given,
+    /// else on browsers it launches.
+    pub async fn start_on(remote: Option<String>, config: ServerConfig) -> Harness {
         let launcher = ChromiumLauncher::new(ChromiumConfig {
             executable: chromium_path(),
+            remote,
             ..ChromiumConfig::default()
         });
         let server = start(launcher, config).await.expect("server starts");

@@ -41,7 +41,7 @@ fn renderers_of(browser_pid: u32) -> Vec<i32> {
 #[tokio::test]
 async fn a_killed_renderer_is_reported_as_crashed() {
     let (mut browser, _pages) = browser_on("long.html").await;
-    let renderers = renderers_of(browser.pid());
+    let renderers = renderers_of(browser.pid().expect("a local browser"));
     assert!(!renderers.is_empty(), "a renderer runs the page");
     for pid in renderers {
         // SAFETY: killing a renderer of our own browser.
@@ -64,7 +64,10 @@ async fn a_killed_browser_is_reported_as_disconnected() {
     let (mut browser, _pages) = browser_on("long.html").await;
     // SAFETY: killing our own browser's process group.
     unsafe {
-        libc::killpg(browser.pid() as i32, libc::SIGKILL);
+        libc::killpg(
+            browser.pid().expect("a local browser") as i32,
+            libc::SIGKILL,
+        );
     }
     let error = tokio::time::timeout(Duration::from_secs(10), browser.screenshot())
         .await

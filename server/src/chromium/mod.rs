@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use chromiumoxide::browser::Browser as CdpBrowser;
+use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
 use chromiumoxide::cdp::browser_protocol::browser::{
     EventDownloadWillBegin, SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
 };
@@ -31,7 +32,8 @@ use chromiumoxide::cdp::browser_protocol::page::{
     NavigateToHistoryEntryParams,
 };
 use chromiumoxide::cdp::browser_protocol::target::{
-    EventTargetCrashed, EventTargetCreated, EventTargetDestroyed, TargetId,
+    CreateBrowserContextParams, CreateTargetParams, EventTargetCrashed, EventTargetCreated,
+    EventTargetDestroyed, TargetId,
 };
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use chromiumoxide::error::CdpError;
@@ -65,6 +67,9 @@ pub struct ChromiumConfig {
     /// Where per-browser profiles are created (and leftovers looked for).
     pub profile_root: PathBuf,
     pub launch_timeout: Duration,
+    /// A Chromium that is already running (`ws://…` or `http://host:port`): each session gets a
+    /// browser context of its own on it instead of a process of its own.
+    pub remote: Option<String>,
 }
 
 impl Default for ChromiumConfig {
@@ -73,6 +78,24 @@ impl Default for ChromiumConfig {
             executable: PathBuf::from("/usr/bin/chromium"),
             profile_root: std::env::temp_dir(),
             launch_timeout: Duration::from_secs(20),
+            remote: None,
+        }
+    }
+}
+
+/// Where a session's browser lives, and what closing it means.
+enum Endpoint {
+    /// Our own process: closing kills it and removes its profile.
+    Local(process::ChromiumProcess),
+    /// A browser context on a remote Chromium: closing disposes the context, the browser stays.
+    Remote(String),
+}
+
+impl Endpoint {
+    fn websocket_url(&self) -> &str {
+        match self {
+            Endpoint::Local(process) => &process.websocket_url,
+            Endpoint::Remote(url) => url,
         }
     }
 }
@@ -96,6 +119,13 @@ impl Launcher for ChromiumLauncher {
 
     async fn launch(&self) -> anyhow::Result<ChromiumBrowser> {
         let config = self.config.clone();
+        if let Some(url) = config.remote {
+            let connect = ChromiumBrowser::connect(Endpoint::Remote(url.clone()));
+            return tokio::time::timeout(config.launch_timeout, connect)
+                .await
+                .map_err(|_| anyhow::anyhow!("the remote browser at {url} did not answer in time"))?
+                .with_context(|| format!("cannot open a session on the remote browser at {url}"));
+        }
         let process = tokio::task::spawn_blocking(move || {
             process::ChromiumProcess::launch(
                 &config.executable,
@@ -104,8 +134,28 @@ impl Launcher for ChromiumLauncher {
             )
         })
         .await??;
-        ChromiumBrowser::connect(process).await
+        ChromiumBrowser::connect(Endpoint::Local(process)).await
     }
+}
+
+/// Check that a remote DevTools endpoint answers, before serving: its product name and version.
+pub async fn remote_version(url: &str, timeout: Duration) -> anyhow::Result<String> {
+    let check = async {
+        let (browser, mut handler) = CdpBrowser::connect(url)
+            .await
+            .context("cannot connect to the DevTools endpoint")?;
+        let events = tokio::spawn(async move { while handler.next().await.is_some() {} });
+        let version = browser.version().await;
+        events.abort();
+        anyhow::Ok(
+            version
+                .context("the endpoint did not answer Browser.getVersion")?
+                .product,
+        )
+    };
+    tokio::time::timeout(timeout, check)
+        .await
+        .map_err(|_| anyhow::anyhow!("the DevTools endpoint did not answer in time"))?
 }
 
 /// Every prepared page's load state, by target, so browser-level events can reach it.
@@ -144,8 +194,11 @@ pub struct ChromiumBrowser {
     /// Set when the CDP connection ends.
     disconnected: Arc<AtomicBool>,
     load_states: LoadStates,
-    // Declared last: dropped after the CDP connection, it kills the process and removes the profile.
-    process: process::ChromiumProcess,
+    /// This session's browser context on a remote browser (None: a local browser's default one).
+    context: Option<BrowserContextId>,
+    // Declared last: dropped after the CDP connection, a local process is killed and its profile
+    // removed.
+    endpoint: Endpoint,
 }
 
 fn cdp_error(err: CdpError) -> PageError {
@@ -159,7 +212,7 @@ fn cdp_error(err: CdpError) -> PageError {
 }
 
 impl ChromiumBrowser {
-    async fn connect(process: process::ChromiumProcess) -> anyhow::Result<Self> {
+    async fn connect(endpoint: Endpoint) -> anyhow::Result<Self> {
         let config = HandlerConfig {
             // We set the viewport ourselves: chromiumoxide's emulation also turns on touch emulation.
             viewport: None,
@@ -167,7 +220,7 @@ impl ChromiumBrowser {
             ..HandlerConfig::default()
         };
         let (browser, mut handler) =
-            CdpBrowser::connect_with_config(&process.websocket_url, config)
+            CdpBrowser::connect_with_config(endpoint.websocket_url(), config)
                 .await
                 .context("cannot connect to chromium's DevTools endpoint")?;
         let disconnected = Arc::new(AtomicBool::new(false));
@@ -190,10 +243,27 @@ impl ChromiumBrowser {
             gone.store(true, Ordering::SeqCst);
         });
 
+        // On a remote browser, this session's own context: cookies, storage and cache as private
+        // as a fresh profile, and disposed with the session (also if our connection just drops).
+        let context = match endpoint {
+            Endpoint::Local(_) => None,
+            Endpoint::Remote(_) => {
+                let params = CreateBrowserContextParams {
+                    dispose_on_detach: Some(true),
+                    ..CreateBrowserContextParams::default()
+                };
+                Some(
+                    browser
+                        .create_browser_context(params)
+                        .await
+                        .context("cannot create a browser context")?,
+                )
+            }
+        };
         browser
             .execute(SetDownloadBehaviorParams {
                 behavior: SetDownloadBehaviorBehavior::Deny,
-                browser_context_id: None,
+                browser_context_id: context.clone(),
                 download_path: None,
                 events_enabled: Some(true),
             })
@@ -202,13 +272,35 @@ impl ChromiumBrowser {
 
         let incidents = Arc::new(Mutex::new(Incidents::default()));
         let new_tabs = Arc::new(Mutex::new(Vec::new()));
-        let first = first_page(&browser).await?;
+        let first = match &context {
+            Some(context) => {
+                let mut params = CreateTargetParams::new("about:blank");
+                params.browser_context_id = Some(context.clone());
+                browser
+                    .new_page(params)
+                    .await
+                    .context("cannot open a tab in the browser context")?
+            }
+            None => first_page(&browser).await?,
+        };
         let mut browser_tasks = Vec::new();
 
+        let load_states: LoadStates = Arc::new(Mutex::new(HashMap::new()));
         let mut downloads = browser.event_listener::<EventDownloadWillBegin>().await?;
         let sink = incidents.clone();
+        let states = load_states.clone();
+        let shared = context.is_some();
         browser_tasks.push(tokio::spawn(async move {
             while let Some(event) = downloads.next().await {
+                // A remote browser is shared: report only downloads started by one of our tabs
+                // (a main frame's id is its target's id). They are denied in our context either way.
+                let ours = !shared
+                    || states.lock().is_ok_and(|states| {
+                        states.contains_key(&TargetId::from(event.frame_id.as_ref().to_string()))
+                    });
+                if !ours {
+                    continue;
+                }
                 if let Ok(mut incidents) = sink.lock() {
                     incidents.downloads_denied.push(event.url.clone());
                 }
@@ -218,10 +310,13 @@ impl ChromiumBrowser {
         let mut created = browser.event_listener::<EventTargetCreated>().await?;
         let tabs = new_tabs.clone();
         let mut known: HashSet<TargetId> = HashSet::from([first.target_id().clone()]);
+        let own_context = context.clone();
         browser_tasks.push(tokio::spawn(async move {
             while let Some(event) = created.next().await {
                 let info = &event.target_info;
-                if info.r#type == "page" && known.insert(info.target_id.clone()) {
+                // Other sessions' tabs on a shared remote browser are not ours to follow.
+                let ours = own_context.is_none() || info.browser_context_id == own_context;
+                if ours && info.r#type == "page" && known.insert(info.target_id.clone()) {
                     if let Ok(mut tabs) = tabs.lock() {
                         tabs.push(info.target_id.clone());
                     }
@@ -231,7 +326,6 @@ impl ChromiumBrowser {
 
         // Renderer crashes arrive on the browser's own session (Target domain); they are written
         // into the crashed page's load state, where every pending command is watching.
-        let load_states: LoadStates = Arc::new(Mutex::new(HashMap::new()));
         let mut crashes = browser.event_listener::<EventTargetCrashed>().await?;
         let states = load_states.clone();
         browser_tasks.push(tokio::spawn(async move {
@@ -271,7 +365,8 @@ impl ChromiumBrowser {
             expect_navigation: false,
             disconnected,
             load_states,
-            process,
+            context,
+            endpoint,
         };
         chromium.verify_viewport().await?;
         Ok(chromium)
@@ -297,8 +392,12 @@ impl ChromiumBrowser {
         bail!("the viewport is {seen} instead of {wanted}")
     }
 
-    pub fn pid(&self) -> u32 {
-        self.process.pid()
+    /// The browser's process id, when we launched it.
+    pub fn pid(&self) -> Option<u32> {
+        match &self.endpoint {
+            Endpoint::Local(process) => Some(process.pid()),
+            Endpoint::Remote(_) => None,
+        }
     }
 
     fn page(&self) -> Result<&Page, PageError> {
@@ -872,7 +971,16 @@ impl Browser for ChromiumBrowser {
     }
 
     async fn close(self) {
-        // Dropping kills the process group and removes the profile; nothing to wait for.
+        // A remote context is disposed now rather than when the remote notices our connection is
+        // gone. Locally, dropping kills the process group and removes the profile.
+        if let Some(context) = &self.context {
+            let dispose = self.browser.dispose_browser_context(context.clone());
+            match tokio::time::timeout(Duration::from_secs(5), dispose).await {
+                Ok(Ok(())) => {}
+                Ok(Err(err)) => tracing::warn!("cannot dispose the remote browser context: {err}"),
+                Err(_) => tracing::warn!("the remote browser context was not disposed in time"),
+            }
+        }
         drop(self);
     }
 }

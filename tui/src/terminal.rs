@@ -29,6 +29,36 @@ impl Drop for TerminalGuard {
     }
 }
 
+/// ratatui-image reads the terminal's answers on a thread of its own, with echo and line mode off,
+/// until a device status report arrives. When the terminal stays silent past the timeout, that
+/// thread is left behind: it would steal the person's first keystrokes and, once it ends, put the
+/// terminal back in line mode under the UI (seen in tmux: the first `:` was lost). Ask for a status
+/// report ourselves, unwrapped (every VT terminal and tmux itself answers `ESC[5n`), and wait for
+/// the thread to restore the terminal before the UI takes it over. A late answer that reaches the
+/// UI instead is a sequence crossterm drops.
+fn release_query_reader() {
+    use std::io::Write;
+    // The thread holds the terminal while line mode is off; we have not touched it yet.
+    let line_mode_off = || {
+        let mut termios = std::mem::MaybeUninit::<libc::termios>::uninit();
+        // SAFETY: tcgetattr fills the struct on success, and it is only read then.
+        unsafe {
+            libc::tcgetattr(libc::STDIN_FILENO, termios.as_mut_ptr()) == 0
+                && termios.assume_init().c_lflag & libc::ICANON == 0
+        }
+    };
+    if !line_mode_off() {
+        return;
+    }
+    let mut stdout = io::stdout();
+    let _ = stdout.write_all(b"\x1b[5n");
+    let _ = stdout.flush();
+    let deadline = std::time::Instant::now() + Duration::from_secs(1);
+    while line_mode_off() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 pub fn restore() {
     let _ = disable_raw_mode();
     let _ = crossterm::execute!(
@@ -76,12 +106,19 @@ pub fn detect_graphics(choice: GraphicsChoice) -> Graphics {
     if choice == GraphicsChoice::Halfblocks {
         return Graphics::halfblocks();
     }
+    // Inside tmux the query travels through tmux's passthrough, which is off by default
+    // (`allow-passthrough`): nothing would answer, and pictures through tmux are half-blocks in
+    // practice anyway. An explicit --graphics still asks.
+    if choice == GraphicsChoice::Auto && std::env::var_os("TMUX").is_some_and(|v| !v.is_empty()) {
+        return Graphics::halfblocks();
+    }
     let options = QueryStdioOptions {
         timeout: Duration::from_millis(500),
         ..QueryStdioOptions::default()
     };
     let picker =
         Picker::from_query_stdio_with_options(options).unwrap_or_else(|_| Picker::halfblocks());
+    release_query_reader();
     let protocol = match choice {
         GraphicsChoice::Auto => picker.protocol_type(),
         GraphicsChoice::Kitty => ProtocolType::Kitty,

@@ -51,7 +51,9 @@ impl RemoteChromium {
             .arg(format!("--user-data-dir={}", profile.display()))
             .arg("about:blank")
             .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stderr(Stdio::null())
+            // Its own process group, so its helpers die with it.
+            .process_group(0);
         // If the test process dies, so does this browser.
         unsafe {
             command.pre_exec(|| {
@@ -137,9 +139,18 @@ fn rand_seed() -> u128 {
 
 impl Drop for RemoteChromium {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        // SAFETY: a plain syscall on the process group this test created.
+        unsafe {
+            libc::killpg(self.child.id() as libc::pid_t, libc::SIGKILL);
+        }
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.profile);
+        // Helpers may still be writing into the profile for a moment after the browser is gone.
+        for _ in 0..20 {
+            if std::fs::remove_dir_all(&self.profile).is_ok() || !self.profile.exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 

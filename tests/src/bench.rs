@@ -9,7 +9,7 @@ use browserenv::models::Key;
 use browserenv::{BrowserAction, ResetOptions};
 use browserenv_server::settings::EnvSettings;
 use browserenv_server::ServerConfig;
-use browserenv_tests::{test_settings, Harness};
+use browserenv_tests::{test_settings, Harness, RemoteChromium};
 
 struct Series {
     name: String,
@@ -208,6 +208,7 @@ async fn main() -> anyhow::Result<()> {
     println!("{}", navigate.row());
     println!("{}", back.row());
     recording_overhead(rounds).await?;
+    remote_browser(rounds).await?;
     for watchers in [1, 8] {
         watcher_delay(rounds, watchers).await?;
     }
@@ -333,6 +334,43 @@ async fn http_get(url: &str) -> anyhow::Result<String> {
 
 /// The same scroll steps with `--record-dir` on: the recorder runs on its own thread, so the
 /// step path should not change.
+/// Sessions on a Chromium that is already running (`--browser-url`): reset creates a browser
+/// context and a tab instead of launching a process, so no spare is kept.
+async fn remote_browser(rounds: usize) -> anyhow::Result<()> {
+    let remote = RemoteChromium::start();
+    let harness = Harness::start_on(
+        Some(remote.url()),
+        ServerConfig {
+            settings: EnvSettings {
+                max_steps: 200,
+                ..test_settings()
+            },
+            warm_spare: false,
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let mut client = harness.client().await;
+    let mut reset = Series::new("reset, remote browser (--browser-url: new context, no spare)");
+    for _ in 0..rounds.min(10) {
+        timed(
+            &mut reset,
+            client.reset(ResetOptions::new(harness.page("long.html"))),
+        )
+        .await?;
+    }
+    println!("{}", reset.row());
+    let mut scroll = Series::new("step scroll, remote browser");
+    for i in 0..rounds {
+        let dy = if i % 2 == 0 { 600 } else { -600 };
+        timed(&mut scroll, client.step(BrowserAction::scroll(dy))).await?;
+    }
+    println!("{}", scroll.row());
+    client.close().await?;
+    harness.stop().await;
+    Ok(())
+}
+
 async fn recording_overhead(rounds: usize) -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("browserenv-bench-record-{}", std::process::id()));
     let settings = EnvSettings {

@@ -1,8 +1,10 @@
 //! Shared fixtures for the end-to-end tests and the benchmark: an in-process server on real
 //! Chromium, the test pages on their own listener, and PNG helpers.
 
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use base64::Engine;
 use browserenv::{Client, ResetOptions, StepResult};
@@ -10,6 +12,9 @@ use browserenv_server::chromium::{ChromiumConfig, ChromiumLauncher};
 use browserenv_server::settings::EnvSettings;
 use browserenv_server::site::{serve_dir, SiteHandle};
 use browserenv_server::{start, ServerConfig, ServerHandle};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message;
 
 /// The repository's `assets/` folder.
 pub fn assets_dir() -> PathBuf {
@@ -172,4 +177,145 @@ pub fn title(result: &StepResult) -> String {
         .as_str()
         .unwrap_or_default()
         .to_string()
+}
+
+/// A Chromium running on its own, with a DevTools port and nothing else: what `--browser-url`
+/// points at in the tests and the benchmark. Unlike our launches it has a 1280x900 window at
+/// scale 2, smooth scrolling and the popup blocker.
+pub struct RemoteChromium {
+    child: Child,
+    profile: PathBuf,
+    port: u16,
+    /// The browser's own DevTools WebSocket path.
+    browser_path: String,
+}
+
+impl RemoteChromium {
+    pub fn start() -> RemoteChromium {
+        let profile = std::env::temp_dir().join(format!(
+            "remote-chromium-{}-{}",
+            std::process::id(),
+            rand_seed()
+        ));
+        std::fs::create_dir_all(&profile).unwrap();
+        let mut command = Command::new(chromium_path());
+        command
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                // Not what our own launches use: the server must still deliver 800x600 at scale 1.
+                "--window-size=1280,900",
+                "--force-device-scale-factor=2",
+                "--remote-debugging-port=0",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg("about:blank")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            // Its own process group, so its helpers die with it.
+            .process_group(0);
+        // If the test process dies, so does this browser.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = command.spawn().expect("chromium starts");
+        let port_file = profile.join("DevToolsActivePort");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let (port, browser_path) = loop {
+            let written = std::fs::read_to_string(&port_file).ok().and_then(|text| {
+                let mut lines = text.lines();
+                let port = lines.next()?.parse::<u16>().ok()?;
+                Some((port, lines.next()?.to_string()))
+            });
+            if let Some(written) = written {
+                break written;
+            }
+            assert!(Instant::now() < deadline, "chromium wrote no DevTools port");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        RemoteChromium {
+            child,
+            profile,
+            port,
+            browser_path,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The URLs of the browser's page targets, asked over a DevTools connection of our own.
+    pub async fn page_urls(&self) -> Vec<String> {
+        let url = format!("ws://127.0.0.1:{}{}", self.port, self.browser_path);
+        let (mut socket, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+        let request = json!({"id": 1, "method": "Target.getTargets"}).to_string();
+        socket.send(Message::text(request)).await.unwrap();
+        let reply = loop {
+            let frame = socket.next().await.expect("a reply").unwrap();
+            let Message::Text(text) = frame else { continue };
+            let value: Value = serde_json::from_str(&text).unwrap();
+            if value["id"] == 1 {
+                break value;
+            }
+        };
+        let _ = socket.close(None).await;
+        reply["result"]["targetInfos"]
+            .as_array()
+            .expect("a target list")
+            .iter()
+            .filter(|t| t["type"] == "page")
+            .map(|t| t["url"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// Wait until the browser's pages satisfy `done`; the last list seen.
+    pub async fn pages_until(&self, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let pages = self.page_urls().await;
+            if done(&pages) || Instant::now() > deadline {
+                return pages;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    pub fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+}
+
+/// Tell apart the profiles of browsers started by tests running at the same time.
+fn rand_seed() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+impl Drop for RemoteChromium {
+    fn drop(&mut self) {
+        // SAFETY: a plain syscall on the process group this test created.
+        unsafe {
+            libc::killpg(self.child.id() as libc::pid_t, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+        // Helpers may still be writing into the profile for a moment after the browser is gone.
+        for _ in 0..20 {
+            if std::fs::remove_dir_all(&self.profile).is_ok() || !self.profile.exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }

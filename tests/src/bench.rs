@@ -334,40 +334,51 @@ async fn http_get(url: &str) -> anyhow::Result<String> {
 
 /// The same scroll steps with `--record-dir` on: the recorder runs on its own thread, so the
 /// step path should not change.
-/// Sessions on a Chromium that is already running (`--browser-url`): reset creates a browser
-/// context and a tab instead of launching a process, so no spare is kept.
+/// Sessions on a Chromium that is already running (`--browser-url`): a reset opens a DevTools
+/// connection, a browser context and a tab there instead of launching a process.
 async fn remote_browser(rounds: usize) -> anyhow::Result<()> {
     let remote = RemoteChromium::start();
-    let harness = Harness::start_on(
-        Some(remote.url()),
-        ServerConfig {
-            settings: EnvSettings {
-                max_steps: 200,
-                ..test_settings()
+    for warm_spare in [false, true] {
+        let harness = Harness::start_on(
+            Some(remote.url()),
+            ServerConfig {
+                settings: EnvSettings {
+                    max_steps: 200,
+                    ..test_settings()
+                },
+                warm_spare,
+                ..ServerConfig::default()
             },
-            warm_spare: false,
-            ..ServerConfig::default()
-        },
-    )
-    .await;
-    let mut client = harness.client().await;
-    let mut reset = Series::new("reset, remote browser (--browser-url: new context, no spare)");
-    for _ in 0..rounds.min(10) {
-        timed(
-            &mut reset,
-            client.reset(ResetOptions::new(harness.page("long.html"))),
         )
-        .await?;
+        .await;
+        let mut client = harness.client().await;
+        let mut reset = Series::new(if warm_spare {
+            "reset, remote browser (--browser-url), spare context ready"
+        } else {
+            "reset, remote browser (--browser-url), no spare"
+        });
+        for _ in 0..rounds.min(10) {
+            if warm_spare {
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+            }
+            timed(
+                &mut reset,
+                client.reset(ResetOptions::new(harness.page("long.html"))),
+            )
+            .await?;
+        }
+        println!("{}", reset.row());
+        if warm_spare {
+            let mut scroll = Series::new("step scroll, remote browser");
+            for i in 0..rounds {
+                let dy = if i % 2 == 0 { 600 } else { -600 };
+                timed(&mut scroll, client.step(BrowserAction::scroll(dy))).await?;
+            }
+            println!("{}", scroll.row());
+        }
+        client.close().await?;
+        harness.stop().await;
     }
-    println!("{}", reset.row());
-    let mut scroll = Series::new("step scroll, remote browser");
-    for i in 0..rounds {
-        let dy = if i % 2 == 0 { 600 } else { -600 };
-        timed(&mut scroll, client.step(BrowserAction::scroll(dy))).await?;
-    }
-    println!("{}", scroll.row());
-    client.close().await?;
-    harness.stop().await;
     Ok(())
 }
 

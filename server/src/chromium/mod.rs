@@ -170,6 +170,8 @@ struct LoadState {
     /// Main-frame loads finished.
     loads_finished: u64,
     crashed: bool,
+    /// The tab is gone (closed itself, or was closed).
+    closed: bool,
 }
 
 struct CurrentPage {
@@ -186,7 +188,7 @@ pub struct ChromiumBrowser {
     /// Older tabs stay open, as in a person's browser (unwatched); the newest is last.
     previous_pages: Vec<Page>,
     /// Tabs that no longer exist.
-    closed_tabs: Arc<watch::Sender<HashSet<TargetId>>>,
+    closed_tabs: Arc<Mutex<HashSet<TargetId>>>,
     incidents: Arc<Mutex<Incidents>>,
     new_tabs: Arc<Mutex<Vec<TargetId>>>,
     last_action: Instant,
@@ -340,14 +342,23 @@ impl ChromiumBrowser {
             }
         }));
 
-        let closed_tabs = Arc::new(watch::Sender::new(HashSet::new()));
+        // A closed tab is noted for tab bookkeeping and in its load state, where pending commands
+        // are watching: one being closed may never answer.
+        let closed_tabs = Arc::new(Mutex::new(HashSet::new()));
         let mut destroyed = browser.event_listener::<EventTargetDestroyed>().await?;
-        let closed = closed_tabs.clone();
+        let (closed, states) = (closed_tabs.clone(), load_states.clone());
         browser_tasks.push(tokio::spawn(async move {
             while let Some(event) = destroyed.next().await {
-                closed.send_modify(|closed| {
+                if let Ok(mut closed) = closed.lock() {
                     closed.insert(event.target_id.clone());
-                });
+                }
+                if let Some(state) = states
+                    .lock()
+                    .ok()
+                    .and_then(|s| s.get(&event.target_id).cloned())
+                {
+                    state.send_modify(|s| s.closed = true);
+                }
             }
         }));
 
@@ -411,7 +422,9 @@ impl ChromiumBrowser {
     }
 
     fn is_closed(&self, target: &TargetId) -> bool {
-        self.closed_tabs.borrow().contains(target)
+        self.closed_tabs
+            .lock()
+            .is_ok_and(|closed| closed.contains(target))
     }
 
     /// Make `page` the current page; the old one is kept to return to if `page` closes.
@@ -464,11 +477,24 @@ impl ChromiumBrowser {
     /// Run a CDP command on the current page; a renderer crash fails it at once instead of at
     /// its timeout.
     async fn exec<C: Command>(&self, command: C) -> Result<C::Response, PageError> {
+        self.exec_or_closed(command)
+            .await?
+            .ok_or_else(|| PageError::ActionFailed("the tab closed".into()))
+    }
+
+    /// `exec`, but a tab that closes before answering gives `None` at once.
+    async fn exec_or_closed<C: Command>(
+        &self,
+        command: C,
+    ) -> Result<Option<C::Response>, PageError> {
         let page = self.page()?;
         let mut load = self.current.load.clone();
         tokio::select! {
-            reply = page.execute(command) => reply.map(|r| r.result).map_err(cdp_error),
-            _ = load.wait_for(|s| s.crashed) => Err(PageError::RendererCrashed),
+            reply = page.execute(command) => reply.map(|r| Some(r.result)).map_err(cdp_error),
+            state = load.wait_for(|s| s.crashed || s.closed) => match state {
+                Ok(state) if !state.crashed => Ok(None),
+                _ => Err(PageError::RendererCrashed),
+            },
         }
     }
 
@@ -508,12 +534,7 @@ impl ChromiumBrowser {
     /// handler) can be destroyed before Chromium answers the event; that is the action taking
     /// effect, not a timeout.
     async fn input<C: Command>(&self, event: C) -> Result<(), PageError> {
-        let target = self.current.page.target_id().clone();
-        let mut closed = self.closed_tabs.subscribe();
-        tokio::select! {
-            reply = self.exec(event) => reply.map(|_| ()),
-            _ = closed.wait_for(|closed| closed.contains(&target)) => Ok(()),
-        }
+        self.exec_or_closed(event).await.map(|_| ())
     }
 
     async fn press_key(&self, key: Key) -> Result<(), PageError> {
@@ -867,16 +888,16 @@ impl Browser for ChromiumBrowser {
                 }
             }
             self.page()?;
-            let target = self.current.page.target_id().clone();
-            let mut closed = self.closed_tabs.subscribe();
+            let mut load = self.current.load.clone();
             tokio::select! {
                 outcome = self.settle_once(deadline, window) => {
                     if let Some(outcome) = outcome {
                         return Ok(outcome);
                     }
                 }
-                // A page being closed may never answer the probe.
-                _ = closed.wait_for(|closed| closed.contains(&target)) => {}
+                // A page being closed may never answer the probe. (The sender lives as long as
+                // the browser, so this never ends early.)
+                _ = load.wait_for(|s| s.closed) => {}
             }
         }
     }

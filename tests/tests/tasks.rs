@@ -3,7 +3,7 @@
 use browserenv::models::Key;
 use browserenv::protocol::ErrorCode;
 use browserenv::{BrowserAction, ClientError, StepResult};
-use browserenv_tests::{test_settings, Harness};
+use browserenv_tests::{assets_dir, test_settings, Harness};
 use serde_json::{json, Map, Value};
 
 fn task_reset(id: &str) -> Map<String, Value> {
@@ -102,5 +102,59 @@ async fn unknown_task_ids_are_execution_errors_that_name_the_known_ones() {
         .unwrap();
     assert_eq!((plain.reward, finished.reward), (Some(0.0), Some(0.0)));
     assert!(finished.observation.metadata.get("verdict").is_none());
+    harness.stop().await;
+}
+
+/// `assets/tasks/demo-solutions.jsonl`: for every bundled task, the wire actions a person would
+/// take. Replaying each one on Chromium proves the task can be done on the demo site and that its
+/// check accepts the done state (and it is a reference demonstration for each task).
+#[tokio::test]
+async fn every_bundled_task_is_solved_by_its_reference_solution() {
+    let tasks = browserenv::tasks::TaskSet::load(&assets_dir().join("tasks/demo.jsonl")).unwrap();
+    let file = assets_dir().join("tasks/demo-solutions.jsonl");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let solutions: Vec<(String, Vec<BrowserAction>)> = text
+        .lines()
+        .enumerate()
+        .map(|(index, line)| {
+            let value: Value = serde_json::from_str(line)
+                .unwrap_or_else(|err| panic!("{}:{}: {err}", file.display(), index + 1));
+            let actions = value["actions"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{}:{}: no actions", file.display(), index + 1))
+                .iter()
+                .map(|action| {
+                    BrowserAction::from_value(action).unwrap_or_else(|errors| {
+                        panic!("{}:{}: {errors:?}", file.display(), index + 1)
+                    })
+                })
+                .collect();
+            (value["task_id"].as_str().unwrap().to_string(), actions)
+        })
+        .collect();
+    let solved: Vec<&str> = solutions.iter().map(|(id, _)| id.as_str()).collect();
+    let bundled: Vec<&str> = tasks.tasks.iter().map(|task| task.id.as_str()).collect();
+    assert_eq!(solved, bundled, "one solution per bundled task, in order");
+
+    let (harness, _site) = Harness::with_demo_tasks(test_settings()).await;
+    let mut client = harness.client().await;
+    for (id, actions) in &solutions {
+        client.reset_with(task_reset(id)).await.unwrap();
+        let mut last = None;
+        for (n, action) in actions.iter().enumerate() {
+            let result = client.step(action.clone()).await.unwrap();
+            assert_eq!(result.observation.error, "", "{id}, action {}", n + 1);
+            last = Some(result);
+        }
+        let last = last.expect("a solution has actions");
+        assert!(last.done, "{id}: a solution ends with finish");
+        assert_eq!(
+            last.reward,
+            Some(1.0),
+            "{id}: {} at {}",
+            verdict(&last),
+            last.observation.url
+        );
+    }
     harness.stop().await;
 }

@@ -66,6 +66,9 @@ impl Harness {
     /// A server whose sessions run on the Chromium at `remote` (a DevTools endpoint) when given,
     /// else on browsers it launches.
     pub async fn start_on(remote: Option<String>, config: ServerConfig) -> Harness {
+        // Profiles whose test process ended before its cleanup threads did, as the server's
+        // binary does at start (only those of processes that are gone).
+        browserenv_server::chromium::clean_leftovers(&std::env::temp_dir());
         let launcher = ChromiumLauncher::new(ChromiumConfig {
             executable: chromium_path(),
             remote,

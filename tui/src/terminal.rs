@@ -38,7 +38,7 @@ impl Drop for TerminalGuard {
 /// UI instead is a sequence crossterm drops.
 fn release_query_reader() {
     use std::io::Write;
-    // The thread holds the terminal while line mode is off; we have not touched it yet.
+    // The thread holds the terminal while line mode is off (the caller left raw mode for this).
     let line_mode_off = || {
         let mut termios = std::mem::MaybeUninit::<libc::termios>::uninit();
         // SAFETY: tcgetattr fills the struct on success, and it is only read then.
@@ -116,9 +116,18 @@ pub fn detect_graphics(choice: GraphicsChoice) -> Graphics {
         timeout: Duration::from_millis(500),
         ..QueryStdioOptions::default()
     };
+    // The query thread switches line mode and echo off itself and restores what it found; with
+    // the UI's raw mode off meanwhile, line mode tells whether that thread is still running.
+    let raw = crossterm::terminal::is_raw_mode_enabled().unwrap_or(false);
+    if raw {
+        let _ = disable_raw_mode();
+    }
     let picker =
         Picker::from_query_stdio_with_options(options).unwrap_or_else(|_| Picker::halfblocks());
     release_query_reader();
+    if raw {
+        let _ = enable_raw_mode();
+    }
     let protocol = match choice {
         GraphicsChoice::Auto => picker.protocol_type(),
         GraphicsChoice::Kitty => ProtocolType::Kitty,

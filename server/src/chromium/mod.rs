@@ -58,6 +58,8 @@ const QUIET_MS: u64 = 30;
 const NAVIGATION_WINDOW: Duration = Duration::from_millis(40);
 /// Cap on the page text read for the bot-verification check.
 const MAX_TEXT_CHARS: usize = 20_000;
+/// How long a failed command waits for news that its tab was closed (the events come ~ms apart).
+const CLOSING_GRACE: Duration = Duration::from_millis(200);
 /// Reading title and text is a tiny script; a renderer that cannot run it in this time is hung.
 const FACTS_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -482,19 +484,41 @@ impl ChromiumBrowser {
             .ok_or_else(|| PageError::ActionFailed("the tab closed".into()))
     }
 
-    /// `exec`, but a tab that closes before answering gives `None` at once.
+    /// `exec`, but a tab that closes before answering gives `None`.
     async fn exec_or_closed<C: Command>(
         &self,
         command: C,
     ) -> Result<Option<C::Response>, PageError> {
         let page = self.page()?;
         let mut load = self.current.load.clone();
-        tokio::select! {
-            reply = page.execute(command) => reply.map(|r| Some(r.result)).map_err(cdp_error),
-            state = load.wait_for(|s| s.crashed || s.closed) => match state {
-                Ok(state) if !state.crashed => Ok(None),
-                _ => Err(PageError::RendererCrashed),
-            },
+        if load.borrow().closed {
+            return Ok(None);
+        }
+        let reply = tokio::select! {
+            biased;
+            state = load.wait_for(|s| s.crashed || s.closed) => {
+                return match state {
+                    Ok(state) if !state.crashed => Ok(None),
+                    _ => Err(PageError::RendererCrashed),
+                };
+            }
+            reply = page.execute(command) => reply,
+        };
+        match reply {
+            Ok(reply) => Ok(Some(reply.result)),
+            // chromiumoxide forgets a destroyed tab before its TargetDestroyed event reaches us,
+            // and commands to it fail at once: while the browser is still there, give the event
+            // a moment before calling this a lost browser.
+            Err(err) => {
+                if !self.disconnected.load(Ordering::SeqCst) {
+                    let closing =
+                        tokio::time::timeout(CLOSING_GRACE, load.wait_for(|s| s.closed)).await;
+                    if matches!(closing, Ok(Ok(_))) {
+                        return Ok(None);
+                    }
+                }
+                Err(cdp_error(err))
+            }
         }
     }
 

@@ -92,3 +92,25 @@ async fn a_dead_endpoint_is_reported() {
         .unwrap_err();
     assert!(format!("{error:#}").contains("cannot connect"), "{error:#}");
 }
+
+#[tokio::test]
+async fn a_launch_cut_short_leaves_nothing_on_the_remote() {
+    use browserenv_server::browser::{Browser, Launcher};
+    use browserenv_server::chromium::{ChromiumConfig, ChromiumLauncher};
+    let remote = RemoteChromium::start();
+    let before = remote.page_urls().await;
+    // Timeouts that cut the launch at different points: connecting, creating the context, opening
+    // and preparing the tab, checking the viewport.
+    for ms in [5, 20, 40, 80, 120, 200, 400] {
+        let launcher = ChromiumLauncher::new(ChromiumConfig {
+            remote: Some(remote.url()),
+            launch_timeout: Duration::from_millis(ms),
+            ..ChromiumConfig::default()
+        });
+        if let Ok(browser) = launcher.launch().await {
+            browser.close().await;
+        }
+    }
+    let pages = remote.pages_until(|pages| pages == before).await;
+    assert_eq!(pages, before, "no context or tab of ours is left");
+}

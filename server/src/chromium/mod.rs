@@ -146,9 +146,10 @@ pub async fn remote_version(url: &str, timeout: Duration) -> anyhow::Result<Stri
         let (browser, mut handler) = CdpBrowser::connect(url)
             .await
             .context("cannot connect to the DevTools endpoint")?;
-        let events = tokio::spawn(async move { while handler.next().await.is_some() {} });
+        let _events = Tasks(vec![tokio::spawn(async move {
+            while handler.next().await.is_some() {}
+        })]);
         let version = browser.version().await;
-        events.abort();
         anyhow::Ok(
             version
                 .context("the endpoint did not answer Browser.getVersion")?
@@ -184,8 +185,9 @@ struct CurrentPage {
 
 pub struct ChromiumBrowser {
     browser: CdpBrowser,
-    handler: JoinHandle<()>,
-    browser_tasks: Vec<JoinHandle<()>>,
+    /// The CDP connection's handler and the browser-level event watchers; held so that they end
+    /// with this browser.
+    _tasks: Tasks,
     current: CurrentPage,
     /// Older tabs stay open, as in a person's browser (unwatched); the newest is last.
     previous_pages: Vec<Page>,
@@ -229,7 +231,10 @@ impl ChromiumBrowser {
                 .context("cannot connect to chromium's DevTools endpoint")?;
         let disconnected = Arc::new(AtomicBool::new(false));
         let gone = disconnected.clone();
-        let handler = tokio::spawn(async move {
+        // From here on, failing (or being cancelled by the launch timeout) drops `tasks`, which
+        // closes the CDP socket: nothing is left connected, and a remote context is disposed.
+        let mut tasks = Tasks::default();
+        tasks.0.push(tokio::spawn(async move {
             while let Some(event) = handler.next().await {
                 match event {
                     // The socket is gone (the browser died): stop, so pending commands fail now
@@ -245,7 +250,7 @@ impl ChromiumBrowser {
                 }
             }
             gone.store(true, Ordering::SeqCst);
-        });
+        }));
 
         // On a remote browser, this session's own context: cookies, storage and cache as private
         // as a fresh profile, and disposed with the session (also if our connection just drops).
@@ -287,14 +292,12 @@ impl ChromiumBrowser {
             }
             None => first_page(&browser).await?,
         };
-        let mut browser_tasks = Vec::new();
-
         let load_states: LoadStates = Arc::new(Mutex::new(HashMap::new()));
         let mut downloads = browser.event_listener::<EventDownloadWillBegin>().await?;
         let sink = incidents.clone();
         let states = load_states.clone();
         let shared = context.is_some();
-        browser_tasks.push(tokio::spawn(async move {
+        tasks.0.push(tokio::spawn(async move {
             while let Some(event) = downloads.next().await {
                 // A remote browser is shared: report only downloads started by one of our tabs
                 // (a main frame's id is its target's id). They are denied in our context either way.
@@ -315,7 +318,7 @@ impl ChromiumBrowser {
         let tabs = new_tabs.clone();
         let mut known: HashSet<TargetId> = HashSet::from([first.target_id().clone()]);
         let own_context = context.clone();
-        browser_tasks.push(tokio::spawn(async move {
+        tasks.0.push(tokio::spawn(async move {
             while let Some(event) = created.next().await {
                 let info = &event.target_info;
                 // Other sessions' tabs on a shared remote browser are not ours to follow.
@@ -332,7 +335,7 @@ impl ChromiumBrowser {
         // into the crashed page's load state, where every pending command is watching.
         let mut crashes = browser.event_listener::<EventTargetCrashed>().await?;
         let states = load_states.clone();
-        browser_tasks.push(tokio::spawn(async move {
+        tasks.0.push(tokio::spawn(async move {
             while let Some(event) = crashes.next().await {
                 if let Some(state) = states
                     .lock()
@@ -349,7 +352,7 @@ impl ChromiumBrowser {
         let closed_tabs = Arc::new(Mutex::new(HashSet::new()));
         let mut destroyed = browser.event_listener::<EventTargetDestroyed>().await?;
         let (closed, states) = (closed_tabs.clone(), load_states.clone());
-        browser_tasks.push(tokio::spawn(async move {
+        tasks.0.push(tokio::spawn(async move {
             while let Some(event) = destroyed.next().await {
                 if let Ok(mut closed) = closed.lock() {
                     closed.insert(event.target_id.clone());
@@ -367,8 +370,7 @@ impl ChromiumBrowser {
         let current = prepare_page(first, incidents.clone(), &load_states).await?;
         let mut chromium = ChromiumBrowser {
             browser,
-            handler,
-            browser_tasks,
+            _tasks: tasks,
             current,
             previous_pages: Vec::new(),
             closed_tabs,
@@ -1032,9 +1034,20 @@ impl Browser for ChromiumBrowser {
 
 impl Drop for ChromiumBrowser {
     fn drop(&mut self) {
-        for task in self.current.tasks.iter().chain(&self.browser_tasks) {
+        for task in &self.current.tasks {
             task.abort();
         }
-        self.handler.abort();
+    }
+}
+
+/// Tasks that end with their owner: a dropped `JoinHandle` would leave its task running.
+#[derive(Default)]
+struct Tasks(Vec<JoinHandle<()>>);
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
     }
 }

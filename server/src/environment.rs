@@ -160,7 +160,7 @@ impl<L: Launcher> Environment<L> {
         self.close().await;
         let browser = self.launcher.launch().await.map_err(|err| {
             tracing::error!("browser launch failed: {err:#}");
-            EnvError(format!("the browser failed to start: {err}"))
+            EnvError(format!("the browser failed to start: {err:#}"))
         })?;
         self.state = BrowserState {
             episode_id: Some(episode_id),

@@ -143,9 +143,13 @@ impl Launcher for ChromiumLauncher {
 /// Check that a remote DevTools endpoint answers, before serving: its product name and version.
 pub async fn remote_version(url: &str, timeout: Duration) -> anyhow::Result<String> {
     let check = async {
-        let (browser, mut handler) = CdpBrowser::connect(url)
-            .await
-            .context("cannot connect to the DevTools endpoint")?;
+        let (browser, mut handler) = CdpBrowser::connect(url).await.map_err(|err| {
+            let err = anyhow::Error::from(err).context("cannot connect to the DevTools endpoint");
+            match host_header_hint(url) {
+                Some(hint) => err.context(hint),
+                None => err,
+            }
+        })?;
         let _events = Tasks(vec![tokio::spawn(async move {
             while handler.next().await.is_some() {}
         })]);
@@ -159,6 +163,29 @@ pub async fn remote_version(url: &str, timeout: Duration) -> anyhow::Result<Stri
     tokio::time::timeout(timeout, check)
         .await
         .map_err(|_| anyhow::anyhow!("the DevTools endpoint did not answer in time"))?
+}
+
+/// Chromium answers `/json/version` only when the Host header is an IP address or `localhost`
+/// (DNS-rebinding protection); behind a DNS name the failure would otherwise read like a bad URL.
+fn host_header_hint(url: &str) -> Option<String> {
+    let named_host = url::Url::parse(url)
+        .ok()
+        .filter(|u| u.scheme().starts_with("http"))
+        .and_then(|u| {
+            let host = u.host_str()?.to_string();
+            let plain = host == "localhost"
+                || host
+                    .trim_matches(['[', ']'])
+                    .parse::<std::net::IpAddr>()
+                    .is_ok();
+            (!plain).then_some(host)
+        });
+    named_host.map(|host| {
+        format!(
+            "a plain Chromium answers /json/version only for an IP address or localhost, \
+             not a name like {host}: give its IP address, or its ws://… address"
+        )
+    })
 }
 
 /// Every prepared page's load state, by target, so browser-level events can reach it.

@@ -1078,3 +1078,23 @@ impl Drop for Tasks {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::host_header_hint;
+
+    #[test]
+    fn only_http_urls_with_a_host_name_get_the_host_header_hint() {
+        let hint = host_header_hint("http://chromium:9222").expect("a hint");
+        assert!(hint.contains("like chromium"), "{hint}");
+        for url in [
+            "http://127.0.0.1:9222",
+            "http://localhost:9222/",
+            "http://[::1]:9222",
+            "ws://chromium:3000?token=x",
+            "not a url",
+        ] {
+            assert_eq!(host_header_hint(url), None, "{url}");
+        }
+    }
+}

@@ -140,4 +140,9 @@ pub trait Browser: Send + 'static {
     fn take_incidents(&mut self) -> Incidents;
     /// Close the browser and remove its profile.
     fn close(self) -> impl Future<Output = ()> + Send;
+    /// Whether the connection to the browser still stands (a spare can lose it while it waits,
+    /// e.g. when a remote browser restarts).
+    fn is_alive(&self) -> bool {
+        true
+    }
 }

@@ -21,6 +21,8 @@ pub struct FakeScript {
     pub hang_goto: bool,
     pub hang_click: bool,
     pub hang_screenshot: bool,
+    /// The first browser launched reports its connection lost.
+    pub first_browser_dead: bool,
     /// Reported once, on the first `take_incidents` of each browser.
     pub incidents: Incidents,
 }
@@ -54,8 +56,9 @@ impl Launcher for FakeLauncher {
     type Browser = FakeBrowser;
 
     async fn launch(&self) -> anyhow::Result<FakeBrowser> {
-        self.launched.fetch_add(1, Ordering::SeqCst);
+        let index = self.launched.fetch_add(1, Ordering::SeqCst);
         Ok(FakeBrowser {
+            alive: !(self.script.first_browser_dead && index == 0),
             script: self.script.clone(),
             calls: self.calls.clone(),
             url: "about:blank".into(),
@@ -71,6 +74,7 @@ pub struct FakeBrowser {
     url: String,
     history: Vec<String>,
     incidents_reported: bool,
+    alive: bool,
 }
 
 impl FakeBrowser {
@@ -176,5 +180,9 @@ impl Browser for FakeBrowser {
 
     async fn close(self) {
         self.record("close".into());
+    }
+
+    fn is_alive(&self) -> bool {
+        self.alive
     }
 }

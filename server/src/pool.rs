@@ -70,7 +70,14 @@ impl<L: Launcher> Launcher for WarmPool<L> {
         };
         match taken {
             Some(handle) => match handle.await {
-                Ok(Ok(browser)) => Ok(browser),
+                Ok(Ok(browser)) if browser.is_alive() => Ok(browser),
+                Ok(Ok(dead)) => {
+                    tracing::warn!(
+                        "the warm spare browser lost its connection; launching directly"
+                    );
+                    dead.close().await;
+                    self.inner.launch().await
+                }
                 // A spare that failed (or was cancelled) is not the caller's problem: try once more.
                 Ok(Err(err)) => {
                     tracing::warn!("warm spare browser failed: {err:#}; launching directly");
@@ -98,6 +105,20 @@ mod tests {
         // Two handed out, one spare in flight or ready.
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         assert_eq!(pool.inner().launched(), 3);
+        pool.drain().await;
+    }
+
+    #[tokio::test]
+    async fn a_spare_that_lost_its_browser_is_replaced() {
+        let script = FakeScript {
+            first_browser_dead: true,
+            ..FakeScript::default()
+        };
+        let pool = WarmPool::new(FakeLauncher::new(script), true);
+        pool.warm_up().await;
+        let browser = pool.launch().await.unwrap();
+        assert!(browser.is_alive());
+        assert_eq!(pool.inner().calls(), vec!["close"]);
         pool.drain().await;
     }
 

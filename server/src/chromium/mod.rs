@@ -1037,6 +1037,10 @@ impl Browser for ChromiumBrowser {
         Ok(reply.data.into())
     }
 
+    fn is_alive(&self) -> bool {
+        !self.disconnected.load(Ordering::SeqCst)
+    }
+
     fn take_incidents(&mut self) -> Incidents {
         self.incidents
             .lock()

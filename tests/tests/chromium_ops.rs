@@ -199,6 +199,9 @@ async fn downloads_are_denied() {
         .unwrap();
     assert!(denied.ends_with("download.bin"), "{denied}");
     assert!(!result.done);
+    let (mut framed, _) = harness.open("downloadframe.html").await;
+    let result = framed.step(BrowserAction::click(200, 50)).await.unwrap();
+    assert_eq!(result.observation.error, "download_blocked");
     harness.stop().await;
 }
 

@@ -57,6 +57,13 @@ async fn sessions_on_a_remote_browser_get_an_exact_viewport_and_contexts_of_thei
     assert_eq!(download.observation.error, "download_blocked");
     let quiet = second.step(BrowserAction::wait()).await.unwrap();
     assert!(quiet.observation.metadata.get("downloads_denied").is_none());
+    // Also when the link is inside a frame (the download's frame is not the tab's).
+    first
+        .reset(ResetOptions::new(harness.page("downloadframe.html")))
+        .await
+        .unwrap();
+    let framed = first.step(BrowserAction::click(200, 50)).await.unwrap();
+    assert_eq!(framed.observation.error, "download_blocked");
 
     // Smooth scrolling is on in this remote (our launches turn it off): the step's screenshot is
     // still the scroll's final state. (Measured: headless Chromium does not animate CDP wheel

@@ -26,7 +26,7 @@ use chromiumoxide::cdp::browser_protocol::input::{
 };
 use chromiumoxide::cdp::browser_protocol::page::{
     AddScriptToEvaluateOnNewDocumentParams, BringToFrontParams, CaptureScreenshotFormat,
-    CaptureScreenshotParams, EventFrameNavigated, EventFrameStartedLoading,
+    CaptureScreenshotParams, EventFrameAttached, EventFrameNavigated, EventFrameStartedLoading,
     EventFrameStoppedLoading, EventJavascriptDialogOpening, EventNavigatedWithinDocument,
     GetNavigationHistoryParams, HandleJavaScriptDialogParams, NavigateParams,
     NavigateToHistoryEntryParams,
@@ -188,6 +188,9 @@ fn host_header_hint(url: &str) -> Option<String> {
     })
 }
 
+/// Ids of the frames of this browser's tabs (on a shared remote browser, not of others').
+type Frames = Arc<Mutex<HashSet<String>>>;
+
 /// Every prepared page's load state, by target, so browser-level events can reach it.
 type LoadStates = Arc<Mutex<HashMap<TargetId, Arc<watch::Sender<LoadState>>>>>;
 
@@ -227,6 +230,7 @@ pub struct ChromiumBrowser {
     /// Set when the CDP connection ends.
     disconnected: Arc<AtomicBool>,
     load_states: LoadStates,
+    frames: Frames,
     /// This session's browser context on a remote browser (None: a local browser's default one).
     context: Option<BrowserContextId>,
     // Declared last: dropped after the CDP connection, a local process is killed and its profile
@@ -320,18 +324,22 @@ impl ChromiumBrowser {
             None => first_page(&browser).await?,
         };
         let load_states: LoadStates = Arc::new(Mutex::new(HashMap::new()));
+        let frames: Frames = Arc::new(Mutex::new(HashSet::from([first
+            .target_id()
+            .as_ref()
+            .to_string()])));
         let mut downloads = browser.event_listener::<EventDownloadWillBegin>().await?;
         let sink = incidents.clone();
-        let states = load_states.clone();
+        let known_frames = frames.clone();
         let shared = context.is_some();
         tasks.0.push(tokio::spawn(async move {
             while let Some(event) = downloads.next().await {
-                // A remote browser is shared: report only downloads started by one of our tabs
-                // (a main frame's id is its target's id). They are denied in our context either way.
+                // A remote browser is shared: report only downloads started in one of our frames.
+                // They are denied in our context either way.
                 let ours = !shared
-                    || states.lock().is_ok_and(|states| {
-                        states.contains_key(&TargetId::from(event.frame_id.as_ref().to_string()))
-                    });
+                    || known_frames
+                        .lock()
+                        .is_ok_and(|frames| frames.contains(event.frame_id.as_ref()));
                 if !ours {
                     continue;
                 }
@@ -345,11 +353,19 @@ impl ChromiumBrowser {
         let tabs = new_tabs.clone();
         let mut known: HashSet<TargetId> = HashSet::from([first.target_id().clone()]);
         let own_context = context.clone();
+        let own_frames = frames.clone();
         tasks.0.push(tokio::spawn(async move {
             while let Some(event) = created.next().await {
                 let info = &event.target_info;
                 // Other sessions' tabs on a shared remote browser are not ours to follow.
                 let ours = own_context.is_none() || info.browser_context_id == own_context;
+                if ours {
+                    // Tabs (before we follow them) and out-of-process frames: a frame's id is
+                    // its target's.
+                    if let Ok(mut frames) = own_frames.lock() {
+                        frames.insert(info.target_id.as_ref().to_string());
+                    }
+                }
                 if ours && info.r#type == "page" && known.insert(info.target_id.clone()) {
                     if let Ok(mut tabs) = tabs.lock() {
                         tabs.push(info.target_id.clone());
@@ -394,7 +410,7 @@ impl ChromiumBrowser {
             }
         }));
 
-        let current = prepare_page(first, incidents.clone(), &load_states).await?;
+        let current = prepare_page(first, incidents.clone(), &load_states, &frames).await?;
         let mut chromium = ChromiumBrowser {
             browser,
             _tasks: tasks,
@@ -407,6 +423,7 @@ impl ChromiumBrowser {
             expect_navigation: false,
             disconnected,
             load_states,
+            frames,
             context,
             endpoint,
         };
@@ -460,9 +477,14 @@ impl ChromiumBrowser {
 
     /// Make `page` the current page; the old one is kept to return to if `page` closes.
     async fn switch_to(&mut self, page: Page) -> Result<(), PageError> {
-        let prepared = prepare_page(page, self.incidents.clone(), &self.load_states)
-            .await
-            .map_err(|err| PageError::ActionFailed(format!("cannot switch tabs: {err}")))?;
+        let prepared = prepare_page(
+            page,
+            self.incidents.clone(),
+            &self.load_states,
+            &self.frames,
+        )
+        .await
+        .map_err(|err| PageError::ActionFailed(format!("cannot switch tabs: {err}")))?;
         let previous = std::mem::replace(&mut self.current, prepared);
         // Only the current page is watched.
         for task in &previous.tasks {
@@ -692,6 +714,7 @@ async fn prepare_page(
     page: Page,
     incidents: Arc<Mutex<Incidents>>,
     load_states: &LoadStates,
+    frames: &Frames,
 ) -> anyhow::Result<CurrentPage> {
     let metrics = SetDeviceMetricsOverrideParams::new(VIEWPORT_WIDTH, VIEWPORT_HEIGHT, 1.0, false);
     page.execute(metrics).await?;
@@ -707,6 +730,17 @@ async fn prepare_page(
     }
     let main_frame = page.target_id().as_ref().to_string();
     let mut tasks = Vec::new();
+
+    // Child frames in this tab's renderer (same-site iframes), for telling our downloads apart.
+    let mut attached = page.event_listener::<EventFrameAttached>().await?;
+    let known = frames.clone();
+    tasks.push(tokio::spawn(async move {
+        while let Some(event) = attached.next().await {
+            if let Ok(mut frames) = known.lock() {
+                frames.insert(event.frame_id.as_ref().to_string());
+            }
+        }
+    }));
 
     let mut started = page.event_listener::<EventFrameStartedLoading>().await?;
     let (state, frame) = (tx.clone(), main_frame.clone());

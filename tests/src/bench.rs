@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use browserenv::models::Key;
-use browserenv::{BrowserAction, ResetOptions};
+use browserenv::{BrowserAction, Client, ResetOptions};
 use browserenv_server::settings::EnvSettings;
 use browserenv_server::ServerConfig;
 use browserenv_tests::{test_settings, Harness, RemoteChromium};
@@ -120,16 +120,12 @@ async fn main() -> anyhow::Result<()> {
         tasks: None,
     })
     .await;
-    let mut series = Series::new("reset, cold (launch + load + PNG)");
     let mut client = cold.client().await;
-    for _ in 0..rounds.min(10) {
-        timed(
-            &mut series,
-            client.reset(ResetOptions::new(cold.page("long.html"))),
-        )
-        .await?;
-    }
-    println!("{}", series.row());
+    let name = "reset, cold (launch + load + PNG)";
+    println!(
+        "{}",
+        resets(&mut client, &cold, rounds, None, name).await?.row()
+    );
     client.close().await?;
     cold.stop().await;
 
@@ -140,35 +136,23 @@ async fn main() -> anyhow::Result<()> {
     })
     .await;
     let mut client = harness.client().await;
-    let mut series = Series::new("reset, warm spare ready");
-    for _ in 0..rounds.min(10) {
-        // Give the spare time to launch, as between episodes of a real agent.
-        tokio::time::sleep(Duration::from_millis(1500)).await;
-        timed(
-            &mut series,
-            client.reset(ResetOptions::new(harness.page("long.html"))),
-        )
-        .await?;
-    }
+    let name = "reset, warm spare ready";
+    let series = resets(&mut client, &harness, rounds, Some(SPARE_PAUSE), name).await?;
     println!("{}", series.row());
 
-    let mut png_bytes = Vec::new();
-    let mut screenshots = Vec::new();
-    let mut scroll = Series::new("step scroll (static page)");
     client
         .reset(ResetOptions::new(harness.page("long.html")))
         .await?;
-    for i in 0..rounds {
-        let dy = if i % 2 == 0 { 600 } else { -600 };
-        let result = timed(&mut scroll, client.step(BrowserAction::scroll(dy))).await?;
-        screenshots.push(result.observation.screenshot.clone());
+    let (scroll, screenshots) = scrolls(&mut client, rounds, "step scroll (static page)").await?;
+    println!("{}", scroll.row());
+    let mut png_bytes = Vec::new();
+    for screenshot in &screenshots {
         png_bytes.push(
             base64::engine::general_purpose::STANDARD
-                .decode(&result.observation.screenshot)?
+                .decode(screenshot)?
                 .len(),
         );
     }
-    println!("{}", scroll.row());
 
     let mut click = Series::new("step click (static page, no navigation)");
     client
@@ -332,8 +316,48 @@ async fn http_get(url: &str) -> anyhow::Result<String> {
         .to_string())
 }
 
-/// The same scroll steps with `--record-dir` on: the recorder runs on its own thread, so the
-/// step path should not change.
+/// Between timed resets with a spare, time for the spare to launch, as between a real agent's
+/// episodes.
+const SPARE_PAUSE: Duration = Duration::from_millis(1500);
+
+/// Up to 10 timed resets to long.html, each after `pause`.
+async fn resets(
+    client: &mut Client,
+    harness: &Harness,
+    rounds: usize,
+    pause: Option<Duration>,
+    name: &str,
+) -> anyhow::Result<Series> {
+    let mut series = Series::new(name);
+    for _ in 0..rounds.min(10) {
+        if let Some(pause) = pause {
+            tokio::time::sleep(pause).await;
+        }
+        timed(
+            &mut series,
+            client.reset(ResetOptions::new(harness.page("long.html"))),
+        )
+        .await?;
+    }
+    Ok(series)
+}
+
+/// Timed scroll steps down and up a page, and their screenshots.
+async fn scrolls(
+    client: &mut Client,
+    rounds: usize,
+    name: &str,
+) -> anyhow::Result<(Series, Vec<String>)> {
+    let mut series = Series::new(name);
+    let mut screenshots = Vec::new();
+    for i in 0..rounds {
+        let dy = if i % 2 == 0 { 600 } else { -600 };
+        let result = timed(&mut series, client.step(BrowserAction::scroll(dy))).await?;
+        screenshots.push(result.observation.screenshot);
+    }
+    Ok((series, screenshots))
+}
+
 /// Sessions on a Chromium that is already running (`--browser-url`): a reset opens a DevTools
 /// connection, a browser context and a tab there instead of launching a process.
 async fn remote_browser(rounds: usize) -> anyhow::Result<()> {
@@ -352,28 +376,16 @@ async fn remote_browser(rounds: usize) -> anyhow::Result<()> {
         )
         .await;
         let mut client = harness.client().await;
-        let mut reset = Series::new(if warm_spare {
+        let pause = warm_spare.then_some(SPARE_PAUSE);
+        let name = if warm_spare {
             "reset, remote browser (--browser-url), spare context ready"
         } else {
             "reset, remote browser (--browser-url), no spare"
-        });
-        for _ in 0..rounds.min(10) {
-            if warm_spare {
-                tokio::time::sleep(Duration::from_millis(1500)).await;
-            }
-            timed(
-                &mut reset,
-                client.reset(ResetOptions::new(harness.page("long.html"))),
-            )
-            .await?;
-        }
+        };
+        let reset = resets(&mut client, &harness, rounds, pause, name).await?;
         println!("{}", reset.row());
         if warm_spare {
-            let mut scroll = Series::new("step scroll, remote browser");
-            for i in 0..rounds {
-                let dy = if i % 2 == 0 { 600 } else { -600 };
-                timed(&mut scroll, client.step(BrowserAction::scroll(dy))).await?;
-            }
+            let (scroll, _) = scrolls(&mut client, rounds, "step scroll, remote browser").await?;
             println!("{}", scroll.row());
         }
         client.close().await?;
@@ -382,6 +394,8 @@ async fn remote_browser(rounds: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The same scroll steps with `--record-dir` on: the recorder runs on its own thread, so the
+/// step path should not change.
 async fn recording_overhead(rounds: usize) -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("browserenv-bench-record-{}", std::process::id()));
     let settings = EnvSettings {
@@ -393,11 +407,8 @@ async fn recording_overhead(rounds: usize) -> anyhow::Result<()> {
     client
         .reset(ResetOptions::new(harness.page("long.html")))
         .await?;
-    let mut scroll = Series::new("step scroll, server recording on (--record-dir)");
-    for i in 0..rounds {
-        let dy = if i % 2 == 0 { 600 } else { -600 };
-        timed(&mut scroll, client.step(BrowserAction::scroll(dy))).await?;
-    }
+    let name = "step scroll, server recording on (--record-dir)";
+    let (scroll, _) = scrolls(&mut client, rounds, name).await?;
     println!("{}", scroll.row());
     client.close().await?;
     harness.stop().await;

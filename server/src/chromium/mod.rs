@@ -194,6 +194,17 @@ type Frames = Arc<Mutex<HashSet<String>>>;
 /// Every prepared page's load state, by target, so browser-level events can reach it.
 type LoadStates = Arc<Mutex<HashMap<TargetId, Arc<watch::Sender<LoadState>>>>>;
 
+/// Apply a browser-level event (crash, close) to a prepared page's load state.
+fn update_load_state(states: &LoadStates, target: &TargetId, update: impl FnOnce(&mut LoadState)) {
+    let state = states
+        .lock()
+        .ok()
+        .and_then(|states| states.get(target).cloned());
+    if let Some(state) = state {
+        state.send_modify(update);
+    }
+}
+
 /// Loading state of the current page, written by its event tasks.
 #[derive(Debug, Clone, Default)]
 struct LoadState {
@@ -221,8 +232,6 @@ pub struct ChromiumBrowser {
     current: CurrentPage,
     /// Older tabs stay open, as in a person's browser (unwatched); the newest is last.
     previous_pages: Vec<Page>,
-    /// Tabs that no longer exist.
-    closed_tabs: Arc<Mutex<HashSet<TargetId>>>,
     incidents: Arc<Mutex<Incidents>>,
     new_tabs: Arc<Mutex<Vec<TargetId>>>,
     last_action: Instant,
@@ -380,33 +389,16 @@ impl ChromiumBrowser {
         let states = load_states.clone();
         tasks.0.push(tokio::spawn(async move {
             while let Some(event) = crashes.next().await {
-                if let Some(state) = states
-                    .lock()
-                    .ok()
-                    .and_then(|s| s.get(&event.target_id).cloned())
-                {
-                    state.send_modify(|s| s.crashed = true);
-                }
+                update_load_state(&states, &event.target_id, |s| s.crashed = true);
             }
         }));
 
-        // A closed tab is noted for tab bookkeeping and in its load state, where pending commands
-        // are watching: one being closed may never answer.
-        let closed_tabs = Arc::new(Mutex::new(HashSet::new()));
+        // So does a tab's closing: a command to a tab being closed may never be answered.
         let mut destroyed = browser.event_listener::<EventTargetDestroyed>().await?;
-        let (closed, states) = (closed_tabs.clone(), load_states.clone());
+        let states = load_states.clone();
         tasks.0.push(tokio::spawn(async move {
             while let Some(event) = destroyed.next().await {
-                if let Ok(mut closed) = closed.lock() {
-                    closed.insert(event.target_id.clone());
-                }
-                if let Some(state) = states
-                    .lock()
-                    .ok()
-                    .and_then(|s| s.get(&event.target_id).cloned())
-                {
-                    state.send_modify(|s| s.closed = true);
-                }
+                update_load_state(&states, &event.target_id, |s| s.closed = true);
             }
         }));
 
@@ -416,7 +408,6 @@ impl ChromiumBrowser {
             _tasks: tasks,
             current,
             previous_pages: Vec::new(),
-            closed_tabs,
             incidents,
             new_tabs,
             last_action: Instant::now(),
@@ -469,10 +460,13 @@ impl ChromiumBrowser {
         Ok(&self.current.page)
     }
 
+    /// Whether a tab we have prepared (the current one or one to return to) is gone.
     fn is_closed(&self, target: &TargetId) -> bool {
-        self.closed_tabs
+        self.load_states
             .lock()
-            .is_ok_and(|closed| closed.contains(target))
+            .ok()
+            .and_then(|states| states.get(target).map(|state| state.borrow().closed))
+            .unwrap_or(false)
     }
 
     /// Make `page` the current page; the old one is kept to return to if `page` closes.

@@ -1,13 +1,13 @@
 # The two commands of the README: `make demo` and `make test` (plus `make server`, `make bench`).
-# Each installs what is missing first (Debian's chromium, the Python venv for the interop tests)
-# or says exactly what to run.
+# Each installs what is missing first (Debian's chromium, the terminal emulators and X tools of the
+# UI's real-terminal tests, the Python venv for the interop tests) or says exactly what to run.
 
 CHROMIUM ?= /usr/bin/chromium
 VENV ?= .venv
 PORT ?= 8000
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo server test bench check chromium venv
+.PHONY: demo server test bench check chromium terminals venv
 
 ## The terminal UI on an embedded server and the bundled offline demo site.
 demo: chromium
@@ -17,8 +17,9 @@ demo: chromium
 server: chromium
 	cargo run --release -p browserenv-server -- --port $(PORT) --site assets/pages
 
-## Everything: formatting, lints, Rust unit + end-to-end tests on real Chromium, Python interop.
-test: chromium venv
+## Everything: formatting, lints, Rust unit + end-to-end tests on real Chromium, the UI in real
+## terminals (xterm, kitty, tmux under Xvfb), Python interop.
+test: chromium terminals venv
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	# Four tests at a time: each end-to-end test runs its own Chromium, and on two cores more in
@@ -39,6 +40,18 @@ chromium:
 	  echo "Chromium is missing: installing Debian's chromium package"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium \
 	  || { echo "Could not install it. Run: sudo apt-get install chromium"; exit 1; }; \
+	fi
+
+## The UI's terminal tests run xterm (sixel) and kitty under Xvfb, screenshot them with
+## ImageMagick, click with xdotool, and read tmux's screen.
+TERMINAL_TOOLS := Xvfb xterm kitty import xdotool tmux
+TERMINAL_PACKAGES := xvfb xterm kitty imagemagick xdotool tmux fonts-dejavu-core
+terminals:
+	@missing=""; for tool in $(TERMINAL_TOOLS); do command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Missing for the terminal tests:$$missing; installing $(TERMINAL_PACKAGES)"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(TERMINAL_PACKAGES) \
+	  || { echo "Could not install them. Run: sudo apt-get install $(TERMINAL_PACKAGES)"; exit 1; }; \
 	fi
 
 venv: $(VENV)/.installed

@@ -6,6 +6,7 @@ pub mod client;
 pub mod models;
 pub mod protocol;
 pub mod tasks;
+pub mod text_layer;
 pub mod trajectory;
 
 pub use client::{Client, ClientError, ResetOptions};

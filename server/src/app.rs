@@ -26,6 +26,9 @@ use crate::recording::SessionRecorder;
 use crate::registry::{Registration, Registry};
 use crate::settings::EnvSettings;
 
+/// How long a text-layer request waits for its session (which may be in the middle of a step).
+const TEXT_ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// Incoming frames and bodies up to this size are accepted (the wire doc asks for at least 16 MiB).
 pub const MAX_INCOMING_BYTES: usize = 32 * 1024 * 1024;
 
@@ -165,6 +168,7 @@ pub fn router<L: Launcher>(state: Arc<AppState<L>>) -> Router {
         .route("/sessions", get(list_sessions::<L>))
         .route("/sessions/{id}", get(session_info::<L>))
         .route("/sessions/{id}/watch", get(watch_session::<L>))
+        .route("/sessions/{id}/text", get(session_text::<L>))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             require_token::<L>,
@@ -385,10 +389,11 @@ async fn http_reset<L: Launcher>(
         session.env = Some(app.environment());
         let recorder = SessionRecorder::new(app.recorder.clone());
         let peer = peer.map_or_else(|| "unknown".to_string(), |p| p.0 .0.clone());
-        session.registration = Some(
-            app.registry
-                .register(format!("http-{}", recorder.session()), peer),
-        );
+        let registration = app
+            .registry
+            .register(format!("http-{}", recorder.session()), peer);
+        serve_http_text(&app, &registration);
+        session.registration = Some(registration);
         session.recorder = Some(recorder);
     }
     let HttpSession {
@@ -412,6 +417,24 @@ async fn http_reset<L: Launcher>(
         }
         Err(err) => execution_error(err.0),
     }
+}
+
+/// The HTTP session answers text-layer requests whenever no `/reset` or `/step` holds it. The task
+/// ends with the session's registration (it holds the server state only weakly).
+fn serve_http_text<L: Launcher>(app: &Arc<AppState<L>>, registration: &Registration) {
+    let mut requests = registration.serve_text();
+    let (app, id) = (Arc::downgrade(app), registration.id.clone());
+    tokio::spawn(async move {
+        while let Some(reply) = requests.recv().await {
+            let Some(app) = app.upgrade() else { break };
+            let mut session = app.http_session.lock().await;
+            let text = match session.env.as_mut() {
+                Some(env) => env.visible_text(&id).await.map_err(|err| err.0),
+                None => Err("no page yet: reset first".to_string()),
+            };
+            let _ = reply.send(text);
+        }
+    });
 }
 
 fn capacity_response(capacity: &Capacity) -> Response {
@@ -528,6 +551,35 @@ async fn session_info<L: Launcher>(
     match app.registry.get(&id) {
         Some(info) => Json(json!(info)).into_response(),
         None => unknown_session(&id),
+    }
+}
+
+/// `/sessions/{id}/text`: the visible text of the session's current page with its boxes (the
+/// terminal UI's text layer). Read-only and outside the wire contract; the session answers between
+/// its own requests, so a step in flight delays the answer but is never disturbed.
+async fn session_text<L: Launcher>(
+    State(app): State<Arc<AppState<L>>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let busy = || {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"detail": "the session is busy: ask again after its step", "code": "SESSION_BUSY"})),
+        )
+            .into_response()
+    };
+    match app.registry.request_text(&id, reply) {
+        None => return unknown_session(&id),
+        Some(Err(_)) => return busy(),
+        Some(Ok(())) => {}
+    }
+    match tokio::time::timeout(TEXT_ANSWER_TIMEOUT, answer).await {
+        Ok(Ok(Ok(layer))) => Json(layer).into_response(),
+        Ok(Ok(Err(message))) => execution_error(message),
+        // The session ended before it answered.
+        Ok(Err(_)) => unknown_session(&id),
+        Err(_) => busy(),
     }
 }
 

@@ -1,5 +1,5 @@
 //! The browser seam: the narrow interface the episode logic drives. The Chromium adapter
-//! (`chromium.rs`) implements it for real; `fake.rs` implements it deterministically for unit tests
+//! (`chromium/`) implements it for real; `fake.rs` implements it deterministically for unit tests
 //! of the episode logic.
 //!
 //! The seam is a `Launcher` (makes browsers) and a `Browser` (one private browser whose current page
@@ -10,6 +10,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use browserenv::models::Key;
+use browserenv::text_layer::TextRun;
 
 /// What went wrong inside the page. These become the observation's `error` code; the episode goes on
 /// unless the failure means the page is gone (see [`PageError::ends_episode`]).
@@ -63,6 +64,15 @@ pub struct PageFacts {
     pub text: String,
     /// `[x, y, width, height]` of every password input on screen.
     pub password_boxes: Vec<[i64; 4]>,
+}
+
+/// The current page's visible text, read on request (never part of an observation).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PageText {
+    pub url: String,
+    pub runs: Vec<TextRun>,
+    /// More text was on screen than one answer carries.
+    pub truncated: bool,
 }
 
 /// Things the browser handled on its own during an action, reported in observation metadata.
@@ -134,6 +144,8 @@ pub trait Browser: Send + 'static {
         &mut self,
         at: Option<(i64, i64)>,
     ) -> impl Future<Output = Result<Option<serde_json::Value>, PageError>> + Send;
+    /// The visible text as positioned lines (the text layer of `GET /sessions/{id}/text`).
+    fn visible_text(&mut self) -> impl Future<Output = Result<PageText, PageError>> + Send;
     /// A PNG of the viewport, base64-encoded.
     fn screenshot(&mut self) -> impl Future<Output = Result<String, PageError>> + Send;
     /// What happened on its own since the last call.

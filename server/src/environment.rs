@@ -15,6 +15,7 @@ use browserenv::models::{
 };
 
 use browserenv::tasks::{Task, TaskSet};
+use browserenv::text_layer::TextLayer;
 
 use crate::browser::{Browser, Incidents, Launcher, PageError, SettleOutcome};
 use crate::settings::{EnvSettings, SettleMode};
@@ -27,6 +28,8 @@ pub struct EnvError(pub String);
 
 /// Reading the target element is one small script; a page too busy to answer is not waited for.
 const ELEMENT_TIMEOUT: Duration = Duration::from_millis(1000);
+/// Reading the text layer: the page walk stops itself well before this.
+const TEXT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Where the wheel turns when nothing was clicked yet: the viewport centre.
 const VIEWPORT_CENTRE: (i64, i64) = (VIEWPORT_WIDTH / 2, VIEWPORT_HEIGHT / 2);
@@ -422,6 +425,30 @@ impl<L: Launcher> Environment<L> {
             reward: Some(reward),
             done: episode.done,
         }
+    }
+
+    /// The current page's visible text with its boxes (the TUI's text layer), bounded like every
+    /// browser call. Read-only: the episode, its step count and its observations are untouched.
+    pub async fn visible_text(&mut self, session: &str) -> Result<TextLayer, EnvError> {
+        let episode = self
+            .episode
+            .as_mut()
+            .ok_or_else(|| EnvError("no page yet: reset first".into()))?;
+        let text = bounded(
+            TEXT_TIMEOUT,
+            PageError::RendererTimeout,
+            episode.browser.visible_text(),
+        )
+        .await
+        .map_err(|err| EnvError(format!("cannot read the page's text: {err}")))?;
+        Ok(TextLayer {
+            session: session.to_string(),
+            episode_id: self.state.episode_id.clone(),
+            step: self.state.step_count,
+            url: text.url,
+            runs: text.runs,
+            truncated: text.truncated,
+        })
     }
 
     /// End the current episode and release its browser.

@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use browserenv::models::Key;
+use browserenv::text_layer::TextRun;
 
-use crate::browser::{Browser, Incidents, Launcher, PageError, PageFacts, SettleOutcome};
+use crate::browser::{Browser, Incidents, Launcher, PageError, PageFacts, PageText, SettleOutcome};
 
 /// A 1x1 transparent PNG, base64: enough for code that only passes screenshots through.
 pub const TINY_PNG: &str =
@@ -25,6 +26,8 @@ pub struct FakeScript {
     pub first_browser_dead: bool,
     /// Reported once, on the first `take_incidents` of each browser.
     pub incidents: Incidents,
+    /// What `visible_text` returns.
+    pub text_runs: Vec<TextRun>,
 }
 
 #[derive(Default)]
@@ -161,6 +164,15 @@ impl Browser for FakeBrowser {
             "tag": "button", "role": "button", "name": "Fake", "text": "Fake",
             "type": null, "password": false, "bbox": [0, 0, 10, 10], "at": at,
         })))
+    }
+
+    async fn visible_text(&mut self) -> Result<PageText, PageError> {
+        self.record("visible_text".into());
+        Ok(PageText {
+            url: self.url.clone(),
+            runs: self.script.text_runs.clone(),
+            truncated: false,
+        })
     }
 
     async fn screenshot(&mut self) -> Result<String, PageError> {

@@ -3,19 +3,28 @@
 //! Each session publishes every reset and step as one pre-serialized frame on a broadcast
 //! channel; watchers subscribe. The session never waits: with no watcher nothing is even
 //! serialized, and a slow watcher that falls behind skips to the newest frame.
+//!
+//! A session may also take text-layer requests (`GET /sessions/{id}/text`): the route queues a
+//! reply slot here and the session answers between its own requests, from its own browser.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 use serde_json::{json, Value};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc, oneshot};
 
 use browserenv::models::{BrowserAction, StepResult};
 use browserenv::protocol::step_result_body;
+use browserenv::text_layer::TextLayer;
 
 /// How many frames a watcher may fall behind before it skips to the newest.
 const WATCH_BACKLOG: usize = 8;
+/// Text-layer requests a session may have waiting; more are refused as busy.
+const TEXT_BACKLOG: usize = 4;
+
+/// Where a session sends one text-layer answer (or why it has none).
+pub type TextReply = oneshot::Sender<Result<TextLayer, String>>;
 
 /// A new watcher's start: the newest frame so far (if any), and the stream of what follows.
 pub type Subscription = (Option<Arc<str>>, broadcast::Receiver<Arc<str>>);
@@ -40,6 +49,8 @@ struct Entry {
     events: broadcast::Sender<Arc<str>>,
     /// The newest event, so a watcher that attaches (or falls behind) starts from the current page.
     last: Option<Arc<LastEvent>>,
+    /// The session's inbox for text-layer requests, once it serves them.
+    text: Option<mpsc::Sender<TextReply>>,
 }
 
 struct LastEvent {
@@ -104,6 +115,7 @@ impl Registry {
                     info,
                     events,
                     last: None,
+                    text: None,
                 },
             );
         }
@@ -140,6 +152,17 @@ impl Registry {
             entry.last.as_ref().map(|l| l.frame()),
             entry.events.subscribe(),
         ))
+    }
+
+    /// Queue a text-layer request for a session. None: no such session (or it takes none);
+    /// `Err` holds the reply slot back when the session has too many waiting.
+    pub fn request_text(&self, id: &str, reply: TextReply) -> Option<Result<(), TextReply>> {
+        let sender = self.sessions.lock().ok()?.get(id)?.text.clone()?;
+        Some(sender.try_send(reply).map_err(|err| match err {
+            mpsc::error::TrySendError::Full(reply) | mpsc::error::TrySendError::Closed(reply) => {
+                reply
+            }
+        }))
     }
 
     /// The newest frame of a session (for a watcher that fell behind).
@@ -188,6 +211,17 @@ impl Registration {
             let _ = entry.events.send(last.frame());
         }
         entry.last = Some(last);
+    }
+
+    /// Take text-layer requests from now on; the session answers what arrives here.
+    pub fn serve_text(&self) -> mpsc::Receiver<TextReply> {
+        let (sender, requests) = mpsc::channel(TEXT_BACKLOG);
+        if let Ok(mut sessions) = self.registry.sessions.lock() {
+            if let Some(entry) = sessions.get_mut(&self.id) {
+                entry.text = Some(sender);
+            }
+        }
+        requests
     }
 
     pub fn detach_controller(&self) {

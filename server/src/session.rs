@@ -27,6 +27,12 @@ enum Incoming {
     Binary,
 }
 
+/// What the session loop handles next.
+enum Next {
+    Client(Incoming),
+    Text(crate::registry::TextReply),
+}
+
 type Sink = SplitSink<WebSocket, Message>;
 
 pub async fn run<L: Launcher>(socket: WebSocket, app: Arc<AppState<L>>, peer: String) {
@@ -62,13 +68,27 @@ pub async fn run<L: Launcher>(socket: WebSocket, app: Arc<AppState<L>>, peer: St
     let mut env = app.environment();
     let recorder = SessionRecorder::new(app.recorder.clone());
     let registration = app.registry.register(recorder.session().to_string(), peer);
+    let mut text_requests = registration.serve_text();
     let mut shutdown = app.shutdown.clone();
     loop {
         let next = tokio::select! {
-            next = incoming.recv() => next,
+            next = incoming.recv() => next.map(Next::Client),
+            Some(reply) = text_requests.recv() => Some(Next::Text(reply)),
             _ = shutdown.wait_for(|stop| *stop) => None,
         };
-        let Some(next) = next else { break };
+        let next = match next {
+            Some(Next::Client(next)) => next,
+            // A text-layer request is answered between the client's own requests, never during one.
+            Some(Next::Text(reply)) => {
+                let _ = reply.send(
+                    env.visible_text(&registration.id)
+                        .await
+                        .map_err(|err| err.0),
+                );
+                continue;
+            }
+            None => break,
+        };
         let text = match next {
             Incoming::Text(text) => text,
             Incoming::Binary => {

@@ -221,8 +221,9 @@ async fn main() -> anyhow::Result<()> {
     drop(client);
     harness.stop().await;
 
+    let frames = catalog_frames(rounds).await?;
     println!();
-    tui_frames(&screenshots)?;
+    tui_frames(&frames)?;
     Ok(())
 }
 
@@ -418,46 +419,127 @@ async fn recording_overhead(rounds: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// From an observation's PNG arriving to its frame written out: decode, resize, half-block
-/// encode, draw, and the escape sequences a real terminal would receive (into a buffer here).
-fn tui_frames(screenshots: &[String]) -> anyhow::Result<()> {
+/// The demo site's catalog, scrolled a screen at a time: screenshots with their text layers,
+/// what the terminal UI shows. Also times the text layer route.
+async fn catalog_frames(
+    rounds: usize,
+) -> anyhow::Result<Vec<(String, browserenv::text_layer::TextLayer)>> {
+    let site = browserenv_server::site::serve_dir(browserenv_tests::assets_dir().join("site"))
+        .await
+        .map_err(|err| anyhow::anyhow!("{err}"))?;
+    let harness = Harness::start(EnvSettings {
+        max_steps: 200,
+        ..test_settings()
+    })
+    .await;
+    let mut client = harness.client().await;
+    client
+        .reset(ResetOptions::new(site.url("catalog.html")).episode_id("bench-text"))
+        .await?;
+    let base = harness.server.base_url();
+    let sessions: Vec<serde_json::Value> = reqwest::get(format!("{base}/sessions"))
+        .await?
+        .json()
+        .await?;
+    let id = sessions
+        .iter()
+        .find(|s| s["episode_id"] == "bench-text")
+        .and_then(|s| s["id"].as_str())
+        .ok_or_else(|| anyhow::anyhow!("the session is not listed"))?
+        .to_string();
+    let mut route = Series::new("text layer: GET /sessions/{id}/text (catalog page)");
+    let mut frames = Vec::new();
+    for round in 0..rounds {
+        let dy = if round % 6 < 3 { 300 } else { -300 };
+        let step = client.step(BrowserAction::scroll(dy)).await?;
+        let started = Instant::now();
+        let layer: browserenv::text_layer::TextLayer =
+            reqwest::get(format!("{base}/sessions/{id}/text"))
+                .await?
+                .json()
+                .await?;
+        route.add(started.elapsed());
+        frames.push((step.observation.screenshot, layer));
+    }
+    println!("{}", route.row());
+    client.close().await?;
+    harness.stop().await;
+    Ok(frames)
+}
+
+/// From an observation's PNG arriving to its frame written out, per protocol and terminal size:
+/// decode, crop and scale, encode (half-blocks with and without the text layer, sixel, kitty,
+/// iTerm2), draw, and the bytes a real terminal would receive (counted here).
+fn tui_frames(frames: &[(String, browserenv::text_layer::TextLayer)]) -> anyhow::Result<()> {
     use browserenv_tui::app::{App, Msg};
-    use browserenv_tui::event_loop::{render, Painter};
-    use browserenv_tui::picture::{decode, Graphics};
+    use browserenv_tui::event_loop::render;
+    use browserenv_tui::graphics::{Graphics, Protocol};
+    use browserenv_tui::painter::Painter;
+    use browserenv_tui::picture::decode;
     use ratatui::backend::CrosstermBackend;
     use ratatui::layout::Size;
 
-    let (width, height) = (200u16, 60u16);
-    let written = std::rc::Rc::new(std::cell::Cell::new(0usize));
-    let mut terminal = ratatui::Terminal::with_options(
-        CrosstermBackend::new(CountingWriter(written.clone())),
-        ratatui::TerminalOptions {
-            viewport: ratatui::Viewport::Fixed(ratatui::layout::Rect::new(0, 0, width, height)),
-        },
-    )?;
-    let mut app = App::new("http://127.0.0.1/".into(), "bench".into());
-    app.update(Msg::Connected);
-    let mut painter = Painter::new(Graphics::halfblocks());
-    let mut frame = Series::new("TUI frame: PNG in -> frame out (half-blocks, 200x60)");
-    let mut bytes = Vec::new();
-    for screenshot in screenshots {
-        let started = Instant::now();
-        let image = decode(screenshot).map_err(anyhow::Error::msg)?;
-        painter.set_image(Some(std::sync::Arc::new(image)));
-        painter.encode_now(&app, Size::new(width, height));
-        written.set(0);
-        render(&mut terminal, &mut app, &painter, false)?;
-        frame.add(started.elapsed());
-        bytes.push(written.get());
+    /// A common cell size for the pixel protocols (kitty in Debian 12 reports 9x20, xterm 6x13).
+    const CELL: (u16, u16) = (8, 16);
+    println!("| measure | n | median ms | p95 ms | median KB per frame |");
+    println!("|---|---|---|---|---|");
+    let kinds: [(&str, Graphics, bool); 5] = [
+        ("kitty", Graphics::pixels(Protocol::Kitty, CELL), false),
+        ("sixel", Graphics::pixels(Protocol::Sixel, CELL), false),
+        ("iTerm2", Graphics::pixels(Protocol::Iterm2, CELL), false),
+        ("half-blocks", Graphics::halfblocks(), false),
+        ("half-blocks + text", Graphics::halfblocks(), true),
+    ];
+    for (width, height) in [(120u16, 40u16), (200, 60)] {
+        for (name, graphics, text) in &kinds {
+            let written = std::rc::Rc::new(std::cell::Cell::new(0usize));
+            let mut terminal = ratatui::Terminal::with_options(
+                CrosstermBackend::new(CountingWriter(written.clone())),
+                ratatui::TerminalOptions {
+                    viewport: ratatui::Viewport::Fixed(ratatui::layout::Rect::new(
+                        0, 0, width, height,
+                    )),
+                },
+            )?;
+            let mut raw = CountingWriter(written.clone());
+            let mut app = App::new("http://127.0.0.1/".into(), "bench".into());
+            app.update(Msg::Connected);
+            app.text_picture = graphics.is_text();
+            app.text_layer = *text;
+            let mut painter = Painter::new(graphics.clone());
+            let mut series = Series::new(&format!("TUI frame {width}x{height}: {name}"));
+            let mut bytes = Vec::new();
+            for (index, (screenshot, layer)) in frames.iter().enumerate() {
+                let started = Instant::now();
+                let image = decode(screenshot).map_err(anyhow::Error::msg)?;
+                painter.slot.set_image(Some(std::sync::Arc::new(image)));
+                if *text {
+                    painter
+                        .slot
+                        .set_text(Some(std::sync::Arc::new(layer.clone())));
+                }
+                painter.encode_now(&app, Size::new(width, height));
+                written.set(0);
+                render(&mut terminal, &mut app, &mut painter, Some(&mut raw))?;
+                // The first frame paints the whole screen; the rest are changed frames.
+                if index > 0 {
+                    series.add(started.elapsed());
+                    bytes.push(written.get());
+                }
+            }
+            bytes.sort_unstable();
+            println!(
+                "{} {:.0} |",
+                series.row(),
+                bytes[bytes.len() / 2] as f64 / 1000.0
+            );
+        }
     }
-    bytes.sort_unstable();
-    println!("| measure | n | median ms | p95 ms |");
-    println!("|---|---|---|---|");
-    println!("{}", frame.row());
     println!();
     println!(
-        "TUI frame size: median {} KiB of terminal output per changed frame.",
-        bytes[bytes.len() / 2] / 1024
+        "Pixel protocols at a {}x{} px cell: 1:1 (800x600) at both sizes. Frames are the demo \
+         catalog scrolled 300 px at a time.",
+        CELL.0, CELL.1
     );
     Ok(())
 }

@@ -6,11 +6,9 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use browserenv::models::{BrowserAction, Key};
-use ratatui::layout::Rect;
-
 use crate::command::{parse_command, Command};
-use crate::picture::{cell_to_page, PAGE_HEIGHT, PAGE_WIDTH};
+use crate::picture::{Region, View, PAGE_HEIGHT, PAGE_WIDTH, ZOOMS};
+use browserenv::models::{BrowserAction, Key};
 
 /// Arrow keys move the crosshair this far; with Shift, `FAST_STEP`.
 pub const STEP: i64 = 10;
@@ -152,6 +150,11 @@ pub enum Msg {
         column: u16,
         row: u16,
     },
+    /// A left click at a terminal pixel (SGR-Pixels mouse reports), 0-based.
+    ClickPixel {
+        x: u32,
+        y: u32,
+    },
     /// Pasted text (bracketed paste): goes into the open line editor.
     Paste(String),
     /// Wheel: +1 down, -1 up.
@@ -180,6 +183,8 @@ pub enum Msg {
     Disconnected(String),
     /// Writing the recording failed (the UI goes on; the message says what was lost).
     RecorderError(String),
+    /// The server offers no text layer (said once; the picture goes on alone).
+    TextUnavailable(String),
     Tick,
 }
 
@@ -232,8 +237,16 @@ pub struct App {
     pub scroll_step: i64,
     /// From the embedded server's settings; unknown for a remote server.
     pub max_steps: Option<u64>,
-    /// Where the picture is drawn (cells), set by the layout for mouse mapping.
-    pub picture: Option<Rect>,
+    /// Where the picture is drawn and what it shows, set by the layout for mouse mapping.
+    pub picture: Option<View>,
+    /// The zoom lens: 1 (the whole page), 2 or 4.
+    pub zoom: u8,
+    /// The part of the page the lens shows when zoomed; it follows the crosshair.
+    pub lens: Region,
+    /// Draw the page's text over a half-block picture (`T`).
+    pub text_layer: bool,
+    /// Why the server has no text layer, once it said so.
+    pub text_unavailable: Option<String>,
     pub terminal: (u16, u16),
     pub spinner: usize,
     /// Whether the terminal shows the picture as text cells (half-blocks).
@@ -265,6 +278,10 @@ impl App {
             scroll_step: 200,
             max_steps: None,
             picture: None,
+            zoom: 1,
+            lens: Region::PAGE,
+            text_layer: true,
+            text_unavailable: None,
             terminal: (80, 24),
             spinner: 0,
             text_picture: true,
@@ -373,6 +390,59 @@ impl App {
             (x + dx).clamp(0, PAGE_WIDTH - 1),
             (y + dy).clamp(0, PAGE_HEIGHT - 1),
         );
+        // The lens follows a crosshair that leaves it.
+        if self.zoom > 1 && !self.lens.contains(self.crosshair.0, self.crosshair.1) {
+            self.lens = Region::lens(self.zoom, self.crosshair);
+        }
+    }
+
+    /// The part of the page the picture shows: all of it, or the lens's part.
+    pub fn region(&self) -> Region {
+        if self.zoom > 1 {
+            self.lens
+        } else {
+            Region::PAGE
+        }
+    }
+
+    /// Whether the picture should carry the text layer (and so whether to ask for it).
+    pub fn wants_text(&self) -> bool {
+        self.text_picture && self.text_layer && self.text_unavailable.is_none()
+    }
+
+    /// `z`: 1x, 2x, 4x, back to 1x; or straight to `zoom`.
+    fn set_zoom(&mut self, zoom: Option<u8>) -> Vec<Effect> {
+        let next = zoom.unwrap_or_else(|| {
+            let at = ZOOMS.iter().position(|&z| z == self.zoom).unwrap_or(0);
+            ZOOMS[(at + 1) % ZOOMS.len()]
+        });
+        if !ZOOMS.contains(&next) {
+            self.error("zoom is 1, 2 or 4");
+            return Vec::new();
+        }
+        self.zoom = next;
+        self.lens = Region::lens(next, self.crosshair);
+        self.notice(if next == 1 {
+            "zoom off: the whole page".to_string()
+        } else {
+            format!("zoom {next}x around the crosshair (arrows move it, z again for more)")
+        });
+        vec![Effect::Redraw]
+    }
+
+    fn toggle_text(&mut self) -> Vec<Effect> {
+        if !self.text_picture {
+            self.error("the text layer draws over half-blocks only (--graphics halfblocks)");
+            return Vec::new();
+        }
+        self.text_layer = !self.text_layer;
+        let text = match (&self.text_unavailable, self.text_layer) {
+            (Some(reason), true) => format!("text layer on, but {reason}"),
+            (None, true) => "text layer on".into(),
+            (_, false) => "text layer off: the picture alone".into(),
+        };
+        self.notice(text);
+        vec![Effect::Redraw]
     }
 
     pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
@@ -382,7 +452,16 @@ impl App {
                 if self.help || !matches!(self.mode, Mode::Normal) {
                     return Vec::new();
                 }
-                match self.picture.and_then(|p| cell_to_page(p, column, row)) {
+                match self.picture.and_then(|p| p.cell_to_page(column, row)) {
+                    Some((x, y)) => self.click_at(x, y),
+                    None => Vec::new(),
+                }
+            }
+            Msg::ClickPixel { x, y } => {
+                if self.help || !matches!(self.mode, Mode::Normal) {
+                    return Vec::new();
+                }
+                match self.picture.and_then(|p| p.pixel_to_page(x, y)) {
                     Some((x, y)) => self.click_at(x, y),
                     None => Vec::new(),
                 }
@@ -496,6 +575,15 @@ impl App {
             Msg::RecorderError(error) => {
                 self.error(format!("recording: {error}"));
                 Vec::new()
+            }
+            Msg::TextUnavailable(reason) => {
+                if self.text_unavailable.is_none() {
+                    self.notice(format!(
+                        "no text layer: {reason}; showing the picture alone"
+                    ));
+                    self.text_unavailable = Some(reason);
+                }
+                vec![Effect::Redraw]
             }
             Msg::Tick => {
                 self.spinner = self.spinner.wrapping_add(1);
@@ -643,6 +731,8 @@ impl App {
                     self.request(Request::Reset(url))
                 }
                 Ok(Command::Grid) => self.toggle_grid(),
+                Ok(Command::Zoom(zoom)) => self.set_zoom(zoom),
+                Ok(Command::Text) => self.toggle_text(),
                 Ok(Command::Help) => {
                     self.help = true;
                     Vec::new()
@@ -737,6 +827,8 @@ impl App {
                 'j' => self.step(BrowserAction::scroll(self.scroll_step)),
                 'u' => self.step(BrowserAction::scroll(-self.scroll_step)),
                 'g' => self.toggle_grid(),
+                'z' => self.set_zoom(None),
+                'T' => self.toggle_text(),
                 'R' => {
                     if !self.can_record {
                         self.error("start with --record DIR to record demonstrations");
@@ -800,8 +892,13 @@ pub const BINDINGS: &[(&str, &str)] = &[
     (":", "command line, then Enter:"),
     ("", "  click X Y · type TEXT · key NAME · scroll DY"),
     ("", "  back · wait · finish [ANSWER] · reset [URL]"),
-    ("", "  grid · help · quit"),
-    ("g", "grid lines every 100 px"),
+    ("", "  grid · zoom [1|2|4] · text · help · quit"),
+    ("g", "grid lines every 100 px (50 / 25 px when zoomed)"),
+    ("z", "zoom lens: 2x, 4x around the crosshair, then off"),
+    (
+        "T",
+        "text layer on/off (half-blocks: the page's text as characters)",
+    ),
     (
         "R / n",
         "recording on/off (--record DIR) / note on the last step",
@@ -818,7 +915,12 @@ mod tests {
 
     fn connected_app() -> App {
         let mut app = App::new("http://127.0.0.1:1/".into(), "test".into());
-        app.picture = Some(Rect::new(4, 1, 80, 30));
+        app.picture = Some(View {
+            cells: ratatui::layout::Rect::new(4, 1, 80, 30),
+            pixels: (800, 600),
+            cell: (10, 20),
+            region: Region::PAGE,
+        });
         let effects = app.update(Msg::Connected);
         assert_eq!(
             effects,
@@ -1131,6 +1233,50 @@ mod tests {
             "the key only closes help"
         );
         assert!(!app.help);
+    }
+
+    #[test]
+    fn zoom_cycles_and_the_lens_follows_the_crosshair() {
+        let mut app = connected_app();
+        assert_eq!(app.region(), Region::PAGE);
+        key(&mut app, KeyInput::Char('z'));
+        assert_eq!((app.zoom, app.region()), (2, Region::lens(2, (400, 300))));
+        // Clicks map through the lens: its first cell is its corner, not the page's.
+        app.picture = app.picture.map(|p| View {
+            region: app.region(),
+            ..p
+        });
+        let effects = app.update(Msg::Click { column: 4, row: 1 });
+        assert_eq!(sent(&effects), vec![BrowserAction::click(202, 155)]);
+        finish_step(&mut app);
+        for _ in 0..10 {
+            key(&mut app, KeyInput::Right { fast: true });
+        }
+        assert_eq!(app.crosshair, (702, 155));
+        assert_eq!(app.region().x, 400, "the lens moved along");
+        key(&mut app, KeyInput::Char('z'));
+        assert_eq!(app.zoom, 4);
+        key(&mut app, KeyInput::Char('z'));
+        assert_eq!((app.zoom, app.region()), (1, Region::PAGE));
+    }
+
+    #[test]
+    fn the_text_layer_toggles_and_a_missing_one_is_said_once() {
+        let mut app = connected_app();
+        assert!(app.wants_text(), "on by default under half-blocks");
+        assert_eq!(key(&mut app, KeyInput::Char('T')), vec![Effect::Redraw]);
+        assert!(!app.wants_text());
+        key(&mut app, KeyInput::Char('T'));
+        app.update(Msg::TextUnavailable("no /sessions route".into()));
+        assert!(!app.wants_text());
+        assert!(app.notice.as_ref().unwrap().text.contains("no text layer"));
+        app.notice = None;
+        app.update(Msg::TextUnavailable("no /sessions route".into()));
+        assert_eq!(app.notice, None, "said once");
+        // Pixel pictures carry no text layer.
+        app.text_picture = false;
+        assert!(key(&mut app, KeyInput::Char('T')).is_empty());
+        assert!(app.notice.as_ref().unwrap().is_error);
     }
 
     #[test]

@@ -2,9 +2,11 @@
 //! terminal, run the loop, put everything back.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Parser;
 use futures_util::StreamExt;
+use tokio::sync::oneshot;
 
 use browserenv_server::settings::EnvSettings;
 use browserenv_server::ServerConfig;
@@ -14,10 +16,11 @@ use browserenv::tasks::TaskSet;
 use browserenv::trajectory::{Actor, Recorder, RecorderHandle, TrajectoryWriter};
 
 use crate::app::{App, Msg, TaskView};
-use crate::embedded::{default_site_dir, start_embedded};
-use crate::event_loop::{run as run_loop, Exit, LoopOptions};
+use crate::embedded::{default_site_dir, start_embedded, Embedded};
+use crate::event_loop::{run as run_loop, Exit, GraphicsSource, LoopOptions};
 use crate::export::ExportFormat;
-use crate::terminal::{detect_graphics, enter, GraphicsChoice};
+use crate::graphics::GraphicsChoice;
+use crate::terminal::{enter, hangup, probe_graphics};
 
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -137,7 +140,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let server = cli.server.clone().context("watch needs --server URL")?;
             Some(match session {
                 Some(session) => session.clone(),
-                None => crate::watching::list_sessions(&server, cli.token.as_deref())
+                None => crate::sessions::Sessions::new(&server, cli.token.clone())?
+                    .list()
                     .await?
                     .first()
                     .and_then(|s| s["id"].as_str().map(str::to_string))
@@ -150,40 +154,26 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Some(path) => Some(TaskSet::load(path).map_err(anyhow::Error::msg)?),
         None => None,
     };
-    let mut embedded = None;
-    let (server, start_url, max_steps) = match &cli.server {
-        Some(server) => {
-            let start = cli
-                .start_url
-                .clone()
-                .unwrap_or_else(|| "https://example.com/".into());
-            (server.clone(), start, None)
-        }
-        None => {
-            let config = ServerConfig {
-                settings: EnvSettings {
-                    max_steps: cli.max_steps,
-                    ..EnvSettings::default()
-                },
-                max_sessions: 2,
-                warm_spare: true,
-                record_dir: None,
-                redact: false,
-                token: None,
-                tasks: None,
-            };
-            let site = cli.site.clone().unwrap_or_else(default_site_dir);
-            let started = start_embedded(site, cli.chromium.clone(), config, tasks.clone()).await?;
-            let start = cli
-                .start_url
-                .clone()
-                .unwrap_or_else(|| started.site.url("index.html"));
-            let server = started.server.base_url();
-            embedded = Some(started);
-            (server, start, Some(cli.max_steps))
+    let recorder = match &cli.record {
+        Some(dir) => Some(open_recorder(dir, watch.is_some(), cli.redact)?),
+        None => None,
+    };
+    // The terminal first: the graphics probe needs raw mode (no echo), and it runs while the
+    // embedded server starts and the UI connects, so it holds up neither.
+    let mut guard = enter()?;
+    let choice = cli.graphics;
+    let (graphics_tx, graphics_rx) = oneshot::channel();
+    let probe = tokio::task::spawn_blocking(move || {
+        let _ = graphics_tx.send(probe_graphics(choice));
+    });
+    let (server, start_url, max_steps, embedded) = match serve(&cli, tasks.clone()).await {
+        Ok(served) => served,
+        Err(err) => {
+            let _ = probe.await;
+            drop(guard);
+            return Err(err);
         }
     };
-
     let mut app = App::new(start_url, server.clone());
     app.scroll_step = cli.scroll_step;
     app.max_steps = max_steps;
@@ -198,55 +188,126 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             })
             .collect();
     }
-    let recorder = match &cli.record {
-        Some(dir) => {
-            let (writer, recovery) = TrajectoryWriter::open(dir)
-                .with_context(|| format!("cannot record into {}", dir.display()))?;
-            if !recovery.incomplete.is_empty() {
-                app.update(Msg::RecorderError(format!(
-                    "{} episode(s) interrupted last time are marked incomplete in {}",
-                    recovery.incomplete.len(),
-                    dir.display()
-                )));
-            }
-            let (errors_tx, errors) = tokio::sync::mpsc::unbounded_channel();
-            let actor = if watch.is_some() {
-                Actor::Agent
-            } else {
-                Actor::Human
-            };
-            let recorder = Recorder::new(writer, actor).redacting(cli.redact);
-            let handle = RecorderHandle::spawn(recorder, move |err| {
-                let _ = errors_tx.send(err.to_string());
-            })?;
-            app.can_record = true;
-            app.recording = true;
-            Some((handle, errors))
+    let recorder = recorder.map(|(handle, errors, incomplete)| {
+        app.can_record = true;
+        app.recording = true;
+        if let Some(incomplete) = incomplete {
+            app.update(Msg::RecorderError(incomplete));
         }
-        None => None,
+        (handle, errors)
+    });
+    // Input is read only once the probe has its answers: no reply is taken for a keystroke.
+    // crossterm's reader reports no end of a closed terminal, so `hangup` watches for it.
+    let input = futures_util::stream::once(Box::pin(async move {
+        let _ = probe.await;
+        crossterm::event::EventStream::new()
+    }))
+    .flatten()
+    .take_while(|event| std::future::ready(event.is_ok()))
+    .filter_map(|event| std::future::ready(event.ok()));
+    let stop = async {
+        tokio::select! {
+            _ = quit_on_signal() => Exit::Quit,
+            _ = hangup() => Exit::InputClosed,
+        }
     };
-    let mut guard = enter()?;
-    let graphics = detect_graphics(cli.graphics);
-    let input =
-        crossterm::event::EventStream::new().filter_map(|event| std::future::ready(event.ok()));
-    let signals = quit_on_signal();
-    let outcome = tokio::select! {
-        outcome = run_loop(&mut guard.terminal, &mut app, input, LoopOptions {
+    let outcome = run_loop(
+        &mut guard.terminal,
+        &mut app,
+        input,
+        LoopOptions {
             server,
             token: cli.token.clone(),
-            graphics,
-            synchronized: true,
+            graphics: GraphicsSource::Probing(graphics_rx),
+            out: Some(Box::new(std::io::stdout())),
             frames: None,
             recorder,
             watch,
-        }) => outcome,
-        _ = signals => Ok(Exit::Quit),
-    };
+            stop: Some(Box::pin(stop)),
+        },
+    )
+    .await;
     drop(guard);
+    tracing::info!("ending: {outcome:?}");
     if let Some(embedded) = embedded {
-        embedded.server.stop().await?;
+        stop_embedded(embedded).await;
     }
+    tracing::info!("ended");
     outcome.map(|_| ())
+}
+
+/// The server to talk to: `--server`, or an embedded one with the demo site. Returns its URL,
+/// where episodes start, the step limit when known, and the embedded server to stop at the end.
+async fn serve(
+    cli: &Cli,
+    tasks: Option<TaskSet>,
+) -> anyhow::Result<(String, String, Option<u64>, Option<Embedded>)> {
+    if let Some(server) = &cli.server {
+        let start = cli
+            .start_url
+            .clone()
+            .unwrap_or_else(|| "https://example.com/".into());
+        return Ok((server.clone(), start, None, None));
+    }
+    let config = ServerConfig {
+        settings: EnvSettings {
+            max_steps: cli.max_steps,
+            ..EnvSettings::default()
+        },
+        max_sessions: 2,
+        warm_spare: true,
+        record_dir: None,
+        redact: false,
+        token: None,
+        tasks: None,
+    };
+    let site = cli.site.clone().unwrap_or_else(default_site_dir);
+    let started = start_embedded(site, cli.chromium.clone(), config, tasks).await?;
+    let start = cli
+        .start_url
+        .clone()
+        .unwrap_or_else(|| started.site.url("index.html"));
+    let server = started.server.base_url();
+    Ok((server, start, Some(cli.max_steps), Some(started)))
+}
+
+/// The embedded server's sessions end and its browsers close; past a short bound, its browsers
+/// are killed outright (a person who closed the terminal is not kept waiting).
+async fn stop_embedded(embedded: Embedded) {
+    let stopped = tokio::time::timeout(Duration::from_millis(400), embedded.server.stop()).await;
+    if !matches!(stopped, Ok(Ok(()))) {
+        tracing::warn!("the embedded server did not stop in time: killing its browsers");
+    }
+    let _ = tokio::task::spawn_blocking(browserenv_server::chromium::shutdown_all).await;
+}
+
+/// The recorder of `--record DIR`, its error reports, and a note about episodes a crash left open.
+#[allow(clippy::type_complexity)]
+fn open_recorder(
+    dir: &std::path::Path,
+    watching: bool,
+    redact: bool,
+) -> anyhow::Result<(
+    RecorderHandle,
+    tokio::sync::mpsc::UnboundedReceiver<String>,
+    Option<String>,
+)> {
+    let (writer, recovery) = TrajectoryWriter::open(dir)
+        .with_context(|| format!("cannot record into {}", dir.display()))?;
+    let incomplete = (!recovery.incomplete.is_empty()).then(|| {
+        format!(
+            "{} episode(s) interrupted last time are marked incomplete in {}",
+            recovery.incomplete.len(),
+            dir.display()
+        )
+    });
+    let (errors_tx, errors) = tokio::sync::mpsc::unbounded_channel();
+    let actor = if watching { Actor::Agent } else { Actor::Human };
+    let recorder = Recorder::new(writer, actor).redacting(redact);
+    let handle = RecorderHandle::spawn(recorder, move |err| {
+        let _ = errors_tx.send(err.to_string());
+    })?;
+    Ok((handle, errors, incomplete))
 }
 
 async fn replay_command(
@@ -283,17 +344,22 @@ async fn replay_command(
     Ok(())
 }
 
-/// SIGTERM or SIGHUP (the SSH connection dropped) end the UI like `q` does, terminal restored.
+/// SIGTERM, SIGHUP (the SSH connection or the terminal window went away), SIGINT and SIGQUIT end
+/// the UI like `q` does: recording finished, terminal restored.
 async fn quit_on_signal() {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut hangup)) = (
+    let (Ok(mut term), Ok(mut hangup), Ok(mut interrupt), Ok(mut quit)) = (
         signal(SignalKind::terminate()),
         signal(SignalKind::hangup()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::quit()),
     ) else {
         return std::future::pending().await;
     };
     tokio::select! {
         _ = term.recv() => {}
         _ = hangup.recv() => {}
+        _ = interrupt.recv() => {}
+        _ = quit.recv() => {}
     }
 }

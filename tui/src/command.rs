@@ -8,11 +8,14 @@ pub enum Command {
     /// `reset` alone goes back to the start URL.
     Reset(Option<String>),
     Grid,
+    /// `zoom` cycles; `zoom N` sets 1, 2 or 4.
+    Zoom(Option<u8>),
+    Text,
     Help,
     Quit,
 }
 
-const USAGE: &str = "commands: click X Y | type TEXT | key NAME | scroll DY | back | wait | finish [ANSWER] | reset [URL] | grid | help | quit";
+const USAGE: &str = "commands: click X Y | type TEXT | key NAME | scroll DY | back | wait | finish [ANSWER] | reset [URL] | grid | zoom [1|2|4] | text | help | quit";
 
 pub fn parse_command(line: &str) -> Result<Command, String> {
     let line = line.trim();
@@ -54,6 +57,15 @@ pub fn parse_command(line: &str) -> Result<Command, String> {
             return Ok(Command::Reset((!rest.is_empty()).then(|| rest.to_string())));
         }
         "grid" => return Ok(Command::Grid),
+        "zoom" if rest.is_empty() => return Ok(Command::Zoom(None)),
+        "zoom" => {
+            let zoom = rest
+                .trim_end_matches(['x', 'X'])
+                .parse::<u8>()
+                .map_err(|_| format!("usage: zoom [1|2|4], got {rest:?}"))?;
+            return Ok(Command::Zoom(Some(zoom)));
+        }
+        "text" => return Ok(Command::Text),
         "help" | "?" => return Ok(Command::Help),
         "quit" | "q" => return Ok(Command::Quit),
         "" => return Err(USAGE.into()),
@@ -124,6 +136,12 @@ mod tests {
             Command::Reset(Some("https://a.example/".into()))
         );
         assert_eq!(parse_command("grid").unwrap(), Command::Grid);
+        assert_eq!(parse_command("zoom").unwrap(), Command::Zoom(None));
+        assert_eq!(parse_command("zoom 4x").unwrap(), Command::Zoom(Some(4)));
+        assert!(parse_command("zoom big")
+            .unwrap_err()
+            .contains("usage: zoom"));
+        assert_eq!(parse_command("text").unwrap(), Command::Text);
         assert_eq!(parse_command("help").unwrap(), Command::Help);
         assert_eq!(parse_command("q").unwrap(), Command::Quit);
     }

@@ -1,185 +1,82 @@
-//! The one event loop: terminal input, server events, finished picture encodings and (only while
-//! a request is in flight) a spinner tick. Generic over ratatui's `Backend` so tests drive it with
-//! `TestBackend` and scripted input.
+//! The one event loop: terminal input, server events, finished picture encodings, text layers
+//! and (only while a request is in flight) a spinner tick. Generic over ratatui's `Backend` so
+//! tests drive it with `TestBackend` and scripted input.
 
+use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt};
-use image::DynamicImage;
 use ratatui::backend::Backend;
-use ratatui::layout::Size;
+use ratatui::layout::Rect;
 use ratatui::Terminal;
-use ratatui_image::protocol::Protocol;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
-use browserenv::models::StepResult;
-use browserenv::trajectory::{RecordEvent, RecorderHandle};
-
-use crate::app::{App, Effect, Msg, Request};
+use crate::app::{App, Effect, Msg};
 use crate::connection::{self, LinkEvent};
+use crate::graphics::Graphics;
 use crate::input;
-use crate::picture::{encode, prepare, Graphics};
+use crate::painter::{Encoded, Painter, Wanted};
+use crate::recording::Recording;
+use crate::sessions::{spawn_text_fetcher, Sessions, TextEvent, TextWanted};
 use crate::view::{draw, layout};
 
-/// What a picture was encoded for: a new screenshot, a new size or the grid toggle re-encode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct PictureKey {
-    generation: u64,
-    cells: Size,
-    grid: bool,
-}
-
-/// Holds the decoded screenshot and its encoding for the terminal. Encoding runs on the blocking
-/// pool; the previous picture stays on screen until the new one is ready, so nothing flashes.
-pub struct Painter {
-    graphics: Graphics,
-    image: Option<Arc<DynamicImage>>,
-    generation: u64,
-    shown: Option<(PictureKey, Protocol)>,
-    encoding: Option<PictureKey>,
-    kitty_id: u32,
-}
-
-impl Painter {
-    pub fn new(graphics: Graphics) -> Self {
-        Painter {
-            graphics,
-            image: None,
-            generation: 0,
-            shown: None,
-            encoding: None,
-            kitty_id: 1,
-        }
-    }
-
-    pub fn protocol(&self) -> Option<&Protocol> {
-        self.shown.as_ref().map(|(_, protocol)| protocol)
-    }
-
-    pub fn set_image(&mut self, image: Option<Arc<DynamicImage>>) {
-        self.generation += 1;
-        if image.is_none() {
-            self.shown = None;
-        }
-        self.image = image;
-    }
-
-    fn wanted(&self, app: &App, screen: Size) -> Option<PictureKey> {
-        self.image.as_ref()?;
-        let area = ratatui::layout::Rect::new(0, 0, screen.width, screen.height);
-        let picture = layout(area, self.graphics.font, !app.tasks.is_empty()).picture?;
-        Some(PictureKey {
-            generation: self.generation,
-            cells: Size::new(picture.width, picture.height),
-            grid: app.grid,
-        })
-    }
-
-    /// Start an encoding if the picture on screen is not the one wanted and none is running.
-    fn refresh(
-        &mut self,
-        app: &App,
-        screen: Size,
-        done: &mpsc::Sender<(PictureKey, Result<Protocol, String>)>,
-    ) {
-        let Some(wanted) = self.wanted(app, screen) else {
-            return;
-        };
-        let current = self.shown.as_ref().map(|(key, _)| *key);
-        if current == Some(wanted) || self.encoding.is_some() {
-            return;
-        }
-        let Some(image) = self.image.clone() else {
-            return;
-        };
-        self.encoding = Some(wanted);
-        // Alternate between two kitty image ids: the new picture replaces the old in place.
-        self.kitty_id = if self.kitty_id == 1 { 2 } else { 1 };
-        let (graphics, kitty_id, done) = (self.graphics, self.kitty_id, done.clone());
-        tokio::task::spawn_blocking(move || {
-            let prepared = prepare(&image, wanted.cells, &graphics, wanted.grid);
-            let protocol = encode(prepared, wanted.cells, &graphics, kitty_id);
-            let _ = done.blocking_send((wanted, protocol));
-        });
-    }
-
-    fn encoded(&mut self, key: PictureKey, protocol: Result<Protocol, String>) {
-        self.encoding = None;
-        match protocol {
-            // A result for an older screenshot is dropped; `refresh` starts the current one.
-            Ok(protocol) if key.generation == self.generation => self.shown = Some((key, protocol)),
-            Ok(_) => {}
-            Err(err) => tracing::warn!("could not encode the picture: {err}"),
-        }
-    }
-
-    /// Encode synchronously (tests and the frame benchmark).
-    pub fn encode_now(&mut self, app: &App, screen: Size) {
-        if let (Some(wanted), Some(image)) = (self.wanted(app, screen), self.image.clone()) {
-            let prepared = prepare(&image, wanted.cells, &self.graphics, wanted.grid);
-            if let Ok(protocol) = encode(prepared, wanted.cells, &self.graphics, self.kitty_id) {
-                self.shown = Some((wanted, protocol));
-            }
-        }
-    }
-}
-
-/// Draw one frame; `synchronized` wraps it in a terminal synchronized update (no tearing).
+/// Draw one frame. With `out` (a real terminal) the frame is one synchronized update and pixel
+/// pictures are written after the cells; without it (a test backend) only cells are drawn.
 pub fn render<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
-    painter: &Painter,
-    synchronized: bool,
+    painter: &mut Painter,
+    mut out: Option<&mut dyn Write>,
 ) -> anyhow::Result<()> {
     let size = terminal
         .size()
         .map_err(|err| anyhow::anyhow!("terminal size: {err:?}"))?;
-    app.picture = layout(
-        ratatui::layout::Rect::new(0, 0, size.width, size.height),
-        painter.graphics.font,
+    let areas = layout(
+        Rect::new(0, 0, size.width, size.height),
+        &painter.graphics,
         !app.tasks.is_empty(),
-    )
-    .picture;
-    if synchronized {
-        crossterm::execute!(
-            std::io::stdout(),
-            crossterm::terminal::BeginSynchronizedUpdate
-        )?;
+        app.region(),
+    );
+    app.picture = areas.picture;
+    painter.resized(size);
+    let pixels = painter.ready && !painter.graphics.is_text();
+    if let Some(out) = out.as_deref_mut() {
+        // Synchronized update (mode 2026): the terminal shows the frame whole.
+        out.write_all(b"\x1b[?2026h")?;
     }
-    let drawn = terminal.draw(|frame| draw(frame, app, painter.protocol(), painter.graphics.font));
-    if synchronized {
-        crossterm::execute!(
-            std::io::stdout(),
-            crossterm::terminal::EndSynchronizedUpdate
-        )?;
+    if pixels && painter.slot.needs_clear() {
+        // A pixel picture that went away or moved leaves its pixels where no cell changes.
+        terminal
+            .clear()
+            .map_err(|err| anyhow::anyhow!("clear: {err:?}"))?;
+        painter.slot.forget_screen();
     }
-    drawn.map_err(|err| anyhow::anyhow!("draw: {err:?}"))?;
+    terminal
+        .draw(|frame| draw(frame, app, &painter.slot, &painter.graphics))
+        .map_err(|err| anyhow::anyhow!("draw: {err:?}"))?;
+    if let Some(out) = out {
+        if pixels {
+            let passthrough = painter.graphics.passthrough;
+            painter.slot.draw_pixels(out, !app.help, passthrough)?;
+        }
+        out.write_all(b"\x1b[?2026l")?;
+        out.flush()?;
+    }
     Ok(())
 }
 
 /// The live session after `current` (cycling), for watch mode's Tab.
-async fn next_session(
-    server: &str,
-    token: Option<&str>,
-    current: Option<&str>,
-) -> anyhow::Result<String> {
-    let sessions = crate::watching::list_sessions(server, token).await?;
+async fn next_session(sessions: &Sessions, current: Option<&str>) -> anyhow::Result<String> {
     let ids: Vec<String> = sessions
+        .list()
+        .await?
         .iter()
         .filter_map(|s| s["id"].as_str().map(str::to_string))
         .collect();
-    anyhow::ensure!(!ids.is_empty(), "no live sessions on {server}");
+    anyhow::ensure!(!ids.is_empty(), "no live sessions to watch");
     let at = current.and_then(|c| ids.iter().position(|id| id == c));
     Ok(ids[at.map_or(0, |i| (i + 1) % ids.len())].clone())
-}
-
-/// An episode still open when the UI stops is recorded as abandoned; everything reaches the disk.
-fn finish_recording(recording: Option<Recording>) {
-    if let Some(mut recording) = recording {
-        recording.end();
-        recording.handle.finish();
-    }
 }
 
 /// How the loop ended.
@@ -191,81 +88,33 @@ pub enum Exit {
     InputClosed,
 }
 
+/// How the terminal's graphics reach the loop: known already, or from the probe still running
+/// (the loop connects meanwhile; nothing is encoded until they are in).
+pub enum GraphicsSource {
+    Ready(Graphics),
+    Probing(oneshot::Receiver<Graphics>),
+}
+
 /// What the loop is connected to and how it draws.
 pub struct LoopOptions {
     pub server: String,
     /// Bearer token for a server started with BROWSER_API_TOKEN.
     pub token: Option<String>,
-    pub graphics: Graphics,
-    /// Wrap frames in synchronized updates (a real terminal; not a test backend).
-    pub synchronized: bool,
+    pub graphics: GraphicsSource,
+    /// The real terminal: frames are synchronized updates and pixel pictures are written here.
+    pub out: Option<Box<dyn Write + Send>>,
     /// Receives a report after every frame: how tests and the benchmark see the UI's state.
     pub frames: Option<mpsc::UnboundedSender<FrameReport>>,
     /// Watch mode: follow this session read-only instead of driving one.
     pub watch: Option<String>,
     /// Where demonstrations go (`--record DIR`), with the recorder's error reports.
-    pub recorder: Option<(RecorderHandle, mpsc::UnboundedReceiver<String>)>,
-}
-
-/// The UI's side of recording: what the person did becomes `RecordEvent`s for the recorder
-/// thread, while recording is on.
-struct Recording {
-    handle: RecorderHandle,
-    errors: mpsc::UnboundedReceiver<String>,
-    /// One recorder session per connection: a reconnect starts a new one.
-    session: String,
-}
-
-impl Recording {
-    fn reply(
-        &self,
-        request: Request,
-        result: StepResult,
-        latency_ms: f64,
-        episode_id: Option<String>,
-    ) {
-        let session = self.session.clone();
-        let event = match request {
-            Request::Reset(_) => RecordEvent::Reset {
-                session,
-                episode_id: episode_id.unwrap_or_default(),
-                task: None,
-                observation: result,
-            },
-            Request::ResetTask(task) => RecordEvent::Reset {
-                session,
-                episode_id: episode_id.unwrap_or_default(),
-                task: Some(task),
-                observation: result,
-            },
-            Request::Step(action) => RecordEvent::Step {
-                session,
-                action,
-                observation: result,
-                latency_ms,
-                recorded_text: None,
-            },
-            Request::Secret { name, action } => RecordEvent::Step {
-                session,
-                action,
-                observation: result,
-                latency_ms,
-                recorded_text: Some(format!("<secret:{name}>")),
-            },
-        };
-        self.handle.send(event);
-    }
-
-    fn end(&mut self) {
-        self.handle.send(RecordEvent::End {
-            session: self.session.clone(),
-        });
-    }
-
-    fn new_session(&mut self) {
-        self.end();
-        self.session = uuid::Uuid::new_v4().to_string();
-    }
+    pub recorder: Option<(
+        browserenv::trajectory::RecorderHandle,
+        mpsc::UnboundedReceiver<String>,
+    )>,
+    /// Ends the loop from outside (a signal, a terminal that went away) the way quitting does:
+    /// the recording is finished first.
+    pub stop: Option<std::pin::Pin<Box<dyn std::future::Future<Output = Exit> + Send>>>,
 }
 
 /// The UI's state as of a drawn frame.
@@ -276,71 +125,136 @@ pub struct FrameReport {
     pub in_flight: bool,
     /// The picture on screen belongs to the latest screenshot.
     pub picture_current: bool,
+    /// The picture on screen carries the text layer.
+    pub text_shown: bool,
     pub notice: Option<crate::app::Notice>,
+    /// Where the picture is and what it shows.
+    pub picture: Option<crate::picture::View>,
+    pub graphics: Option<Graphics>,
 }
 
+/// The text layer's fetcher for the current link, started when text is first wanted.
+struct TextFeed {
+    wants: tokio::sync::watch::Sender<Option<TextWanted>>,
+    events: mpsc::UnboundedReceiver<TextEvent>,
+}
+
+/// Run the UI until the person quits, the input ends or `stop` fires. However it ends, the
+/// recording is finished (an open episode recorded as abandoned) before this returns.
 pub async fn run<B: Backend>(
+    terminal: &mut Terminal<B>,
+    app: &mut App,
+    input_events: impl Stream<Item = crossterm::event::Event> + Unpin,
+    mut options: LoopOptions,
+) -> anyhow::Result<Exit> {
+    let mut recording = options
+        .recorder
+        .take()
+        .map(|(handle, errors)| Recording::new(handle, errors));
+    let outcome = drive(terminal, app, input_events, options, &mut recording).await;
+    if let Some(recording) = recording {
+        recording.finish();
+    }
+    outcome
+}
+
+async fn drive<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
     mut input_events: impl Stream<Item = crossterm::event::Event> + Unpin,
     options: LoopOptions,
+    recording: &mut Option<Recording>,
 ) -> anyhow::Result<Exit> {
     let LoopOptions {
         server,
         token,
         graphics,
-        synchronized,
+        mut out,
         frames,
-        recorder,
+        recorder: _,
         watch,
+        mut stop,
     } = options;
     app.watching = watch;
+    let sessions = Sessions::new(&server, token.clone())?;
     let open_link = |session: &Option<String>| match session {
         Some(session) => crate::watching::watch(server.clone(), token.clone(), session.clone()),
         None => connection::connect(server.clone(), token.clone()),
     };
-    let mut recording = recorder.map(|(handle, errors)| Recording {
-        handle,
-        errors,
-        session: uuid::Uuid::new_v4().to_string(),
-    });
-    app.text_picture = graphics.is_text();
+    let (mut painter, mut probing) = match graphics {
+        GraphicsSource::Ready(graphics) => (Painter::new(graphics), None),
+        GraphicsSource::Probing(receiver) => (Painter::pending(), Some(receiver)),
+    };
+    app.text_picture = painter.graphics.is_text();
     let report = |app: &App, painter: &Painter| {
         if let Some(frames) = &frames {
             let _ = frames.send(FrameReport {
                 observed: app.observed.clone(),
                 link: app.link.clone(),
                 in_flight: app.in_flight.is_some(),
-                picture_current: painter
-                    .shown
-                    .as_ref()
-                    .is_some_and(|(key, _)| key.generation == painter.generation),
+                picture_current: painter.slot.current(),
+                text_shown: painter.slot.current() && painter.slot.text_shown(),
                 notice: app.notice.clone(),
+                picture: painter.slot.shown_view(),
+                graphics: painter.ready.then(|| painter.graphics.clone()),
             });
         }
     };
     let mut link = open_link(&app.watching);
     let mut link_alive = true;
-    let (encoded_tx, mut encoded) = mpsc::channel(4);
-    let mut painter = Painter::new(graphics);
+    // The episode on screen: named by the UI at reset, or by the watched session's frames.
+    let mut episode: Option<String> = None;
+    let mut text_feed: Option<TextFeed> = None;
+    let (encoded_tx, mut encoded) = mpsc::channel::<(Wanted, Result<Encoded, String>)>(4);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
-    render(terminal, app, &painter, synchronized)?;
+    if let Err(err) = render(
+        terminal,
+        app,
+        &mut painter,
+        out.as_deref_mut().map(|o| o as &mut dyn Write),
+    ) {
+        return terminal_gone(err);
+    }
     loop {
         let msg = tokio::select! {
-            event = input_events.next() => match event {
-                Some(event) => input::to_msg(&event),
-                None => {
-                    finish_recording(recording);
-                    return Ok(Exit::InputClosed);
+            exit = async { stop.as_mut().expect("guarded").await }, if stop.is_some() => {
+                return Ok(exit);
+            }
+            graphics = async { probing.as_mut().expect("guarded").await }, if probing.is_some() => {
+                probing = None;
+                if let Ok(graphics) = graphics {
+                    log_graphics(&graphics);
+                    if let (Some(out), true) = (out.as_mut(), graphics.pixel_mouse) {
+                        // SGR-Pixels: clicks land on the exact page pixel under the pointer.
+                        let _ = out.write_all(b"\x1b[?1016h");
+                    }
+                    app.text_picture = graphics.is_text();
+                    painter.set_graphics(graphics);
+                } else {
+                    painter.set_graphics(Graphics::halfblocks());
                 }
+                None
+            }
+            event = input_events.next() => match event {
+                Some(event) => {
+                    if matches!(event, crossterm::event::Event::Resize(..)) {
+                        // A new size may come with a new font size (kitty's zoom keys).
+                        painter.graphics.resized(crate::terminal::window_size());
+                    }
+                    input::to_msg(&event, painter.graphics.pixel_mouse.then_some(painter.graphics.pixel_origin))
+                }
+                None => return Ok(Exit::InputClosed),
             },
             event = link.events.recv(), if link_alive => match event {
                 Some(LinkEvent::Msg(msg)) => Some(msg),
                 Some(LinkEvent::Picture(image)) => {
-                    painter.set_image(image);
+                    painter.slot.set_image(image);
                     None
                 }
                 Some(LinkEvent::Reply { request, result, latency_ms, episode_id }) => {
+                    if request.is_reset() || app.watching.is_some() {
+                        episode = episode_id.clone();
+                    }
                     if let (Some(recording), true) = (&recording, app.recording) {
                         recording.reply(request, result, latency_ms, episode_id);
                     }
@@ -351,10 +265,31 @@ pub async fn run<B: Backend>(
                     None
                 }
             },
-            Some((key, protocol)) = encoded.recv() => {
-                painter.encoded(key, protocol);
+            Some((wanted, result)) = encoded.recv() => {
+                let before = painter.slot.shown_view();
+                painter.slot.encoded(wanted, result);
+                if let Some(view) = painter.slot.shown_view().filter(|v| Some(*v) != before) {
+                    log_picture(&painter.graphics, &view);
+                }
                 None
             }
+            Some(event) = async {
+                match text_feed.as_mut() {
+                    Some(feed) => feed.events.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => match event {
+                TextEvent::Layer(layer) => {
+                    let current = app.observed.as_ref().map(|o| o.step) == Some(layer.step)
+                        && layer.episode_id.is_some()
+                        && layer.episode_id == episode;
+                    if current {
+                        painter.slot.set_text(Some(Arc::new(layer)));
+                    }
+                    None
+                }
+                TextEvent::Unavailable(reason) => Some(Msg::TextUnavailable(reason)),
+            },
             _ = tick.tick(), if app.in_flight.is_some() => Some(Msg::Tick),
             Some(error) = async {
                 match recording.as_mut() {
@@ -379,11 +314,11 @@ pub async fn run<B: Backend>(
                         }
                         link = open_link(&app.watching);
                         link_alive = true;
+                        text_feed = None;
                     }
                     Effect::Note(note) => {
                         if let Some(recording) = &recording {
-                            let session = recording.session.clone();
-                            recording.handle.send(RecordEvent::Note { session, note });
+                            recording.note(note);
                         }
                     }
                     Effect::Record(false) => {
@@ -393,8 +328,7 @@ pub async fn run<B: Backend>(
                     }
                     Effect::Record(true) => {}
                     Effect::NextSession => {
-                        match next_session(&server, token.as_deref(), app.watching.as_deref()).await
-                        {
+                        match next_session(&sessions, app.watching.as_deref()).await {
                             Ok(next) => {
                                 if let Some(recording) = recording.as_mut() {
                                     recording.new_session();
@@ -402,22 +336,95 @@ pub async fn run<B: Backend>(
                                 app.watching = Some(next);
                                 link = open_link(&app.watching);
                                 link_alive = true;
+                                text_feed = None;
                             }
                             Err(err) => pending.push(Msg::RecorderError(err.to_string())),
                         }
                     }
-                    Effect::Quit => {
-                        finish_recording(recording);
-                        return Ok(Exit::Quit);
-                    }
+                    Effect::Quit => return Ok(Exit::Quit),
                 }
             }
+        }
+        // The text layer of the page on screen, when the picture can carry it.
+        if let (true, Some(observed), Some(episode)) = (
+            app.wants_text() && painter.ready && painter.slot.has_image(),
+            app.observed.as_ref(),
+            episode.as_ref(),
+        ) {
+            let feed = text_feed.get_or_insert_with(|| {
+                let (wants, events) = spawn_text_fetcher(sessions.clone(), app.watching.clone());
+                TextFeed { wants, events }
+            });
+            let want = TextWanted {
+                episode_id: episode.clone(),
+                step: observed.step,
+            };
+            feed.wants.send_if_modified(|current| {
+                let changed = current.as_ref() != Some(&want);
+                *current = Some(want);
+                changed
+            });
         }
         let size = terminal
             .size()
             .map_err(|err| anyhow::anyhow!("terminal size: {err:?}"))?;
-        painter.refresh(app, size, &encoded_tx);
-        render(terminal, app, &painter, synchronized)?;
+        if let Some(job) = painter.job(app, size) {
+            let done = encoded_tx.clone();
+            tokio::task::spawn_blocking(move || {
+                let _ = done.blocking_send(job.run());
+            });
+        }
+        if let Err(err) = render(
+            terminal,
+            app,
+            &mut painter,
+            out.as_deref_mut().map(|o| o as &mut dyn Write),
+        ) {
+            return terminal_gone(err);
+        }
         report(app, &painter);
     }
+}
+
+/// Drawing failed: the terminal is gone (closed, hung up). The UI ends as if its input had.
+fn terminal_gone(err: anyhow::Error) -> anyhow::Result<Exit> {
+    tracing::warn!("cannot draw any more, ending: {err:#}");
+    Ok(Exit::InputClosed)
+}
+
+/// What the terminal said and what was chosen, for `--log` (the terminal tests read it).
+fn log_graphics(graphics: &Graphics) {
+    tracing::info!(
+        "graphics: {} ({}); terminal {}, cell {}x{} px{}, sixel limit {:?}, pixel mouse {}",
+        graphics.name(),
+        graphics.reason,
+        graphics.terminal,
+        graphics.cell.0,
+        graphics.cell.1,
+        if graphics.cell_known {
+            ""
+        } else {
+            " (estimated)"
+        },
+        graphics.sixel_max,
+        graphics.pixel_mouse,
+    );
+}
+
+/// Where the picture is, for `--log` (the terminal tests find it on screen with this).
+fn log_picture(graphics: &Graphics, view: &crate::picture::View) {
+    tracing::info!(
+        "picture: {} at cell {},{} size {}x{} cells, {}x{} px, region {},{} {}x{}",
+        graphics.name(),
+        view.cells.x,
+        view.cells.y,
+        view.cells.width,
+        view.cells.height,
+        view.pixels.0,
+        view.pixels.1,
+        view.region.x,
+        view.region.y,
+        view.region.width,
+        view.region.height,
+    );
 }

@@ -1,4 +1,8 @@
 //! Terminal events (crossterm) to UI messages. Pure: the tests feed it events directly.
+//!
+//! With SGR-Pixels mouse reporting on (mode 1016), crossterm's mouse "column" and "row" are the
+//! pointer's pixel position as reported, less one (crossterm takes them for 1-based cells): a
+//! click becomes `ClickPixel` at the pixel counted from 0, mapped to the exact page pixel.
 
 use crossterm::event::{
     Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
@@ -6,10 +10,11 @@ use crossterm::event::{
 
 use crate::app::{KeyInput, Msg};
 
-pub fn to_msg(event: &Event) -> Option<Msg> {
+/// `pixel_mouse`: mouse reports are pixels counted from this origin (see `Graphics`).
+pub fn to_msg(event: &Event, pixel_mouse: Option<u16>) -> Option<Msg> {
     match event {
         Event::Key(key) => key_input(key).map(Msg::Key),
-        Event::Mouse(mouse) => mouse_msg(mouse),
+        Event::Mouse(mouse) => mouse_msg(mouse, pixel_mouse),
         Event::Resize(width, height) => Some(Msg::Resize {
             width: *width,
             height: *height,
@@ -44,7 +49,23 @@ pub fn key_input(key: &KeyEvent) -> Option<KeyInput> {
     })
 }
 
-fn mouse_msg(mouse: &MouseEvent) -> Option<Msg> {
+fn mouse_msg(mouse: &MouseEvent, pixel_mouse: Option<u16>) -> Option<Msg> {
+    // What the terminal reported: crossterm's value plus the one it took off, which wrapped for a
+    // reported 0 (kitty's first pixel).
+    let pixel = |value: u16, origin: u16| {
+        let reported = (u32::from(value) + 1) & 0xffff;
+        reported.saturating_sub(origin.into())
+    };
+    match (mouse.kind, pixel_mouse) {
+        (MouseEventKind::Down(MouseButton::Left), Some(origin)) => Some(Msg::ClickPixel {
+            x: pixel(mouse.column, origin),
+            y: pixel(mouse.row, origin),
+        }),
+        _ => mouse_cells(mouse),
+    }
+}
+
+fn mouse_cells(mouse: &MouseEvent) -> Option<Msg> {
     match mouse.kind {
         MouseEventKind::Down(MouseButton::Left) => Some(Msg::Click {
             column: mouse.column,
@@ -70,28 +91,32 @@ mod tests {
         })
     }
 
+    fn to_msg_cells(event: &Event) -> Option<Msg> {
+        to_msg(event, None)
+    }
+
     #[test]
     fn keys_become_inputs() {
         let none = KeyModifiers::NONE;
         assert_eq!(
-            to_msg(&key(KeyCode::Char('q'), none)),
+            to_msg_cells(&key(KeyCode::Char('q'), none)),
             Some(Msg::Key(KeyInput::Char('q')))
         );
         assert_eq!(
-            to_msg(&key(KeyCode::Char('a'), KeyModifiers::CONTROL)),
+            to_msg_cells(&key(KeyCode::Char('a'), KeyModifiers::CONTROL)),
             Some(Msg::Key(KeyInput::CtrlA))
         );
         assert_eq!(
-            to_msg(&key(KeyCode::Up, KeyModifiers::SHIFT)),
+            to_msg_cells(&key(KeyCode::Up, KeyModifiers::SHIFT)),
             Some(Msg::Key(KeyInput::Up { fast: true }))
         );
         assert_eq!(
-            to_msg(&key(KeyCode::Left, none)),
+            to_msg_cells(&key(KeyCode::Left, none)),
             Some(Msg::Key(KeyInput::Left { fast: false }))
         );
-        assert_eq!(to_msg(&key(KeyCode::F(5), none)), None);
+        assert_eq!(to_msg_cells(&key(KeyCode::F(5), none)), None);
         assert_eq!(
-            to_msg(&key(KeyCode::Char('x'), KeyModifiers::CONTROL)),
+            to_msg_cells(&key(KeyCode::Char('x'), KeyModifiers::CONTROL)),
             None
         );
         let release = Event::Key(KeyEvent {
@@ -100,7 +125,7 @@ mod tests {
             kind: KeyEventKind::Release,
             state: KeyEventState::NONE,
         });
-        assert_eq!(to_msg(&release), None);
+        assert_eq!(to_msg_cells(&release), None);
     }
 
     #[test]
@@ -114,20 +139,42 @@ mod tests {
             })
         };
         assert_eq!(
-            to_msg(&mouse(MouseEventKind::Down(MouseButton::Left))),
+            to_msg_cells(&mouse(MouseEventKind::Down(MouseButton::Left))),
             Some(Msg::Click { column: 12, row: 7 })
         );
         assert_eq!(
-            to_msg(&mouse(MouseEventKind::ScrollDown)),
+            to_msg_cells(&mouse(MouseEventKind::ScrollDown)),
             Some(Msg::Wheel(1))
         );
         assert_eq!(
-            to_msg(&mouse(MouseEventKind::ScrollUp)),
+            to_msg_cells(&mouse(MouseEventKind::ScrollUp)),
             Some(Msg::Wheel(-1))
         );
-        assert_eq!(to_msg(&mouse(MouseEventKind::Moved)), None);
+        assert_eq!(to_msg_cells(&mouse(MouseEventKind::Moved)), None);
+        // Pixel reports: xterm counts from 1 (crossterm's 12 is xterm's 13th pixel: 12 from 0),
+        // kitty from 0 (crossterm's 12 is kitty's pixel 13).
         assert_eq!(
-            to_msg(&Event::Resize(200, 60)),
+            to_msg(&mouse(MouseEventKind::Down(MouseButton::Left)), Some(1)),
+            Some(Msg::ClickPixel { x: 12, y: 7 })
+        );
+        assert_eq!(
+            to_msg(&mouse(MouseEventKind::Down(MouseButton::Left)), Some(0)),
+            Some(Msg::ClickPixel { x: 13, y: 8 })
+        );
+        assert_eq!(
+            to_msg(&mouse(MouseEventKind::ScrollDown), Some(0)),
+            Some(Msg::Wheel(1))
+        );
+        // kitty's pixel 0: crossterm's 0 - 1 wrapped.
+        let edge = Event::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: u16::MAX,
+            row: 4,
+            modifiers: KeyModifiers::NONE,
+        });
+        assert_eq!(to_msg(&edge, Some(0)), Some(Msg::ClickPixel { x: 0, y: 5 }));
+        assert_eq!(
+            to_msg_cells(&Event::Resize(200, 60)),
             Some(Msg::Resize {
                 width: 200,
                 height: 60

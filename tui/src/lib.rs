@@ -1,8 +1,9 @@
 //! The terminal UI: watch and drive a browserenv session, locally or over SSH.
 //!
-//! `app` is the model and its pure update; `view` draws it; `picture` maps cells to page pixels
-//! and prepares screenshots for the terminal; `event_loop` ties input, the server link and
-//! drawing together.
+//! `app` is the model and its pure update; `view` draws it; `picture` maps cells and pixels to
+//! page pixels and prepares screenshots; `graphics` asks the terminal what it can show and encodes
+//! for it; `painter` keeps the picture on screen; `text_overlay` draws the page's text over
+//! half-blocks; `event_loop` ties input, the server link and drawing together.
 
 pub mod app;
 pub mod cli;
@@ -11,10 +12,15 @@ pub mod connection;
 pub mod embedded;
 pub mod event_loop;
 pub mod export;
+pub mod graphics;
 pub mod input;
+pub mod painter;
 pub mod picture;
+pub mod recording;
 pub mod replay;
+pub mod sessions;
 pub mod terminal;
+pub mod text_overlay;
 pub mod view;
 pub mod viewer;
 pub mod watching;

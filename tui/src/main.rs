@@ -14,10 +14,10 @@ async fn main() -> std::process::ExitCode {
                 .with_ansi(false)
                 .init(),
             Err(err) => {
-                eprintln!(
+                say(&format!(
                     "browserenv-tui: cannot write the log {}: {err}",
                     path.display()
-                );
+                ));
                 return std::process::ExitCode::FAILURE;
             }
         }
@@ -25,8 +25,14 @@ async fn main() -> std::process::ExitCode {
     match browserenv_tui::cli::run(cli).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("browserenv-tui: {err:#}");
+            say(&format!("browserenv-tui: {err:#}"));
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// To stderr if it is still there (`eprintln!` panics on a terminal that went away).
+fn say(message: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{message}");
 }

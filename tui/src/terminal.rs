@@ -1,8 +1,12 @@
-//! The real terminal: raw mode, alternate screen, mouse capture, and putting all of it back on
-//! every way out (normal quit, error, panic, signal).
+//! The real terminal: raw mode, alternate screen, mouse capture, the graphics probe, and putting
+//! all of it back on every way out (quit, error, panic, signal, a terminal that went away).
+//!
+//! Raw mode goes on before anything is asked of the terminal and stays on until the very end, so
+//! no reply is ever echoed; replies still on their way at the end are discarded before the
+//! terminal is handed back, so none reaches the shell as typed text.
 
-use std::io::{self, Stdout};
-use std::time::Duration;
+use std::io::{self, Stdout, Write};
+use std::os::fd::{AsRawFd, RawFd};
 
 use crossterm::event::{
     DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
@@ -12,15 +16,16 @@ use crossterm::terminal::{
 };
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
-use ratatui_image::picker::cap_parser::QueryStdioOptions;
-use ratatui_image::picker::{Capability, Picker, ProtocolType};
 
-use crate::picture::Graphics;
+use crate::graphics::probe::{self, WindowSize};
+use crate::graphics::{choose, Graphics, GraphicsChoice, TermEnv};
 
 /// Restores the terminal when dropped, so an early return or an unwinding panic cannot leave it
 /// in raw mode.
 pub struct TerminalGuard {
-    pub terminal: Terminal<CrosstermBackend<Stdout>>,
+    /// Never dropped: ratatui's own drop prints to stderr when it cannot show the cursor, and
+    /// printing to a terminal that went away panics. `restore` shows the cursor instead.
+    pub terminal: std::mem::ManuallyDrop<Terminal<CrosstermBackend<Stdout>>>,
 }
 
 impl Drop for TerminalGuard {
@@ -29,45 +34,113 @@ impl Drop for TerminalGuard {
     }
 }
 
-/// ratatui-image reads the terminal's answers on a thread of its own, with echo and line mode off,
-/// until a device status report arrives. When the terminal stays silent past the timeout, that
-/// thread is left behind: it would steal the person's first keystrokes and, once it ends, put the
-/// terminal back in line mode under the UI (seen in tmux: the first `:` was lost). Ask for a status
-/// report ourselves, unwrapped (every VT terminal and tmux itself answers `ESC[5n`), and wait for
-/// the thread to restore the terminal before the UI takes it over. A late answer that reaches the
-/// UI instead is a sequence crossterm drops.
-fn release_query_reader() {
-    use std::io::Write;
-    // The thread holds the terminal while line mode is off (the caller left raw mode for this).
-    let line_mode_off = || {
-        let mut termios = std::mem::MaybeUninit::<libc::termios>::uninit();
-        // SAFETY: tcgetattr fills the struct on success, and it is only read then.
-        unsafe {
-            libc::tcgetattr(libc::STDIN_FILENO, termios.as_mut_ptr()) == 0
-                && termios.assume_init().c_lflag & libc::ICANON == 0
-        }
-    };
-    if !line_mode_off() {
-        return;
+/// The terminal input crossterm reads: stdin when it is a terminal, else `/dev/tty`.
+struct Tty {
+    fd: RawFd,
+    _owned: Option<std::fs::File>,
+}
+
+fn tty() -> Option<Tty> {
+    // SAFETY: isatty only inspects the descriptor.
+    if unsafe { libc::isatty(libc::STDIN_FILENO) } == 1 {
+        return Some(Tty {
+            fd: libc::STDIN_FILENO,
+            _owned: None,
+        });
     }
-    let mut stdout = io::stdout();
-    let _ = stdout.write_all(b"\x1b[5n");
-    let _ = stdout.flush();
-    let deadline = std::time::Instant::now() + Duration::from_secs(1);
-    while line_mode_off() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .ok()?;
+    Some(Tty {
+        fd: file.as_raw_fd(),
+        _owned: Some(file),
+    })
+}
+
+/// The terminal's size in cells and pixels, when there is a terminal.
+pub fn window_size() -> Option<WindowSize> {
+    probe::window_size(libc::STDOUT_FILENO).or_else(|| tty().and_then(|t| probe::window_size(t.fd)))
+}
+
+/// Ask the terminal what it can show and decide how to draw (`--graphics` decides if given).
+/// Raw mode must be on. Bounded by the probe's deadline; in practice one round trip.
+pub fn probe_graphics(choice: GraphicsChoice) -> Graphics {
+    let report = match tty() {
+        Some(tty) => probe::query(tty.fd, &mut io::stdout()),
+        None => probe::Report::default(),
+    };
+    choose(choice, &report, window_size(), &TermEnv::current())
+}
+
+/// Resolves when the terminal is gone (its other side closed, or it hung up). crossterm's reader
+/// keeps retrying a dead terminal instead of reporting it, so the descriptor is watched here, on a
+/// thread of its own that never holds up the exit.
+pub async fn hangup() {
+    let Some(tty) = tty() else {
+        return std::future::pending().await;
+    };
+    let (gone, hung_up) = tokio::sync::oneshot::channel::<()>();
+    let spawned = std::thread::Builder::new()
+        .name("tty-hangup".into())
+        .spawn(move || {
+            let _keep = tty._owned;
+            loop {
+                // No events asked for: poll reports only hang-ups and errors.
+                let mut poll = libc::pollfd {
+                    fd: tty.fd,
+                    events: 0,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd, for the call's duration.
+                let ready = unsafe { libc::poll(&mut poll, 1, 250) };
+                let closed = poll.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0;
+                if (ready > 0 && closed) || gone.is_closed() {
+                    let _ = gone.send(());
+                    return;
+                }
+            }
+        });
+    if spawned.is_err() {
+        return std::future::pending().await;
+    }
+    // An error here means the watcher ended without news: wait for nothing.
+    if hung_up.await.is_err() {
+        std::future::pending::<()>().await;
     }
 }
 
 pub fn restore() {
-    let _ = disable_raw_mode();
+    let mut stdout = io::stdout();
+    // Leaving must not hang on a terminal that stopped reading (a frozen SSH connection): the
+    // few bytes below go out if they can, else they are dropped. The flag is shared with the
+    // shell's descriptor, so it is put back right after.
+    // SAFETY: fcntl on our own stdout.
+    let flags = unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFL) };
+    if flags >= 0 {
+        unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_SETFL, flags | libc::O_NONBLOCK) };
+    }
+    let _ = stdout.write_all(b"\x1b[?1016l");
     let _ = crossterm::execute!(
-        io::stdout(),
+        stdout,
         DisableMouseCapture,
         DisableBracketedPaste,
         LeaveAlternateScreen,
         crossterm::cursor::Show
     );
+    if flags >= 0 {
+        // SAFETY: as above, the flags read before.
+        unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_SETFL, flags) };
+    }
+    // Late replies to the probe (and keys typed meanwhile) are dropped, not handed to the shell.
+    if let Some(tty) = tty() {
+        // SAFETY: tcflush on the terminal's descriptor.
+        unsafe {
+            libc::tcflush(tty.fd, libc::TCIFLUSH);
+        }
+    }
+    let _ = disable_raw_mode();
 }
 
 /// Enter the UI's terminal mode. A panic restores the terminal before its message is printed.
@@ -85,66 +158,7 @@ pub fn enter() -> anyhow::Result<TerminalGuard> {
         EnableBracketedPaste
     )?;
     let terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
-    Ok(TerminalGuard { terminal })
-}
-
-/// `--graphics` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum GraphicsChoice {
-    /// Ask the terminal; fall back to half-blocks.
-    Auto,
-    Kitty,
-    Sixel,
-    Iterm2,
-    /// Unicode half-blocks: works everywhere (SSH, tmux, plain terminals).
-    Halfblocks,
-}
-
-/// Decide how to draw pictures. Detection queries the terminal once (bounded by a short timeout);
-/// half-blocks needs no query at all.
-pub fn detect_graphics(choice: GraphicsChoice) -> Graphics {
-    if choice == GraphicsChoice::Halfblocks {
-        return Graphics::halfblocks();
-    }
-    // Inside tmux the query travels through tmux's passthrough, which is off by default
-    // (`allow-passthrough`): nothing would answer, and pictures through tmux are half-blocks in
-    // practice anyway. An explicit --graphics still asks.
-    if choice == GraphicsChoice::Auto && std::env::var_os("TMUX").is_some_and(|v| !v.is_empty()) {
-        return Graphics::halfblocks();
-    }
-    let options = QueryStdioOptions {
-        timeout: Duration::from_millis(500),
-        ..QueryStdioOptions::default()
-    };
-    // The query thread switches line mode and echo off itself and restores what it found; with
-    // the UI's raw mode off meanwhile, line mode tells whether that thread is still running.
-    let raw = crossterm::terminal::is_raw_mode_enabled().unwrap_or(false);
-    if raw {
-        let _ = disable_raw_mode();
-    }
-    let picker =
-        Picker::from_query_stdio_with_options(options).unwrap_or_else(|_| Picker::halfblocks());
-    release_query_reader();
-    if raw {
-        let _ = enable_raw_mode();
-    }
-    let protocol = match choice {
-        GraphicsChoice::Auto => picker.protocol_type(),
-        GraphicsChoice::Kitty => ProtocolType::Kitty,
-        GraphicsChoice::Sixel => ProtocolType::Sixel,
-        GraphicsChoice::Iterm2 => ProtocolType::Iterm2,
-        GraphicsChoice::Halfblocks => ProtocolType::Halfblocks,
-    };
-    let mut graphics = Graphics {
-        protocol,
-        font: picker.font_size(),
-        tmux: picker.tmux_detected(),
-        compress: picker
-            .capabilities()
-            .contains(&Capability::KittyCompression),
-    };
-    if protocol == ProtocolType::Halfblocks {
-        graphics.font = Graphics::halfblocks().font;
-    }
-    graphics
+    Ok(TerminalGuard {
+        terminal: std::mem::ManuallyDrop::new(terminal),
+    })
 }

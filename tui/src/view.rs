@@ -1,20 +1,36 @@
 //! Drawing: rulers around the picture, the picture, the crosshair, the status bar, the bottom line
 //! and the help overlay. `layout` is shared with mouse mapping so a click maps to what is drawn.
+//!
+//! Colours: everything on the status bar sets both its foreground and its background, so it reads
+//! the same on a light or a dark terminal theme (a test holds it to a 4.5:1 contrast); the rest
+//! uses the terminal's own foreground.
 
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, Wrap};
 use ratatui::Frame;
-use ratatui_image::protocol::Protocol;
-use ratatui_image::{FontSize, Image};
 
 use crate::app::{App, LineKind, Link, Mode, BINDINGS};
-use crate::picture::{fit, page_to_cell, GRID_STEP, PAGE_HEIGHT, PAGE_WIDTH};
+use crate::graphics::Graphics;
+use crate::painter::Slot;
+use crate::picture::{Region, View};
 
 /// Width of the left ruler: three digits and a tick.
 const RULER_WIDTH: u16 = 4;
 const SPINNER: [char; 8] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧'];
+
+/// The status bar's colours: light text on a dark bar, whatever the terminal's theme.
+pub const BAR_BG: Color = Color::Rgb(32, 36, 52);
+const BAR_FG: Color = Color::Rgb(236, 236, 236);
+const BAR_GREEN: Color = Color::Rgb(130, 224, 130);
+const BAR_YELLOW: Color = Color::Rgb(250, 212, 96);
+const BAR_CYAN: Color = Color::Rgb(128, 214, 236);
+const ALERT_BG: Color = Color::Rgb(176, 30, 30);
+const BADGE_BG: Color = Color::Rgb(250, 212, 96);
+const WATCH_BG: Color = Color::Rgb(206, 150, 232);
+const BLACK: Color = Color::Rgb(0, 0, 0);
+const WHITE: Color = Color::Rgb(255, 255, 255);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Areas {
@@ -22,15 +38,15 @@ pub struct Areas {
     pub left_ruler: Rect,
     /// The pane the picture may use.
     pub pane: Rect,
-    /// Where the picture is drawn: the pane's largest 4:3 rectangle.
-    pub picture: Option<Rect>,
+    /// Where the picture is drawn and what it shows.
+    pub picture: Option<View>,
     pub task: Rect,
     pub status: Rect,
     pub line: Rect,
 }
 
 /// `task_row`: one more row above the status bar for the task's instruction.
-pub fn layout(area: Rect, font: FontSize, task_row: bool) -> Areas {
+pub fn layout(area: Rect, graphics: &Graphics, task_row: bool, region: Region) -> Areas {
     let [pane_with_rulers, task, status, line] = Layout::vertical([
         Constraint::Min(0),
         Constraint::Length(u16::from(task_row)),
@@ -44,8 +60,8 @@ pub fn layout(area: Rect, font: FontSize, task_row: bool) -> Areas {
         width: pane_with_rulers.width.saturating_sub(RULER_WIDTH),
         height: pane_with_rulers.height.saturating_sub(1),
     };
-    let picture = fit(inner, font);
-    let drawn = picture.unwrap_or(inner);
+    let picture = View::fit(inner, graphics, region);
+    let drawn = picture.map_or(inner, |view| view.cells);
     Areas {
         top_ruler: Rect::new(
             inner.x,
@@ -67,11 +83,11 @@ pub fn layout(area: Rect, font: FontSize, task_row: bool) -> Areas {
     }
 }
 
-pub fn draw(frame: &mut Frame, app: &App, picture: Option<&Protocol>, font: FontSize) {
-    let areas = layout(frame.area(), font, !app.tasks.is_empty());
+pub fn draw(frame: &mut Frame, app: &App, slot: &Slot, graphics: &Graphics) {
+    let areas = layout(frame.area(), graphics, !app.tasks.is_empty(), app.region());
     draw_rulers(frame, app, &areas);
     draw_task(frame, app, areas.task);
-    draw_picture(frame, app, &areas, picture);
+    draw_picture(frame, app, &areas, slot);
     draw_status(frame, app, areas.status);
     draw_line(frame, app, areas.line);
     if app.help {
@@ -80,24 +96,30 @@ pub fn draw(frame: &mut Frame, app: &App, picture: Option<&Protocol>, font: Font
 }
 
 fn ruler_style() -> Style {
-    Style::default().fg(Color::DarkGray)
+    Style::default()
 }
 
 fn marker_style() -> Style {
     Style::default()
-        .fg(Color::Yellow)
+        .fg(BLACK)
+        .bg(BADGE_BG)
         .add_modifier(Modifier::BOLD)
 }
 
 fn draw_rulers(frame: &mut Frame, app: &App, areas: &Areas) {
-    let Some(picture) = areas.picture else { return };
+    let Some(view) = areas.picture else { return };
+    let region = view.region;
+    let cells = view.cells;
     let buffer = frame.buffer_mut();
-    // Top: a label at every GRID_STEP px that has room (every other one on narrow panes).
-    let mut next_free = picture.x;
-    for x in (0..PAGE_WIDTH).step_by(GRID_STEP as usize) {
-        let (column, _) = page_to_cell(picture, x, 0);
+    let step = region.step() as usize;
+    // Top: a label at every step that has room (fewer on narrow panes).
+    let mut next_free = cells.x;
+    for x in (region.first_step(region.x)..region.x + region.width).step_by(step) {
+        let Some((column, _)) = view.page_to_cell(x, region.y) else {
+            continue;
+        };
         let label = format!("{x}");
-        if column < next_free || column + label.len() as u16 > picture.right() {
+        if column < next_free || column + label.len() as u16 > cells.right() {
             continue;
         }
         buffer.set_string(
@@ -109,9 +131,11 @@ fn draw_rulers(frame: &mut Frame, app: &App, areas: &Areas) {
         next_free = column + label.len() as u16 + 2;
     }
     // Left: labels right-aligned against a tick.
-    let mut next_row = picture.y;
-    for y in (0..PAGE_HEIGHT).step_by(GRID_STEP as usize) {
-        let (_, row) = page_to_cell(picture, 0, y);
+    let mut next_row = cells.y;
+    for y in (region.first_step(region.y)..region.y + region.height).step_by(step) {
+        let Some((_, row)) = view.page_to_cell(region.x, y) else {
+            continue;
+        };
         if row < next_row {
             continue;
         }
@@ -120,27 +144,27 @@ fn draw_rulers(frame: &mut Frame, app: &App, areas: &Areas) {
         next_row = row + 1;
     }
     // The crosshair's position on both rulers.
-    let (column, row) = page_to_cell(picture, app.crosshair.0, app.crosshair.1);
-    buffer.set_string(column, areas.top_ruler.y, "▼", marker_style());
-    buffer.set_string(
-        areas.left_ruler.x + RULER_WIDTH - 1,
-        row,
-        "▶",
-        marker_style(),
-    );
+    if let Some((column, row)) = view.page_to_cell(app.crosshair.0, app.crosshair.1) {
+        buffer.set_string(column, areas.top_ruler.y, "▼", marker_style());
+        buffer.set_string(
+            areas.left_ruler.x + RULER_WIDTH - 1,
+            row,
+            "▶",
+            marker_style(),
+        );
+    }
 }
 
-fn draw_picture(frame: &mut Frame, app: &App, areas: &Areas, picture: Option<&Protocol>) {
-    let Some(rect) = areas.picture else {
+fn draw_picture(frame: &mut Frame, app: &App, areas: &Areas, slot: &Slot) {
+    let Some(view) = areas.picture else {
         let message =
             Paragraph::new("The terminal is too small to show the page.").wrap(Wrap { trim: true });
         frame.render_widget(message, areas.pane);
         return;
     };
+    let rect = view.cells;
     let placeholder = |frame: &mut Frame, text: String| {
-        let block = Block::default()
-            .borders(Borders::ALL)
-            .border_style(ruler_style());
+        let block = Block::default().borders(Borders::ALL);
         let inner = block.inner(rect);
         frame.render_widget(block, rect);
         let lines = vec![Line::from(""), Line::from(text)];
@@ -151,29 +175,50 @@ fn draw_picture(frame: &mut Frame, app: &App, areas: &Areas, picture: Option<&Pr
             inner,
         );
     };
-    // Kitty/sixel images would paint over the help text: hide the picture while help is open.
     if app.help && !app.text_picture {
+        // Pixel pictures are taken off while the help overlay is open.
         return;
     }
-    match (picture, &app.link) {
-        (Some(protocol), _) => {
-            frame.render_widget(Image::new(protocol).allow_clipping(true), rect);
-            if app.text_picture {
-                // Half-block cells can carry the crosshair itself (inverted colours).
-                let (column, row) = page_to_cell(rect, app.crosshair.0, app.crosshair.1);
-                if let Some(cell) = frame.buffer_mut().cell_mut((column, row)) {
+    if slot.has_image() {
+        if let Some((shown, cells)) = slot.cells() {
+            draw_cells(frame, shown, cells);
+            // Half-block cells carry the crosshair itself (inverted colours).
+            if let Some(at) = shown.page_to_cell(app.crosshair.0, app.crosshair.1) {
+                if let Some(cell) = frame.buffer_mut().cell_mut(at) {
                     cell.modifier.insert(Modifier::REVERSED);
                 }
             }
         }
-        (None, Link::Connecting) => {
-            placeholder(frame, format!("Connecting to {}…", app.server_label))
-        }
-        (None, Link::Lost(reason)) => placeholder(
+        // Pixel pictures are drawn over these cells after the frame (see painter).
+        return;
+    }
+    match &app.link {
+        Link::Connecting => placeholder(frame, format!("Connecting to {}…", app.server_label)),
+        Link::Lost(reason) => placeholder(
             frame,
             format!("Disconnected: {reason}. Press r to reconnect, q to quit."),
         ),
-        (None, Link::Connected) => placeholder(frame, format!("Opening {}…", app.start_url)),
+        Link::Connected => placeholder(frame, format!("Opening {}…", app.start_url)),
+    }
+}
+
+/// Half-block cells into the buffer, clipped to the frame.
+pub fn draw_cells(frame: &mut Frame, view: View, cells: &[crate::painter::Paint]) {
+    let area = frame.area();
+    let buffer = frame.buffer_mut();
+    let width = usize::from(view.cells.width);
+    for (index, paint) in cells.iter().enumerate() {
+        let column = view.cells.x + (index % width) as u16;
+        let row = view.cells.y + (index / width) as u16;
+        if column >= area.right() || row >= area.bottom() {
+            continue;
+        }
+        if let Some(cell) = buffer.cell_mut((column, row)) {
+            cell.set_char(paint.symbol)
+                .set_fg(paint.fg)
+                .set_bg(paint.bg)
+                .set_style(Style::default().add_modifier(paint.modifier));
+        }
     }
 }
 
@@ -191,7 +236,7 @@ fn draw_task(frame: &mut Frame, app: &App, area: Rect) {
                     task.id,
                     task.category
                 ),
-                Style::default().fg(Color::Black).bg(Color::Cyan),
+                Style::default().fg(BLACK).bg(BAR_CYAN),
             ),
             Span::styled(
                 format!(" {}", task.instruction),
@@ -203,129 +248,123 @@ fn draw_task(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(line), area);
 }
 
+/// Text on the bar in the bar's colours.
+fn bar(text: impl Into<String>) -> Span<'static> {
+    Span::styled(text.into(), Style::default().fg(BAR_FG).bg(BAR_BG))
+}
+
+/// A badge: `fg` on `bg`, bold.
+fn badge(text: impl Into<String>, fg: Color, bg: Color) -> Span<'static> {
+    Span::styled(
+        text.into(),
+        Style::default().fg(fg).bg(bg).add_modifier(Modifier::BOLD),
+    )
+}
+
 fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
+    let on_bar = |fg: Color| Style::default().fg(fg).bg(BAR_BG);
     let mut spans = Vec::new();
-    let (link, link_style) = match &app.link {
-        Link::Connecting => ("connecting".to_string(), Style::default().fg(Color::Yellow)),
-        Link::Connected => ("connected".to_string(), Style::default().fg(Color::Green)),
-        Link::Lost(_) => (
-            "disconnected".to_string(),
-            Style::default().fg(Color::White).bg(Color::Red),
-        ),
-    };
-    spans.push(Span::styled(format!(" {link} "), link_style));
+    match &app.link {
+        Link::Connecting => spans.push(Span::styled(" connecting ", on_bar(BAR_YELLOW))),
+        Link::Connected => spans.push(Span::styled(" connected ", on_bar(BAR_GREEN))),
+        Link::Lost(_) => spans.push(badge(" disconnected ", WHITE, ALERT_BG)),
+    }
     if let Some(session) = &app.watching {
         let short: String = session.chars().take(13).collect();
-        spans.push(Span::styled(
-            format!(" watching {short} "),
-            Style::default().fg(Color::Black).bg(Color::Magenta),
-        ));
-        spans.push(Span::raw(" "));
+        spans.push(badge(format!(" watching {short} "), BLACK, WATCH_BG));
+        spans.push(bar(" "));
     }
     if app.recording {
-        spans.push(Span::styled(
-            " ● REC ",
-            Style::default()
-                .fg(Color::White)
-                .bg(Color::Red)
-                .add_modifier(Modifier::BOLD),
-        ));
-        spans.push(Span::raw(" "));
+        spans.push(badge(" ● REC ", WHITE, ALERT_BG));
+        spans.push(bar(" "));
     }
     if app.in_flight.is_some() {
         let spinner = SPINNER[app.spinner % SPINNER.len()];
-        spans.push(Span::styled(
-            format!("{spinner} "),
-            Style::default().fg(Color::Cyan),
-        ));
+        spans.push(Span::styled(format!("{spinner} "), on_bar(BAR_CYAN)));
     }
     if let Some(observed) = &app.observed {
         let steps = match observed.max_steps.or(app.max_steps) {
             Some(max) => format!("step {}/{max}", observed.step),
             None => format!("step {}", observed.step),
         };
-        spans.push(Span::raw(format!("{steps} │ ")));
+        spans.push(bar(format!("{steps} │ ")));
         if observed.done {
-            spans.push(Span::styled(
-                " done ",
-                Style::default().fg(Color::Black).bg(Color::Yellow),
-            ));
-            spans.push(Span::raw(" │ "));
+            spans.push(badge(" done ", BLACK, BADGE_BG));
+            spans.push(bar(" │ "));
         }
         if !observed.error.is_empty() {
-            spans.push(Span::styled(
-                format!(" {} ", observed.error),
-                Style::default()
-                    .fg(Color::White)
-                    .bg(Color::Red)
-                    .add_modifier(Modifier::BOLD),
-            ));
-            spans.push(Span::raw(" │ "));
+            spans.push(badge(format!(" {} ", observed.error), WHITE, ALERT_BG));
+            spans.push(bar(" │ "));
         }
-        spans.push(Span::raw(format!("{} ms │ ", observed.latency.as_millis())));
+        spans.push(bar(format!("{} ms │ ", observed.latency.as_millis())));
     }
     spans.push(Span::styled(
         format!("x,y {},{}", app.crosshair.0, app.crosshair.1),
-        marker_style(),
+        on_bar(BAR_YELLOW).add_modifier(Modifier::BOLD),
     ));
+    if app.zoom > 1 {
+        spans.push(Span::styled(
+            format!(" │ zoom {}x", app.zoom),
+            on_bar(BAR_YELLOW),
+        ));
+    }
     if app.grid {
-        spans.push(Span::raw(" │ grid"));
+        spans.push(bar(" │ grid"));
+    }
+    if app.wants_text() {
+        spans.push(bar(" │ text"));
     }
     if !app.queue.is_empty() {
         spans.push(Span::styled(
             format!(" │ queued {}", app.queue.len()),
-            Style::default().fg(Color::Cyan),
+            on_bar(BAR_CYAN),
         ));
     }
     if let Some(observed) = &app.observed {
-        spans.push(Span::raw(" │ "));
+        spans.push(bar(" │ "));
         spans.push(Span::styled(
             observed.url.clone(),
-            Style::default().add_modifier(Modifier::UNDERLINED),
+            on_bar(BAR_FG).add_modifier(Modifier::UNDERLINED),
         ));
         if !observed.title.is_empty() {
-            spans.push(Span::raw(format!(" — {}", observed.title)));
+            spans.push(bar(format!(" — {}", observed.title)));
         }
     }
-    let bar = Paragraph::new(Line::from(spans)).style(Style::default().bg(Color::Rgb(30, 30, 40)));
+    let bar = Paragraph::new(Line::from(spans)).style(Style::default().fg(BAR_FG).bg(BAR_BG));
     frame.render_widget(bar, area);
 }
 
 fn draw_line(frame: &mut Frame, app: &App, area: Rect) {
     let line = match &app.mode {
         Mode::Line { kind, text } => {
-            let style = match kind {
-                LineKind::Type => Style::default().fg(Color::Green),
-                _ => Style::default().fg(Color::Cyan),
-            };
             let hint = match kind {
                 LineKind::Type => "  (Enter sends, Esc cancels)",
                 _ => "  (Enter runs, Esc cancels)",
             };
             Line::from(vec![
-                Span::styled(kind.prompt(), style.add_modifier(Modifier::BOLD)),
+                Span::styled(kind.prompt(), Style::default().add_modifier(Modifier::BOLD)),
                 Span::raw(kind.shown(text)),
-                Span::styled("█", style),
-                Span::styled(hint, ruler_style()),
+                Span::styled("█", Style::default()),
+                Span::styled(hint, Style::default().add_modifier(Modifier::DIM)),
             ])
         }
         Mode::KeyPrefix => Line::from(Span::styled(
             "key: Enter  Tab  Esc  Backspace  a (CTRL+A)  ↑ ↓ ← →",
-            Style::default().fg(Color::Cyan),
+            Style::default().add_modifier(Modifier::BOLD),
         )),
-        Mode::ConfirmQuit => Line::from(Span::styled(
+        Mode::ConfirmQuit => Line::from(badge(
             "The episode is in progress. Quit and abandon it? (y/n)",
-            Style::default().fg(Color::Black).bg(Color::Yellow),
+            BLACK,
+            BADGE_BG,
         )),
         Mode::Normal => match &app.notice {
-            Some(notice) if notice.is_error => Line::from(Span::styled(
-                notice.text.clone(),
-                Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
-            )),
+            Some(notice) if notice.is_error => {
+                Line::from(badge(format!(" {} ", notice.text), WHITE, ALERT_BG))
+            }
             Some(notice) => Line::from(notice.text.clone()),
             None => Line::from(Span::styled(
-                "click/arrows+Enter  i type  k key  j/u scroll  b back  w wait  f finish  r reset  : command  g grid  ? help  q quit",
-                ruler_style(),
+                "click/arrows+Enter  i type  k key  j/u scroll  b back  w wait  f finish  r reset  : command  g grid  z zoom  T text  ? help  q quit",
+                Style::default(),
             )),
         },
     };
@@ -344,7 +383,7 @@ fn draw_help(frame: &mut Frame, area: Rect) {
     frame.render_widget(Clear, rect);
     let rows = BINDINGS.iter().map(|(keys, what)| {
         Row::new(vec![
-            Span::styled(*keys, Style::default().fg(Color::Yellow)),
+            Span::styled(*keys, Style::default().add_modifier(Modifier::BOLD)),
             Span::raw(*what),
         ])
     });

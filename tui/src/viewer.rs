@@ -6,33 +6,28 @@ use std::path::Path;
 
 use image::{DynamicImage, Rgb, RgbImage};
 use ratatui::backend::Backend;
-use ratatui::layout::{Constraint, Layout, Rect, Size};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph};
 use ratatui::{Frame, Terminal};
-use ratatui_image::protocol::Protocol;
-use ratatui_image::Image;
 
 use browserenv::trajectory::{read, Recording, StepRecord};
 
-use crate::picture::{encode, fit, prepare, Graphics, PAGE_HEIGHT, PAGE_WIDTH};
-use crate::terminal::{detect_graphics, enter, GraphicsChoice};
+use crate::graphics::{Graphics, GraphicsChoice};
+use crate::painter::Slot;
+use crate::picture::{Region, View, PAGE_HEIGHT, PAGE_WIDTH};
+use crate::terminal::{enter, probe_graphics};
 
 pub struct Viewer {
     pub recording: Recording,
     pub selected: usize,
     dir: std::path::PathBuf,
     graphics: Graphics,
-    encoded: Option<Encoded>,
-}
-
-/// The selected step's frames, encoded for one panel size.
-struct Encoded {
-    step: usize,
-    panel: Size,
-    before: Option<Protocol>,
-    after: Option<Protocol>,
+    /// The frame before the step (action drawn on it) and the frame after.
+    slots: [Slot; 2],
+    /// The step whose frames the slots hold.
+    loaded: Option<usize>,
 }
 
 /// Draw the step's action onto the frame it was taken on, in page pixels.
@@ -95,7 +90,8 @@ impl Viewer {
             selected: 0,
             dir: dir.to_path_buf(),
             graphics,
-            encoded: None,
+            slots: [Slot::new(11), Slot::new(13)],
+            loaded: None,
         })
     }
 
@@ -108,49 +104,34 @@ impl Viewer {
         self.selected = (self.selected as i64 + delta).clamp(0, last.max(0)) as usize;
     }
 
-    /// Encode the selected step's frames for panels of `panel` cells, once per selection.
-    pub fn prepare_pictures(&mut self, panel: Size) {
-        if self
-            .encoded
-            .as_ref()
-            .is_some_and(|e| e.step == self.selected && e.panel == panel)
-        {
-            return;
-        }
-        let Some(step) = self.step().cloned() else {
-            return;
-        };
-        let picture = |name: &str, marked: bool| -> Option<Protocol> {
-            if name.is_empty() {
-                return None;
-            }
-            let frame = image::open(self.dir.join(name)).ok()?;
-            let frame = if marked {
-                mark_action(&frame, &step)
-            } else {
-                frame
+    /// Load the selected step's frames into the slots, once per selection, and encode them for
+    /// the panels (again only when a panel's size changed).
+    fn prepare_pictures(&mut self, panels: [Rect; 2]) {
+        if self.loaded != Some(self.selected) {
+            let step = self.step().cloned();
+            let frame = |name: &str, marked: bool| -> Option<std::sync::Arc<DynamicImage>> {
+                let step = step.as_ref()?;
+                if name.is_empty() {
+                    return None;
+                }
+                let frame = image::open(self.dir.join(name)).ok()?;
+                Some(std::sync::Arc::new(if marked {
+                    mark_action(&frame, step)
+                } else {
+                    frame
+                }))
             };
-            let area = fit(
-                Rect::new(0, 0, panel.width, panel.height),
-                self.graphics.font,
-            )?;
-            let cells = Size::new(area.width, area.height);
-            encode(
-                prepare(&frame, cells, &self.graphics, false),
-                cells,
-                &self.graphics,
-                1,
-            )
-            .ok()
-        };
-        let before = picture(&step.file_name, true);
-        let after = picture(&step.next_file_name, false);
-        self.encoded = Some(Encoded {
-            step: self.selected,
-            panel,
-            before,
-            after,
-        });
+            let before = step.as_ref().and_then(|s| frame(&s.file_name, true));
+            let after = step.as_ref().and_then(|s| frame(&s.next_file_name, false));
+            self.slots[0].set_image(before);
+            self.slots[1].set_image(after);
+            self.loaded = Some(self.selected);
+        }
+        for (slot, panel) in self.slots.iter_mut().zip(panels) {
+            let view = View::fit(panel, &self.graphics, Region::PAGE);
+            let wanted = slot.wanted(view, false, false);
+            slot.encode_now(wanted, &self.graphics);
+        }
     }
 
     pub fn draw(&mut self, frame: &mut Frame) {
@@ -248,19 +229,14 @@ impl Viewer {
         let (after_inner, after_block) = panel(after_area, " after ");
         frame.render_widget(before_block, before_area);
         frame.render_widget(after_block, after_area);
-        self.prepare_pictures(Size::new(
-            before_inner.width,
-            before_inner.height.min(after_inner.height),
-        ));
-        if let Some(Encoded { before, after, .. }) = &self.encoded {
-            for (picture, area) in [(before, before_inner), (after, after_inner)] {
-                match picture {
-                    Some(picture) => {
-                        frame.render_widget(Image::new(picture).allow_clipping(true), area)
-                    }
-                    None => frame.render_widget(Paragraph::new("(no screenshot)"), area),
-                }
+        self.prepare_pictures([before_inner, after_inner]);
+        for (slot, area) in self.slots.iter().zip([before_inner, after_inner]) {
+            if !slot.has_image() {
+                frame.render_widget(Paragraph::new("(no screenshot)"), area);
+            } else if let Some((view, cells)) = slot.cells() {
+                crate::view::draw_cells(frame, view, cells);
             }
+            // Pixel pictures are written after the frame (`draw`).
         }
 
         let status = match self.recording.problems.first() {
@@ -268,10 +244,7 @@ impl Viewer {
                 format!("{} problem(s): {problem}", self.recording.problems.len()),
                 Style::default().fg(Color::Red),
             ),
-            None => Span::styled(
-                "↑↓ step  PgUp/PgDn 10  Home/End  q quit",
-                Style::default().fg(Color::DarkGray),
-            ),
+            None => Span::raw("↑↓ step  PgUp/PgDn 10  Home/End  q quit"),
         };
         frame.render_widget(Paragraph::new(Line::from(status)), bottom);
     }
@@ -281,10 +254,11 @@ impl Viewer {
 pub fn run_viewer(dir: &Path, choice: GraphicsChoice) -> anyhow::Result<()> {
     use crossterm::event::{self, Event, KeyCode, KeyEventKind};
     let mut guard = enter()?;
-    let graphics = detect_graphics(choice);
+    let graphics = probe_graphics(choice);
     let mut viewer = Viewer::open(dir, graphics)?;
+    let mut out = std::io::stdout();
     loop {
-        draw(&mut guard.terminal, &mut viewer)?;
+        draw(&mut guard.terminal, &mut viewer, Some(&mut out))?;
         if let Event::Key(key) = event::read()? {
             if key.kind == KeyEventKind::Release {
                 continue;
@@ -303,9 +277,27 @@ pub fn run_viewer(dir: &Path, choice: GraphicsChoice) -> anyhow::Result<()> {
     }
 }
 
-pub fn draw<B: Backend>(terminal: &mut Terminal<B>, viewer: &mut Viewer) -> anyhow::Result<()> {
+/// Draw the viewer; with `out` (a real terminal), pixel pictures are written after the cells.
+pub fn draw<B: Backend>(
+    terminal: &mut Terminal<B>,
+    viewer: &mut Viewer,
+    out: Option<&mut dyn std::io::Write>,
+) -> anyhow::Result<()> {
+    let pixels = !viewer.graphics.is_text();
+    if pixels && viewer.slots.iter().any(Slot::needs_clear) {
+        terminal
+            .clear()
+            .map_err(|err| anyhow::anyhow!("clear: {err:?}"))?;
+        viewer.slots.iter_mut().for_each(Slot::forget_screen);
+    }
     terminal
         .draw(|frame| viewer.draw(frame))
         .map_err(|err| anyhow::anyhow!("draw: {err:?}"))?;
+    if let (Some(out), true) = (out, pixels) {
+        for slot in &mut viewer.slots {
+            slot.draw_pixels(out, true, viewer.graphics.passthrough)?;
+        }
+        out.flush()?;
+    }
     Ok(())
 }

@@ -9,7 +9,6 @@ use browserenv::models::{BrowserAction, StepResult};
 use browserenv::protocol::parse_step_result;
 use futures_util::StreamExt;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -18,32 +17,6 @@ use tokio_tungstenite::tungstenite::Message;
 use crate::app::{Msg, Request};
 use crate::connection::{Link, LinkEvent};
 use crate::picture::decode;
-
-/// `GET /sessions` over plain HTTP (the server's own listener is loopback or behind a proxy).
-pub async fn list_sessions(server: &str, token: Option<&str>) -> anyhow::Result<Vec<Value>> {
-    let url = url::Url::parse(server)?;
-    anyhow::ensure!(
-        url.scheme() == "http",
-        "watch mode lists sessions over http:// only, got {server}"
-    );
-    let host = url.host_str().unwrap_or("127.0.0.1");
-    let mut stream = tokio::net::TcpStream::connect((host, url.port().unwrap_or(80))).await?;
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let request =
-        format!("GET /sessions HTTP/1.1\r\nHost: {host}\r\n{auth}Connection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await?;
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    anyhow::ensure!(
-        head.starts_with("HTTP/1.1 200"),
-        "GET /sessions: {}",
-        head.lines().next().unwrap_or("")
-    );
-    Ok(serde_json::from_str(body)?)
-}
 
 /// Follow one session's stream; events arrive like a controlled session's replies.
 pub fn watch(server: String, token: Option<String>, session: String) -> Link {

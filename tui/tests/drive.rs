@@ -8,8 +8,9 @@ use browserenv_server::chromium::{ChromiumConfig, ChromiumLauncher};
 use browserenv_server::site::serve_dir;
 use browserenv_server::{start, ServerConfig};
 use browserenv_tui::app::App;
-use browserenv_tui::event_loop::{run, Exit, FrameReport, LoopOptions};
-use browserenv_tui::picture::{cell_to_page, page_to_cell, Graphics};
+use browserenv_tui::event_loop::{run, Exit, FrameReport, GraphicsSource, LoopOptions};
+use browserenv_tui::graphics::Graphics;
+use browserenv_tui::picture::Region;
 use browserenv_tui::view::layout;
 use crossterm::event::{
     Event, KeyCode, KeyEvent, KeyEventKind, KeyEventState, KeyModifiers, MouseButton, MouseEvent,
@@ -99,11 +100,12 @@ fn spawn_ui(
         let options = LoopOptions {
             server,
             token: None,
-            graphics: Graphics::halfblocks(),
-            synchronized: false,
+            graphics: GraphicsSource::Ready(Graphics::halfblocks()),
+            out: None,
             frames: Some(frames_tx),
             recorder,
             watch,
+            stop: None,
         };
         let exit = run(&mut terminal, &mut app, events, options).await.unwrap();
         (exit, app, format!("{}", terminal.backend()))
@@ -144,13 +146,14 @@ async fn scripted_input_drives_the_page() {
     // A mouse click on the picture clicks the page pixel under that cell's centre.
     let picture = layout(
         Rect::new(0, 0, width, height),
-        Graphics::halfblocks().font,
+        &Graphics::halfblocks(),
         false,
+        Region::PAGE,
     )
     .picture
     .unwrap();
-    let (column, row) = page_to_cell(picture, 200, 150);
-    let (x, y) = cell_to_page(picture, column, row).unwrap();
+    let (column, row) = picture.page_to_cell(200, 150).unwrap();
+    let (x, y) = picture.cell_to_page(column, row).unwrap();
     input_tx.send(click(column, row)).unwrap();
     let expected = format!("clicked {x},{y}");
     until(&mut frames, &expected, |f| title(f) == expected).await;
@@ -167,7 +170,7 @@ async fn scripted_input_drives_the_page() {
     .await;
 
     // Click the input (page 250,115), type mode, then ENTER with `e`.
-    let (column, row) = page_to_cell(picture, 250, 115);
+    let (column, row) = picture.page_to_cell(250, 115).unwrap();
     input_tx.send(click(column, row)).unwrap();
     input_tx.send(key(KeyCode::Char('i'))).unwrap();
     for event in typed("tui works") {
@@ -338,7 +341,9 @@ async fn watch_mode_follows_an_agent_read_only() {
         .reset(ResetOptions::new(pages.url("canvas.html")))
         .await
         .unwrap();
-    let sessions = browserenv_tui::watching::list_sessions(&server.base_url(), None)
+    let sessions = browserenv_tui::sessions::Sessions::new(&server.base_url(), None)
+        .unwrap()
+        .list()
         .await
         .unwrap();
     let session = sessions[0]["id"].as_str().unwrap().to_string();

@@ -6,7 +6,7 @@ use base64::Engine;
 use browserenv::models::{BrowserAction, BrowserObservation, StepResult};
 use browserenv::trajectory::{Actor, RecordEvent, Recorder, RecorderHandle, TrajectoryWriter};
 use browserenv_tui::export::export_hf;
-use browserenv_tui::picture::Graphics;
+use browserenv_tui::graphics::Graphics;
 use browserenv_tui::viewer::{draw, mark_action, Viewer};
 use image::{DynamicImage, Rgb, RgbImage};
 use ratatui::backend::TestBackend;
@@ -117,7 +117,7 @@ fn the_viewer_lists_steps_and_draws_the_action() {
     let dir = recording();
     let mut viewer = Viewer::open(&dir, Graphics::halfblocks()).unwrap();
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
-    draw(&mut terminal, &mut viewer).unwrap();
+    draw(&mut terminal, &mut viewer, None).unwrap();
     let screen = format!("{}", terminal.backend());
     assert!(screen.contains("3 steps, 1 episodes"), "{screen}");
     assert!(screen.contains("episode- #1  click 10 20"), "{screen}");
@@ -126,7 +126,7 @@ fn the_viewer_lists_steps_and_draws_the_action() {
         "{screen}"
     );
     viewer.select(1);
-    draw(&mut terminal, &mut viewer).unwrap();
+    draw(&mut terminal, &mut viewer, None).unwrap();
     let screen = format!("{}", terminal.backend());
     assert!(screen.contains("\"op\":\"scroll\""), "{screen}");
     viewer.select(10);

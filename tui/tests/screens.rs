@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use browserenv_tui::app::{App, KeyInput, Msg};
-use browserenv_tui::event_loop::{render, Painter};
-use browserenv_tui::picture::Graphics;
+use browserenv_tui::event_loop::render;
+use browserenv_tui::graphics::Graphics;
+use browserenv_tui::painter::Painter;
 use image::{DynamicImage, Rgb, RgbImage};
 use ratatui::backend::TestBackend;
 use ratatui::layout::Size;
@@ -45,10 +46,10 @@ fn screen(app: &mut App, with_picture: bool) -> String {
     let mut terminal = Terminal::new(backend).unwrap();
     let mut painter = Painter::new(Graphics::halfblocks());
     if with_picture {
-        painter.set_image(Some(page()));
+        painter.slot.set_image(Some(page()));
         painter.encode_now(app, Size::new(100, 30));
     }
-    render(&mut terminal, app, &painter, false).unwrap();
+    render(&mut terminal, app, &mut painter, None).unwrap();
     format!("{}", terminal.backend())
 }
 
@@ -179,7 +180,55 @@ fn small_terminal_still_draws() {
     observed(&mut app, "", false);
     let backend = TestBackend::new(20, 6);
     let mut terminal = Terminal::new(backend).unwrap();
-    let painter = Painter::new(Graphics::halfblocks());
-    render(&mut terminal, &mut app, &painter, false).unwrap();
+    let mut painter = Painter::new(Graphics::halfblocks());
+    render(&mut terminal, &mut app, &mut painter, None).unwrap();
     insta::assert_snapshot!(format!("{}", terminal.backend()));
+}
+
+/// The status bar reads the same on a light and a dark terminal theme: every cell sets both its
+/// colours (none is left to the theme), at a contrast of at least 4.5:1 (WCAG AA), whatever the
+/// bar shows.
+#[test]
+fn the_status_bar_is_readable_on_any_theme() {
+    use browserenv_tui::text_overlay::contrast;
+    use ratatui::style::Color;
+    let mut states: Vec<App> = Vec::new();
+    let mut plain = app();
+    observed(&mut plain, "", false);
+    states.push(plain);
+    let mut busy = app();
+    observed(&mut busy, "navigation_failed", true);
+    busy.recording = true;
+    busy.grid = true;
+    busy.zoom = 2;
+    busy.watching = Some("0f7c2a1e-session".into());
+    busy.update(Msg::Key(KeyInput::Char('b')));
+    busy.update(Msg::Key(KeyInput::Char('w')));
+    states.push(busy);
+    let mut lost = app();
+    observed(&mut lost, "", false);
+    lost.update(Msg::Disconnected("connection reset".into()));
+    states.push(lost);
+    states.push(app());
+    for mut state in states {
+        let mut terminal = Terminal::new(TestBackend::new(160, 30)).unwrap();
+        let mut painter = Painter::new(Graphics::halfblocks());
+        render(&mut terminal, &mut state, &mut painter, None).unwrap();
+        let buffer = terminal.backend().buffer();
+        let row = 28;
+        for column in 0..160 {
+            let cell = &buffer[(column, row)];
+            let rgb = |color: Color| match color {
+                Color::Rgb(r, g, b) => image::Rgb([r, g, b]),
+                other => panic!("status cell {column} leaves a colour to the theme: {other:?}"),
+            };
+            let (fg, bg) = (rgb(cell.fg), rgb(cell.bg));
+            let ratio = contrast(fg, bg);
+            assert!(
+                ratio >= 4.5,
+                "status cell {column} ({:?}) has contrast {ratio:.1}",
+                cell.symbol()
+            );
+        }
+    }
 }

@@ -45,8 +45,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use browserenv::models::{Key, VIEWPORT_HEIGHT, VIEWPORT_WIDTH};
+use browserenv::text_layer::{TextRun, MAX_RUNS};
 
-use crate::browser::{Browser, Incidents, Launcher, PageError, PageFacts, SettleOutcome};
+use crate::browser::{Browser, Incidents, Launcher, PageError, PageFacts, PageText, SettleOutcome};
 
 pub use process::{clean_leftovers, live_count, shutdown_all};
 
@@ -62,6 +63,8 @@ const MAX_TEXT_CHARS: usize = 20_000;
 const CLOSING_GRACE: Duration = Duration::from_millis(200);
 /// Reading title and text is a tiny script; a renderer that cannot run it in this time is hung.
 const FACTS_TIMEOUT: Duration = Duration::from_secs(2);
+/// Walking the page for its text layer stops after this long (the answer says it was cut).
+const TEXT_BUDGET: Duration = Duration::from_millis(300);
 
 #[derive(Debug, Clone)]
 pub struct ChromiumConfig {
@@ -1051,6 +1054,22 @@ impl Browser for ChromiumBrowser {
         let script = format!("{PROBE_JS}; window.__browserenv.element({x}, {y})");
         let value = evaluate(self.page()?, script, false).await?;
         Ok((!value.is_null()).then_some(value))
+    }
+
+    async fn visible_text(&mut self) -> Result<PageText, PageError> {
+        let script = format!(
+            "{PROBE_JS}; window.__browserenv.textRuns({MAX_RUNS}, {})",
+            TEXT_BUDGET.as_millis()
+        );
+        let url = self.current_url().await?;
+        let value = evaluate(self.page()?, script, false).await?;
+        let runs: Vec<TextRun> = serde_json::from_value(value["runs"].clone())
+            .map_err(|err| PageError::ActionFailed(format!("unreadable text runs: {err}")))?;
+        Ok(PageText {
+            url,
+            runs,
+            truncated: value["truncated"].as_bool().unwrap_or(false),
+        })
     }
 
     async fn screenshot(&mut self) -> Result<String, PageError> {

@@ -121,6 +121,195 @@
         passwords,
       };
     },
+    // The visible text as lines with their boxes, for the terminal UI's text layer
+    // (GET /sessions/{id}/text). Text nodes of the document, its open shadow roots and its
+    // same-origin iframes, plus form fields' values; what another element covers is left out.
+    textRuns(maxRuns, budgetMs) {
+      const started = performance.now();
+      const runs = [];
+      let truncated = false;
+      const SKIP = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'TEXTAREA', 'SELECT', 'OPTION']);
+      const FIELD_TYPES = new Set(['', 'text', 'search', 'email', 'url', 'tel', 'number', 'password',
+        'date', 'time', 'datetime-local', 'month', 'week', 'submit', 'button', 'reset']);
+      const rgb = (css) => {
+        const parts = (css.match(/[\d.]+/g) || []).map(Number);
+        return [0, 1, 2].map((i) => Math.max(0, Math.min(255, Math.round(parts[i] || 0))));
+      };
+      const transform = (text, how) => how === 'uppercase' ? text.toUpperCase()
+        : how === 'lowercase' ? text.toLowerCase()
+          : how === 'capitalize' ? text.replace(/(^|\s)(\S)/g, (m, s, c) => s + c.toUpperCase()) : text;
+      const visible = (el) => !el.checkVisibility
+        || el.checkVisibility({ opacityProperty: true, visibilityProperty: true });
+      const onScreen = (left, top, right, bottom) => right > left && bottom > top && right > 0
+        && bottom > 0 && left < innerWidth && top < innerHeight;
+      // The element is what a person sees at (x, y) of its own document, not something on top.
+      const uncovered = (el, x, y) => {
+        // Asked of the element's own tree: a shadow root answers with its own elements.
+        const root = el.getRootNode();
+        const hit = (root.elementFromPoint ? root : el.ownerDocument).elementFromPoint(x, y);
+        // Nothing at all there: the point is outside its (i)frame's viewport, so clipped.
+        return !!hit && (hit === el || el.contains(hit) || hit.contains(el));
+      };
+      const styleOf = (el) => {
+        const s = el.ownerDocument.defaultView.getComputedStyle(el);
+        return {
+          size: parseFloat(s.fontSize) || 16,
+          color: rgb(s.color),
+          bold: (parseInt(s.fontWeight, 10) || 400) >= 600,
+          link: !!el.closest('a[href]'),
+          transform: s.textTransform,
+        };
+      };
+      const push = (run) => {
+        if (runs.length >= maxRuns) {
+          truncated = true;
+          return;
+        }
+        runs.push(run);
+      };
+      const range = document.createRange();
+      // One text node: its words, grouped into the lines the layout put them on.
+      const textNode = (node, dx, dy) => {
+        const el = node.parentElement;
+        if (!el || SKIP.has(el.tagName)) return;
+        const nodeRange = node.ownerDocument === document ? range : node.ownerDocument.createRange();
+        nodeRange.selectNodeContents(node);
+        const all = nodeRange.getBoundingClientRect();
+        if (!onScreen(all.left + dx, all.top + dy, all.right + dx, all.bottom + dy) || !visible(el)) return;
+        const style = styleOf(el);
+        let line = null;
+        const flush = () => {
+          if (line && onScreen(line.left, line.top, line.right, line.bottom)
+            && uncovered(el, line.probeX, line.probeY)) {
+            push({
+              text: transform(line.words.join(' '), style.transform),
+              x: Math.round(line.left), y: Math.round(line.top),
+              width: Math.round(line.right - line.left), height: Math.round(line.bottom - line.top),
+              size: style.size, color: style.color, bold: style.bold, link: style.link, kind: 'text',
+            });
+          }
+          line = null;
+        };
+        // Words, and the parts of a word the layout broke across lines ("hook-and-|loop").
+        const pieces = [];
+        const words = /\S+/g;
+        let match;
+        while ((match = words.exec(node.data))) {
+          let start = match.index;
+          const end = start + match[0].length;
+          nodeRange.setStart(node, start);
+          nodeRange.setEnd(node, end);
+          if (nodeRange.getClientRects().length > 1) {
+            for (let i = start + 1; i < end; i++) {
+              nodeRange.setStart(node, start);
+              nodeRange.setEnd(node, i + 1);
+              const rects = nodeRange.getClientRects();
+              if (rects.length > 1 && rects[rects.length - 1].top > rects[0].top + 1) {
+                pieces.push([start, i]);
+                start = i;
+              }
+            }
+          }
+          pieces.push([start, end]);
+        }
+        for (const [start, end] of pieces) {
+          nodeRange.setStart(node, start);
+          nodeRange.setEnd(node, end);
+          const rects = nodeRange.getClientRects();
+          if (!rects.length || rects[0].width === 0) continue;
+          const r = rects[0];
+          const word = node.data.slice(start, end);
+          const [left, top, right, bottom] = [r.left + dx, r.top + dy, r.right + dx, r.bottom + dy];
+          const sameLine = line && Math.abs(top - line.top) < Math.max(2, (bottom - top) / 2)
+            && left >= line.right - 1;
+          if (!sameLine) {
+            flush();
+            line = { words: [], left, top, right, bottom,
+              probeX: (r.left + r.right) / 2, probeY: (r.top + r.bottom) / 2 };
+          }
+          line.words.push(word);
+          line.right = Math.max(line.right, right);
+          line.bottom = Math.max(line.bottom, bottom);
+        }
+        flush();
+      };
+      // A form field shows its value (or placeholder) inside its box.
+      const field = (el, dx, dy) => {
+        const type = (el.getAttribute('type') || '').toLowerCase();
+        if (el.tagName === 'INPUT' && !FIELD_TYPES.has(type)) return;
+        const r = el.getBoundingClientRect();
+        if (!onScreen(r.left + dx, r.top + dy, r.right + dx, r.bottom + dy) || !visible(el)) return;
+        if (!uncovered(el, (r.left + r.right) / 2, (r.top + r.bottom) / 2)) return;
+        const view = el.ownerDocument.defaultView;
+        const s = view.getComputedStyle(el);
+        let text = '';
+        let kind = 'field';
+        if (el.tagName === 'SELECT') {
+          text = el.selectedOptions && el.selectedOptions[0] ? el.selectedOptions[0].text : '';
+        } else if (type === 'password') {
+          text = '\u2022'.repeat(el.value.length);
+          kind = 'password';
+        } else {
+          text = el.value;
+        }
+        let color = rgb(s.color);
+        if (!text && el.placeholder) {
+          text = el.placeholder;
+          kind = 'placeholder';
+          color = rgb(view.getComputedStyle(el, '::placeholder').color);
+        }
+        const size = parseFloat(s.fontSize) || 16;
+        const lineHeight = parseFloat(s.lineHeight) || size * 1.2;
+        const left = r.left + dx + el.clientLeft + (parseFloat(s.paddingLeft) || 0);
+        const lines = el.tagName === 'TEXTAREA' ? text.split('\n') : [text.replace(/\s+/g, ' ')];
+        const firstTop = el.tagName === 'TEXTAREA'
+          ? r.top + dy + el.clientTop + (parseFloat(s.paddingTop) || 0) - el.scrollTop
+          : r.top + dy + (r.height - lineHeight) / 2;
+        lines.forEach((lineText, i) => {
+          const top = firstTop + i * lineHeight;
+          if (!lineText.trim() || top + lineHeight <= r.top + dy || top >= r.bottom + dy) return;
+          push({
+            text: lineText.trim(), x: Math.round(left), y: Math.round(top),
+            width: Math.round(Math.max(1, r.right + dx - left)), height: Math.round(lineHeight),
+            size, color, bold: (parseInt(s.fontWeight, 10) || 400) >= 600, link: false, kind,
+          });
+        });
+      };
+      const walk = (root, dx, dy) => {
+        const doc = root.ownerDocument || root;
+        const walker = doc.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
+        let node = walker.nextNode();
+        while (node) {
+          if (runs.length >= maxRuns || performance.now() - started > budgetMs) {
+            truncated = true;
+            return;
+          }
+          if (node.nodeType === Node.TEXT_NODE) {
+            if (/\S/.test(node.data)) textNode(node, dx, dy);
+          } else {
+            const tag = node.tagName;
+            if (tag === 'INPUT' || tag === 'TEXTAREA' || tag === 'SELECT') field(node, dx, dy);
+            if (node.shadowRoot) walk(node.shadowRoot, dx, dy);
+            if (tag === 'IFRAME' || tag === 'FRAME') {
+              let inner = null;
+              try {
+                inner = node.contentDocument;
+              } catch (error) {
+                inner = null; // another origin: its text is not ours to read from here
+              }
+              const r = node.getBoundingClientRect();
+              if (inner && inner.body && onScreen(r.left + dx, r.top + dy, r.right + dx, r.bottom + dy)) {
+                walk(inner.body, dx + r.left + node.clientLeft, dy + r.top + node.clientTop);
+              }
+            }
+          }
+          node = walker.nextNode();
+        }
+      };
+      if (document.body) walk(document.body, 0, 0);
+      runs.sort((a, b) => (a.y + a.height / 2) - (b.y + b.height / 2) || a.x - b.x);
+      return { runs, truncated };
+    },
     // The element an action is about: under the pointer for a click, else the focused one.
     element(x, y) {
       let element = x === null ? document.activeElement : document.elementFromPoint(x, y);

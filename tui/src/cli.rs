@@ -271,14 +271,31 @@ async fn serve(
     Ok((server, start, Some(cli.max_steps), Some(started)))
 }
 
-/// The embedded server's sessions end and its browsers close; past a short bound, its browsers
-/// are killed outright (a person who closed the terminal is not kept waiting).
+/// The embedded server ends within the UI's one-second promise, also on a loaded machine: its
+/// browsers are killed at once (nothing of theirs needs saving), then its sessions end and the
+/// profiles are removed, each bounded. A profile left behind is removed by the next start.
 async fn stop_embedded(embedded: Embedded) {
-    let stopped = tokio::time::timeout(Duration::from_millis(400), embedded.server.stop()).await;
-    if !matches!(stopped, Ok(Ok(()))) {
-        tracing::warn!("the embedded server did not stop in time: killing its browsers");
+    use browserenv_server::chromium;
+    let started = std::time::Instant::now();
+    chromium::kill_all();
+    if tokio::time::timeout(Duration::from_millis(300), embedded.server.stop())
+        .await
+        .is_err()
+    {
+        tracing::warn!("the embedded server did not stop within 300 ms");
     }
-    let _ = tokio::task::spawn_blocking(browserenv_server::chromium::shutdown_all).await;
+    let left = Duration::from_millis(700).saturating_sub(started.elapsed());
+    // A thread of its own, not the blocking pool: the runtime would wait for it at exit.
+    let (done, cleaned) = oneshot::channel();
+    let _ = std::thread::Builder::new()
+        .name("profile-cleanup".into())
+        .spawn(move || {
+            chromium::shutdown_all();
+            let _ = done.send(());
+        });
+    if tokio::time::timeout(left, cleaned).await.is_err() {
+        tracing::warn!("browser profiles not all removed in time; the next start removes them");
+    }
 }
 
 /// The recorder of `--record DIR`, its error reports, and a note about episodes a crash left open.

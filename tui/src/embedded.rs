@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use browserenv::tasks::TaskSet;
-use browserenv_server::chromium::{ChromiumConfig, ChromiumLauncher};
+use browserenv_server::chromium::{clean_leftovers, ChromiumConfig, ChromiumLauncher};
 use browserenv_server::environment::TaskCatalog;
 use browserenv_server::site::{serve_dir, SiteHandle};
 use browserenv_server::{start, ServerConfig, ServerHandle};
@@ -44,10 +44,14 @@ pub async fn start_embedded(
             chromium.display()
         );
     }
-    let launcher = ChromiumLauncher::new(ChromiumConfig {
+    let chromium = ChromiumConfig {
         executable: chromium,
         ..ChromiumConfig::default()
-    });
+    };
+    // Profiles an earlier UI could not remove in time (or a killed one left).
+    let root = chromium.profile_root.clone();
+    let _ = tokio::task::spawn_blocking(move || clean_leftovers(&root)).await;
+    let launcher = ChromiumLauncher::new(chromium);
     // The site first: the tasks' relative start URLs resolve against it.
     let site = serve_dir(site_dir)
         .await

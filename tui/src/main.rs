@@ -22,13 +22,19 @@ async fn main() -> std::process::ExitCode {
             }
         }
     }
-    match browserenv_tui::cli::run(cli).await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+    let code = match browserenv_tui::cli::run(cli).await {
+        Ok(()) => 0,
         Err(err) => {
             say(&format!("browserenv-tui: {err:#}"));
-            std::process::ExitCode::FAILURE
+            1
         }
-    }
+    };
+    // Everything that must reach the disk has (the recorder is joined); exiting here does not wait
+    // for the runtime's blocking threads (a browser launch still under way), so every way out
+    // ends the process at once.
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    std::process::exit(code)
 }
 
 /// To stderr if it is still there (`eprintln!` panics on a terminal that went away).

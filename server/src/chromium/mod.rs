@@ -49,7 +49,7 @@ use browserenv::text_layer::{TextRun, MAX_RUNS};
 
 use crate::browser::{Browser, Incidents, Launcher, PageError, PageFacts, PageText, SettleOutcome};
 
-pub use process::{clean_leftovers, live_count, shutdown_all};
+pub use process::{clean_leftovers, kill_all, live_count, shutdown_all};
 
 const PROBE_JS: &str = include_str!("probe.js");
 /// How long the DOM must be unchanged to count as quiet.

@@ -252,14 +252,26 @@ fn remove_profile(profile: &Path) {
     tracing::warn!("could not remove the profile {}", profile.display());
 }
 
+/// SIGKILL every browser this server still has, at once, without waiting for any: the first thing
+/// to do when the process must end now (the terminal UI's exits).
+pub fn kill_all() {
+    let pids: Vec<u32> = live()
+        .lock()
+        .map(|map| map.keys().copied().collect())
+        .unwrap_or_default();
+    for pid in pids {
+        kill_group(pid);
+    }
+}
+
 /// Kill every browser this server still has and remove their profiles. Called on shutdown.
 pub fn shutdown_all() {
+    kill_all();
     let entries: Vec<(u32, PathBuf)> = live()
         .lock()
         .map(|map| map.iter().map(|(pid, path)| (*pid, path.clone())).collect())
         .unwrap_or_default();
     for (pid, profile) in entries {
-        kill_group(pid);
         // SAFETY: reap if it is our child; harmless otherwise.
         unsafe {
             libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), 0);

@@ -75,6 +75,8 @@ pub struct Environment<L: Launcher> {
     tasks: Option<Arc<TaskCatalog>>,
     episode: Option<Episode<L::Browser>>,
     state: BrowserState,
+    /// The last text layer read, and for which episode and step.
+    text: Option<((Option<String>, u64), TextLayer)>,
 }
 
 /// Timings of one observation, reported in metadata.
@@ -93,6 +95,7 @@ impl<L: Launcher> Environment<L> {
             tasks: None,
             episode: None,
             state: BrowserState::default(),
+            text: None,
         }
     }
 
@@ -429,7 +432,14 @@ impl<L: Launcher> Environment<L> {
 
     /// The current page's visible text with its boxes (the TUI's text layer), bounded like every
     /// browser call. Read-only: the episode, its step count and its observations are untouched.
+    /// Read once per step: more requests for the same step (several watchers) get the same layer.
     pub async fn visible_text(&mut self, session: &str) -> Result<TextLayer, EnvError> {
+        let key = (self.state.episode_id.clone(), self.state.step_count);
+        if let Some((read_for, layer)) = &self.text {
+            if *read_for == key {
+                return Ok(layer.clone());
+            }
+        }
         let episode = self
             .episode
             .as_mut()
@@ -441,14 +451,16 @@ impl<L: Launcher> Environment<L> {
         )
         .await
         .map_err(|err| EnvError(format!("cannot read the page's text: {err}")))?;
-        Ok(TextLayer {
+        let layer = TextLayer {
             session: session.to_string(),
             episode_id: self.state.episode_id.clone(),
             step: self.state.step_count,
             url: text.url,
             runs: text.runs,
             truncated: text.truncated,
-        })
+        };
+        self.text = Some((key, layer.clone()));
+        Ok(layer)
     }
 
     /// End the current episode and release its browser.
@@ -775,6 +787,29 @@ mod tests {
         let (mut plain, _) = self::env(FakeScript::default());
         let err = plain.reset(&args).await.unwrap_err();
         assert!(err.0.contains("this server has no tasks"), "{}", err.0);
+    }
+
+    #[tokio::test]
+    async fn the_text_layer_is_read_once_per_step_and_needs_a_page() {
+        let (mut env, launcher) = env(FakeScript::default());
+        let err = env.visible_text("s").await.unwrap_err();
+        assert!(err.0.contains("reset first"), "{}", err.0);
+        env.reset(&kwargs("https://a.example/")).await.unwrap();
+        let first = env.visible_text("s").await.unwrap();
+        assert_eq!((first.session.as_str(), first.step), ("s", 0));
+        env.visible_text("s").await.unwrap();
+        let reads = |launcher: &FakeLauncher| {
+            launcher
+                .calls()
+                .iter()
+                .filter(|c| *c == "visible_text")
+                .count()
+        };
+        assert_eq!(reads(&launcher), 1, "the same step is read once");
+        env.step(&BrowserAction::wait()).await.unwrap();
+        assert_eq!(env.visible_text("s").await.unwrap().step, 1);
+        assert_eq!(reads(&launcher), 2);
+        assert_eq!(env.state().step_count, 1, "reading is not a step");
     }
 
     #[tokio::test]

@@ -207,3 +207,40 @@ async fn the_http_session_serves_its_text_too() {
     run(&layer, "Harbor Prices");
     harness.stop().await;
 }
+
+#[tokio::test]
+async fn a_huge_page_is_read_in_bounds_and_the_session_goes_on() {
+    let harness = Harness::start(test_settings()).await;
+    let mut client = harness.client().await;
+    client
+        .reset(ResetOptions::new(harness.page("hugetext.html")).episode_id("huge"))
+        .await
+        .unwrap();
+    let id = session_id(&harness, "huge").await;
+    let (status, body) = text(&harness, &id).await;
+    assert_eq!(status, 200, "{body}");
+    let layer: TextLayer = serde_json::from_value(body).unwrap();
+    // The middle of the log is on screen, read without walking the two million characters before.
+    assert!(
+        layer.runs.iter().any(|r| r.text.starts_with("line 2")),
+        "{:?}",
+        layer.runs.iter().take(3).collect::<Vec<_>>()
+    );
+    assert!(
+        layer.runs.iter().all(|r| r.text.chars().count() <= 1000),
+        "runs are capped"
+    );
+    // The page is still fine for the agent: the next step has no error.
+    let step = client.step(BrowserAction::scroll(-280000)).await.unwrap();
+    assert_eq!(step.observation.error, "");
+    let (status, body) = text(&harness, &id).await;
+    assert_eq!(status, 200, "{body}");
+    let top: TextLayer = serde_json::from_value(body).unwrap();
+    let long = top
+        .runs
+        .iter()
+        .find(|r| r.text.starts_with("start of a very long line"))
+        .expect("the long line");
+    assert!(long.text.chars().count() <= 1000);
+    harness.stop().await;
+}

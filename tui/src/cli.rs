@@ -158,6 +158,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Some(dir) => Some(open_recorder(dir, watch.is_some(), cli.redact)?),
         None => None,
     };
+    // Signals are caught from here on, also while the server starts (their default action would
+    // leave the terminal raw and a browser running), and a terminal that goes away is noticed.
+    let mut stop = stop_requests();
     // The terminal first: the graphics probe needs raw mode (no echo), and it runs while the
     // embedded server starts and the UI connects, so it holds up neither.
     let mut guard = enter()?;
@@ -166,7 +169,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let probe = tokio::task::spawn_blocking(move || {
         let _ = graphics_tx.send(probe_graphics(choice));
     });
-    let (server, start_url, max_steps, embedded) = match serve(&cli, tasks.clone()).await {
+    let served = tokio::select! {
+        served = serve(&cli, tasks.clone()) => served,
+        _ = &mut stop => {
+            // Ended while starting: nothing recorded yet, nothing to keep.
+            browserenv_server::chromium::kill_all();
+            drop(guard);
+            return Ok(());
+        }
+    };
+    let (server, start_url, max_steps, embedded) = match served {
         Ok(served) => served,
         Err(err) => {
             let _ = probe.await;
@@ -205,12 +217,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     .flatten()
     .take_while(|event| std::future::ready(event.is_ok()))
     .filter_map(|event| std::future::ready(event.ok()));
-    let stop = async {
-        tokio::select! {
-            _ = quit_on_signal() => Exit::Quit,
-            _ = hangup() => Exit::InputClosed,
-        }
-    };
     let outcome = run_loop(
         &mut guard.terminal,
         &mut app,
@@ -219,11 +225,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             server,
             token: cli.token.clone(),
             graphics: GraphicsSource::Probing(graphics_rx),
-            out: Some(Box::new(std::io::stdout())),
+            out: Some(guard.output.clone()),
             frames: None,
             recorder,
             watch,
-            stop: Some(Box::pin(stop)),
+            stop: Some(stop),
         },
     )
     .await;
@@ -361,22 +367,29 @@ async fn replay_command(
     Ok(())
 }
 
-/// SIGTERM, SIGHUP (the SSH connection or the terminal window went away), SIGINT and SIGQUIT end
-/// the UI like `q` does: recording finished, terminal restored.
-async fn quit_on_signal() {
+/// What ends the UI from outside, the way `q` does (recording finished, terminal restored):
+/// SIGTERM, SIGHUP (the SSH connection or the terminal window went away), SIGINT, SIGQUIT, or a
+/// terminal that closed. The signal handlers are in place when this returns.
+fn stop_requests() -> std::pin::Pin<Box<dyn std::future::Future<Output = Exit> + Send>> {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut hangup), Ok(mut interrupt), Ok(mut quit)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::quit()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = hangup.recv() => {}
-        _ = interrupt.recv() => {}
-        _ = quit.recv() => {}
-    }
+    let kinds = [
+        SignalKind::terminate(),
+        SignalKind::hangup(),
+        SignalKind::interrupt(),
+        SignalKind::quit(),
+    ];
+    let mut streams: Vec<_> = kinds.into_iter().filter_map(|k| signal(k).ok()).collect();
+    Box::pin(async move {
+        let signalled = async {
+            if streams.is_empty() {
+                return std::future::pending().await;
+            }
+            let received = streams.iter_mut().map(|s| Box::pin(s.recv()));
+            futures_util::future::select_all(received).await;
+        };
+        tokio::select! {
+            _ = signalled => Exit::Quit,
+            _ = hangup() => Exit::InputClosed,
+        }
+    })
 }

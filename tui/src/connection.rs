@@ -15,8 +15,12 @@ use crate::picture::decode;
 pub enum LinkEvent {
     /// A UI message (connected, observation facts, errors, lost).
     Msg(Msg),
-    /// The decoded screenshot of the observation just reported (None if it had none).
-    Picture(Option<Arc<DynamicImage>>),
+    /// The decoded screenshot of the observation just reported (None if it had none), and the
+    /// episode's step it shows (what its text layer must be read for).
+    Picture {
+        image: Option<Arc<DynamicImage>>,
+        step: u64,
+    },
     /// A request and its whole reply, for the recorder (sent before the observation's `Msg`).
     Reply {
         request: Request,
@@ -94,6 +98,10 @@ pub fn connect(server: String, token: Option<String>) -> Link {
                     steps = if request.is_reset() { 0 } else { steps + 1 };
                     let picture = decode_off_loop(&result).await;
                     let observed = observation(&result, steps, latency);
+                    let step = match &observed {
+                        Msg::Observation { step, .. } => *step,
+                        _ => steps,
+                    };
                     let reply = LinkEvent::Reply {
                         request,
                         result,
@@ -101,7 +109,13 @@ pub fn connect(server: String, token: Option<String>) -> Link {
                         episode_id,
                     };
                     if event_tx.send(reply).await.is_err()
-                        || event_tx.send(LinkEvent::Picture(picture)).await.is_err()
+                        || event_tx
+                            .send(LinkEvent::Picture {
+                                image: picture,
+                                step,
+                            })
+                            .await
+                            .is_err()
                         || !send(observed).await
                     {
                         return;

@@ -16,6 +16,7 @@ use crate::app::{App, Effect, Msg};
 use crate::connection::{self, LinkEvent};
 use crate::graphics::Graphics;
 use crate::input;
+use crate::output::Output;
 use crate::painter::{Encoded, Painter, Wanted};
 use crate::recording::Recording;
 use crate::sessions::{spawn_text_fetcher, Sessions, TextEvent, TextWanted};
@@ -45,7 +46,8 @@ pub fn render<B: Backend>(
         // Synchronized update (mode 2026): the terminal shows the frame whole.
         out.write_all(b"\x1b[?2026h")?;
     }
-    if pixels && painter.slot.needs_clear() {
+    let visible = !app.help;
+    if pixels && painter.slot.needs_clear(visible, app.picture) {
         // A pixel picture that went away or moved leaves its pixels where no cell changes.
         terminal
             .clear()
@@ -58,7 +60,9 @@ pub fn render<B: Backend>(
     if let Some(out) = out {
         if pixels {
             let passthrough = painter.graphics.passthrough;
-            painter.slot.draw_pixels(out, !app.help, passthrough)?;
+            painter
+                .slot
+                .draw_pixels(out, visible, app.picture, passthrough)?;
         }
         out.write_all(b"\x1b[?2026l")?;
         out.flush()?;
@@ -101,8 +105,9 @@ pub struct LoopOptions {
     /// Bearer token for a server started with BROWSER_API_TOKEN.
     pub token: Option<String>,
     pub graphics: GraphicsSource,
-    /// The real terminal: frames are synchronized updates and pixel pictures are written here.
-    pub out: Option<Box<dyn Write + Send>>,
+    /// The real terminal: frames are synchronized updates and pixel pictures are written here
+    /// (the same output the terminal's backend writes to, so they keep their order).
+    pub out: Option<Output>,
     /// Receives a report after every frame: how tests and the benchmark see the UI's state.
     pub frames: Option<mpsc::UnboundedSender<FrameReport>>,
     /// Watch mode: follow this session read-only instead of driving one.
@@ -204,6 +209,8 @@ async fn drive<B: Backend>(
     let mut link_alive = true;
     // The episode on screen: named by the UI at reset, or by the watched session's frames.
     let mut episode: Option<String> = None;
+    // The episode and step of the screenshot on screen.
+    let mut shown_for: Option<(String, u64)> = None;
     let mut text_feed: Option<TextFeed> = None;
     let (encoded_tx, mut encoded) = mpsc::channel::<(Wanted, Result<Encoded, String>)>(4);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
@@ -211,10 +218,14 @@ async fn drive<B: Backend>(
         terminal,
         app,
         &mut painter,
-        out.as_deref_mut().map(|o| o as &mut dyn Write),
+        out.as_mut().map(|o| o as &mut dyn Write),
     ) {
         return terminal_gone(err);
     }
+    // A frame not drawn because the one before was still on its way (a slow link) is drawn on
+    // a later tick, once the terminal has taken the one before.
+    let mut deferred = false;
+    let mut retry = tokio::time::interval(Duration::from_millis(50));
     loop {
         let msg = tokio::select! {
             exit = async { stop.as_mut().expect("guarded").await }, if stop.is_some() => {
@@ -247,7 +258,8 @@ async fn drive<B: Backend>(
             },
             event = link.events.recv(), if link_alive => match event {
                 Some(LinkEvent::Msg(msg)) => Some(msg),
-                Some(LinkEvent::Picture(image)) => {
+                Some(LinkEvent::Picture { image, step }) => {
+                    shown_for = episode.clone().map(|episode| (episode, step));
                     painter.slot.set_image(image);
                     None
                 }
@@ -280,10 +292,10 @@ async fn drive<B: Backend>(
                 }
             } => match event {
                 TextEvent::Layer(layer) => {
-                    let current = app.observed.as_ref().map(|o| o.step) == Some(layer.step)
-                        && layer.episode_id.is_some()
-                        && layer.episode_id == episode;
-                    if current {
+                    // Only the layer of the screenshot on screen: one read for the step before
+                    // (still in flight when the new screenshot came) is dropped.
+                    let read_for = layer.episode_id.clone().map(|episode| (episode, layer.step));
+                    if read_for.is_some() && read_for == shown_for {
                         painter.slot.set_text(Some(Arc::new(layer)));
                     }
                     None
@@ -291,6 +303,7 @@ async fn drive<B: Backend>(
                 TextEvent::Unavailable(reason) => Some(Msg::TextUnavailable(reason)),
             },
             _ = tick.tick(), if app.in_flight.is_some() => Some(Msg::Tick),
+            _ = retry.tick(), if deferred => None,
             Some(error) = async {
                 match recording.as_mut() {
                     Some(recording) => recording.errors.recv().await,
@@ -346,10 +359,9 @@ async fn drive<B: Backend>(
             }
         }
         // The text layer of the page on screen, when the picture can carry it.
-        if let (true, Some(observed), Some(episode)) = (
+        if let (true, Some((episode, step))) = (
             app.wants_text() && painter.ready && painter.slot.has_image(),
-            app.observed.as_ref(),
-            episode.as_ref(),
+            shown_for.as_ref(),
         ) {
             let feed = text_feed.get_or_insert_with(|| {
                 let (wants, events) = spawn_text_fetcher(sessions.clone(), app.watching.clone());
@@ -357,7 +369,7 @@ async fn drive<B: Backend>(
             });
             let want = TextWanted {
                 episode_id: episode.clone(),
-                step: observed.step,
+                step: *step,
             };
             feed.wants.send_if_modified(|current| {
                 let changed = current.as_ref() != Some(&want);
@@ -374,11 +386,16 @@ async fn drive<B: Backend>(
                 let _ = done.blocking_send(job.run());
             });
         }
+        if out.as_ref().is_some_and(|o| o.backlog() > 0) {
+            deferred = true;
+            continue;
+        }
+        deferred = false;
         if let Err(err) = render(
             terminal,
             app,
             &mut painter,
-            out.as_deref_mut().map(|o| o as &mut dyn Write),
+            out.as_mut().map(|o| o as &mut dyn Write),
         ) {
             return terminal_gone(err);
         }

@@ -14,6 +14,7 @@ pub mod event_loop;
 pub mod export;
 pub mod graphics;
 pub mod input;
+pub mod output;
 pub mod painter;
 pub mod picture;
 pub mod recording;

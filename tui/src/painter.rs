@@ -67,6 +67,9 @@ pub struct Slot {
     encoding: Option<Wanted>,
     /// What the terminal shows of a pixel picture; None after a clear.
     on_screen: Option<OnScreen>,
+    /// The kitty image the terminal holds for this slot, and which picture it is; kept across
+    /// clears, so it is deleted (or placed again) on the next draw.
+    kitty_placed: Option<(u32, Wanted)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -86,14 +89,19 @@ pub struct Job {
 }
 
 impl Job {
+    /// Always answers, even if encoding panicked: the slot waits for this answer before it
+    /// starts another encoding.
     pub fn run(self) -> (Wanted, Result<Encoded, String>) {
-        let encoded = encode_picture(
-            &self.image,
-            self.text.as_deref(),
-            &self.wanted,
-            &self.graphics,
-            self.kitty_id,
-        );
+        let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            encode_picture(
+                &self.image,
+                self.text.as_deref(),
+                &self.wanted,
+                &self.graphics,
+                self.kitty_id,
+            )
+        }))
+        .unwrap_or_else(|_| Err("encoding the picture panicked".into()));
         (self.wanted, encoded)
     }
 }
@@ -110,6 +118,7 @@ impl Slot {
             shown: None,
             encoding: None,
             on_screen: None,
+            kitty_placed: None,
         }
     }
 
@@ -223,24 +232,38 @@ impl Slot {
         self.on_screen = None;
     }
 
-    /// Before the cells are drawn: whether the screen must be cleared first, because a pixel
-    /// picture on it is gone or moved (its old pixels would stay where no cell changes).
-    pub fn needs_clear(&self) -> bool {
+    /// The pixel picture to show now: the one encoded, if the view is the one on screen now
+    /// (after a resize, an old encoding is not drawn into the new layout) and nothing covers it.
+    fn to_show(&self, visible: bool, current: Option<View>) -> Option<(Wanted, Arc<Encoded>)> {
+        let (wanted, encoded) = self.shown.as_ref()?;
+        (visible && Some(wanted.view) == current && matches!(**encoded, Encoded::Escape { .. }))
+            .then(|| (*wanted, encoded.clone()))
+    }
+
+    /// Before the cells are drawn: whether the screen must be cleared first. A sixel or iTerm2
+    /// image is part of the text area: when it goes away, moves, or goes under an overlay, its
+    /// pixels stay where no cell changes (a blank cell over a blank cell is never written).
+    pub fn needs_clear(&self, visible: bool, current: Option<View>) -> bool {
         let Some(on_screen) = self.on_screen else {
             return false;
         };
-        match &self.shown {
+        if on_screen.kitty_id.is_some() || on_screen.hidden {
+            // Kitty images are taken off by id; a hidden one is already off.
+            return false;
+        }
+        match self.to_show(visible, current) {
             Some((wanted, _)) => wanted.view.cells != on_screen.wanted.view.cells,
             None => true,
         }
     }
 
-    /// After the cells are drawn: bring the terminal's pixel picture up to date. `visible`: the
-    /// picture is not under an overlay.
+    /// After the cells are drawn: bring the terminal's pixel picture up to date for the view on
+    /// screen (`current`); `visible`: the picture is not under an overlay.
     pub fn draw_pixels(
         &mut self,
         out: &mut dyn Write,
         visible: bool,
+        current: Option<View>,
         passthrough: bool,
     ) -> std::io::Result<()> {
         let wrap = |escape: String| {
@@ -250,60 +273,63 @@ impl Slot {
                 escape
             }
         };
-        let shown = match &self.shown {
-            Some((wanted, encoded)) => match encoded.as_ref() {
-                Encoded::Escape { data, kitty_id } => Some((*wanted, data, *kitty_id)),
-                Encoded::Cells(_) => None,
-            },
-            None => None,
-        };
-        let Some((wanted, data, kitty_id)) = shown.filter(|_| visible) else {
-            // Hidden or gone: kitty images float above the text and must be taken off.
-            if let Some(on_screen) = self.on_screen.as_mut() {
-                if let (Some(id), false) = (on_screen.kitty_id, on_screen.hidden) {
-                    out.write_all(wrap(encode::kitty_delete(id, shown.is_none())).as_bytes())?;
+        let Some((wanted, encoded)) = self.to_show(visible, current) else {
+            // Hidden or gone: kitty images float above the text and must be taken off (once);
+            // a picture that is gone for good takes its data with it.
+            let gone = self.shown.is_none();
+            match self.kitty_placed {
+                Some((id, holds)) if !self.on_screen.is_some_and(|s| s.hidden) || gone => {
+                    out.write_all(wrap(encode::kitty_delete(id, gone)).as_bytes())?;
+                    self.on_screen = Some(OnScreen {
+                        wanted: holds,
+                        kitty_id: Some(id),
+                        hidden: true,
+                    });
+                    if gone {
+                        self.kitty_placed = None;
+                        self.on_screen = None;
+                    }
                 }
-                on_screen.hidden = true;
-                if shown.is_none() {
-                    self.on_screen = None;
+                _ => {
+                    if let Some(on_screen) = self.on_screen.as_mut() {
+                        on_screen.hidden = true;
+                    }
                 }
             }
             return Ok(());
         };
-        if let Some(on_screen) = self.on_screen {
-            if on_screen.wanted == wanted && !on_screen.hidden {
-                return Ok(());
-            }
+        if self
+            .on_screen
+            .is_some_and(|s| s.wanted == wanted && !s.hidden)
+        {
+            return Ok(());
         }
+        let Encoded::Escape { data, kitty_id } = encoded.as_ref() else {
+            return Ok(());
+        };
         let (column, row) = (wanted.view.cells.x, wanted.view.cells.y);
         write!(out, "\x1b[{};{}H", row + 1, column + 1)?;
-        let previous = self.on_screen.filter(|s| s.kitty_id.is_some());
-        match (previous, kitty_id) {
-            // The same kitty image, back from under an overlay: place it again, no new data.
-            (Some(previous), Some(id)) if previous.wanted == wanted => {
+        match (*kitty_id, self.kitty_placed) {
+            // The same kitty image, back from under an overlay or after a clear: its placements
+            // off, then one again, without sending its data again.
+            (Some(id), Some((placed, holds))) if placed == id && holds == wanted => {
+                out.write_all(wrap(encode::kitty_delete(id, false)).as_bytes())?;
                 out.write_all(wrap(encode::kitty_place(id)).as_bytes())?;
             }
-            _ => out.write_all(wrap(data.clone()).as_bytes())?,
-        }
-        if let (Some(previous), Some(id)) = (previous, kitty_id) {
-            if previous.kitty_id != Some(id) {
-                let old = previous.kitty_id.unwrap_or_default();
-                out.write_all(wrap(encode::kitty_delete(old, true)).as_bytes())?;
+            (Some(id), previous) => {
+                out.write_all(wrap(data.clone()).as_bytes())?;
+                if let Some((old, _)) = previous.filter(|(old, _)| *old != id) {
+                    out.write_all(wrap(encode::kitty_delete(old, true)).as_bytes())?;
+                }
+                self.kitty_placed = Some((id, wanted));
             }
+            (None, _) => out.write_all(wrap(data.clone()).as_bytes())?,
         }
         self.on_screen = Some(OnScreen {
             wanted,
-            kitty_id,
+            kitty_id: *kitty_id,
             hidden: false,
         });
-        Ok(())
-    }
-
-    /// Take every kitty image of this slot off the screen and out of the terminal's memory.
-    pub fn clear_kitty(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        for id in [self.kitty_base, self.kitty_base + 1] {
-            out.write_all(encode::kitty_delete(id, true).as_bytes())?;
-        }
         Ok(())
     }
 }
@@ -546,62 +572,77 @@ mod tests {
         let mut slot = Slot::new(5);
         slot.set_image(Some(page()));
         let view = view(&graphics);
-        slot.encode_now(slot.wanted(Some(view), false, false), &graphics);
-        let mut out = Vec::new();
-        slot.draw_pixels(&mut out, true, false).unwrap();
-        let first = String::from_utf8(out).unwrap();
+        let now = Some(view);
+        slot.encode_now(slot.wanted(now, false, false), &graphics);
+        let draw = |slot: &mut Slot, visible: bool| {
+            let mut out = Vec::new();
+            slot.draw_pixels(&mut out, visible, now, false).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let first = draw(&mut slot, true);
         assert!(
             first.starts_with("\x1b[2;5H\x1b_Ga=T,f=100,t=d,i=5,"),
             "{:?}",
             &first[..40]
         );
         // Nothing changed: nothing is written.
-        let mut out = Vec::new();
-        slot.draw_pixels(&mut out, true, false).unwrap();
-        assert!(out.is_empty());
-        // Under the help overlay: taken off, data kept; back: placed again without new data.
-        let mut out = Vec::new();
-        slot.draw_pixels(&mut out, false, false).unwrap();
+        assert_eq!(draw(&mut slot, true), "");
+        // Under the help overlay: taken off once, data kept; back: placed again, no new data.
+        assert_eq!(draw(&mut slot, false), "\x1b_Ga=d,d=i,i=5,q=2\x1b\\");
+        assert_eq!(draw(&mut slot, false), "", "taken off once");
+        assert!(!slot.needs_clear(false, now), "kitty needs no clearing");
         assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "\x1b_Ga=d,d=i,i=5,q=2\x1b\\"
+            draw(&mut slot, true),
+            "\x1b[2;5H\x1b_Ga=d,d=i,i=5,q=2\x1b\\\x1b_Ga=p,i=5,q=2,C=1\x1b\\"
         );
-        let mut out = Vec::new();
-        slot.draw_pixels(&mut out, true, false).unwrap();
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "\x1b[2;5H\x1b_Ga=p,i=5,q=2,C=1\x1b\\"
-        );
+        // After the screen was cleared: placed again, without new data.
+        slot.forget_screen();
+        assert!(draw(&mut slot, true).ends_with("\x1b_Ga=p,i=5,q=2,C=1\x1b\\"));
         // A new screenshot: id 6 shown, then 5 deleted with its data.
         slot.set_image(Some(page()));
-        slot.encode_now(slot.wanted(Some(view), false, false), &graphics);
-        let mut out = Vec::new();
-        slot.draw_pixels(&mut out, true, false).unwrap();
-        let second = String::from_utf8(out).unwrap();
+        slot.encode_now(slot.wanted(now, false, false), &graphics);
+        let second = draw(&mut slot, true);
         assert!(second.contains("i=6,"));
         assert!(second.ends_with("\x1b_Ga=d,d=I,i=5,q=2\x1b\\"));
+        // The layout changed (a resize) and the new picture is not encoded yet: the old one is
+        // not drawn into it.
+        let mut out = Vec::new();
+        let moved = View {
+            cells: Rect::new(4, 1, 10, 5),
+            ..view
+        };
+        slot.forget_screen();
+        slot.draw_pixels(&mut out, true, Some(moved), false)
+            .unwrap();
+        assert!(!String::from_utf8(out).unwrap().contains("a=p"));
     }
 
     #[test]
-    fn sixel_pictures_are_redrawn_only_when_needed() {
+    fn sixel_pictures_are_redrawn_only_when_needed_and_cleared_under_overlays() {
         let graphics = Graphics::pixels(Protocol::Sixel, (6, 13));
         let mut slot = Slot::new(1);
         slot.set_image(Some(page()));
         let view = view(&graphics);
-        slot.encode_now(slot.wanted(Some(view), false, false), &graphics);
+        let now = Some(view);
+        slot.encode_now(slot.wanted(now, false, false), &graphics);
         let mut out = Vec::new();
-        slot.draw_pixels(&mut out, true, false).unwrap();
+        slot.draw_pixels(&mut out, true, now, false).unwrap();
         assert!(String::from_utf8_lossy(&out).contains("\x1bP9;1;0q"));
         let mut out = Vec::new();
-        slot.draw_pixels(&mut out, true, false).unwrap();
+        slot.draw_pixels(&mut out, true, now, false).unwrap();
         assert!(out.is_empty());
-        // The screen was cleared (a resize): drawn again.
+        assert!(!slot.needs_clear(true, now));
+        // The help overlay opens over it: the screen is cleared so the overlay shows whole.
+        assert!(slot.needs_clear(false, now));
+        // The screen was cleared (a resize, an overlay): drawn again once visible.
         slot.forget_screen();
         let mut out = Vec::new();
-        slot.draw_pixels(&mut out, true, false).unwrap();
+        slot.draw_pixels(&mut out, true, now, false).unwrap();
         assert!(!out.is_empty());
+        // A new layout (too small for a picture): cleared away.
+        assert!(slot.needs_clear(true, None));
         // Gone: the screen must be cleared where it was.
         slot.set_image(None);
-        assert!(slot.needs_clear());
+        assert!(slot.needs_clear(true, now));
     }
 }

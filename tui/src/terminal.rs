@@ -5,8 +5,9 @@
 //! no reply is ever echoed; replies still on their way at the end are discarded before the
 //! terminal is handed back, so none reaches the shell as typed text.
 
-use std::io::{self, Stdout, Write};
+use std::io::{self, Write};
 use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
 
 use crossterm::event::{
     DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
@@ -19,19 +20,43 @@ use ratatui::Terminal;
 
 use crate::graphics::probe::{self, WindowSize};
 use crate::graphics::{choose, Graphics, GraphicsChoice, TermEnv};
+use crate::output::Output;
 
 /// Restores the terminal when dropped, so an early return or an unwinding panic cannot leave it
 /// in raw mode.
 pub struct TerminalGuard {
     /// Never dropped: ratatui's own drop prints to stderr when it cannot show the cursor, and
     /// printing to a terminal that went away panics. `restore` shows the cursor instead.
-    pub terminal: std::mem::ManuallyDrop<Terminal<CrosstermBackend<Stdout>>>,
+    pub terminal: std::mem::ManuallyDrop<Terminal<CrosstermBackend<Output>>>,
+    /// Everything drawn goes through here (its own thread).
+    pub output: Output,
 }
 
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
-        restore();
+        // After the frames still on their way; a terminal that takes nothing is not waited for.
+        if !self
+            .output
+            .finish(&restore_sequence(), Duration::from_millis(300))
+        {
+            write_restore_sequence();
+        }
+        release();
     }
+}
+
+/// What puts the terminal's modes back: pixel mouse, mouse and paste reports off, the main
+/// screen, the cursor.
+fn restore_sequence() -> Vec<u8> {
+    let mut bytes = b"\x1b[?1016l".to_vec();
+    let _ = crossterm::queue!(
+        bytes,
+        DisableMouseCapture,
+        DisableBracketedPaste,
+        LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+    bytes
 }
 
 /// The terminal input crossterm reads: stdin when it is a terminal, else `/dev/tty`.
@@ -111,29 +136,33 @@ pub async fn hangup() {
     }
 }
 
+/// Put the terminal back at once, from anywhere (a panic): the modes, then raw mode off.
 pub fn restore() {
+    write_restore_sequence();
+    release();
+}
+
+/// The restore sequence straight to stdout. It must not hang on a terminal that stopped reading
+/// (a frozen SSH connection): the few bytes go out if they can, else they are dropped. The flag is
+/// shared with the shell's descriptor, so it is put back right after.
+fn write_restore_sequence() {
     let mut stdout = io::stdout();
-    // Leaving must not hang on a terminal that stopped reading (a frozen SSH connection): the
-    // few bytes below go out if they can, else they are dropped. The flag is shared with the
-    // shell's descriptor, so it is put back right after.
     // SAFETY: fcntl on our own stdout.
     let flags = unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFL) };
     if flags >= 0 {
         unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_SETFL, flags | libc::O_NONBLOCK) };
     }
-    let _ = stdout.write_all(b"\x1b[?1016l");
-    let _ = crossterm::execute!(
-        stdout,
-        DisableMouseCapture,
-        DisableBracketedPaste,
-        LeaveAlternateScreen,
-        crossterm::cursor::Show
-    );
+    let _ = stdout.write_all(&restore_sequence());
+    let _ = stdout.flush();
     if flags >= 0 {
         // SAFETY: as above, the flags read before.
         unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_SETFL, flags) };
     }
-    // Late replies to the probe (and keys typed meanwhile) are dropped, not handed to the shell.
+}
+
+/// Drop what the terminal still sends (late replies, keys typed meanwhile) so none reaches the
+/// shell as typed text, then leave raw mode.
+fn release() {
     if let Some(tty) = tty() {
         // SAFETY: tcflush on the terminal's descriptor.
         unsafe {
@@ -143,12 +172,19 @@ pub fn restore() {
     let _ = disable_raw_mode();
 }
 
-/// Enter the UI's terminal mode. A panic restores the terminal before its message is printed.
+/// Enter the UI's terminal mode. A panic of the UI itself (its loop runs on the main thread)
+/// restores the terminal before its message is printed; one in a background task is logged and
+/// the UI goes on (an encoding that panics says so and the next one starts).
 pub fn enter() -> anyhow::Result<TerminalGuard> {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        restore();
-        previous(info);
+        if std::thread::current().name() == Some("main") {
+            restore();
+            previous(info);
+        } else {
+            let thread = std::thread::current();
+            tracing::error!("panic in {}: {info}", thread.name().unwrap_or("a thread"));
+        }
     }));
     enable_raw_mode()?;
     crossterm::execute!(
@@ -157,8 +193,10 @@ pub fn enter() -> anyhow::Result<TerminalGuard> {
         EnableMouseCapture,
         EnableBracketedPaste
     )?;
-    let terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    let output = Output::to_stdout();
+    let terminal = Terminal::new(CrosstermBackend::new(output.clone()))?;
     Ok(TerminalGuard {
         terminal: std::mem::ManuallyDrop::new(terminal),
+        output,
     })
 }

@@ -135,10 +135,17 @@ pub fn place(runs: &[TextRun], view: &View) -> Vec<Placed> {
             }
         }
         let width = |chars: &[(char, u16)]| chars.iter().map(|(_, w)| w).sum::<u16>();
-        // Clip at the picture's right edge.
-        while column + width(&chars) > columns && !chars.is_empty() {
-            chars.pop();
-        }
+        // Clip at the picture's right edge, in one pass (a page may have lines of any length).
+        let room = u32::from(columns.saturating_sub(column));
+        let mut used = 0u32;
+        let fits = chars
+            .iter()
+            .take_while(|(_, w)| {
+                used += u32::from(*w);
+                used <= room
+            })
+            .count();
+        chars.truncate(fits);
         if chars.is_empty() {
             continue;
         }
@@ -409,6 +416,16 @@ mod tests {
             ..text.clone()
         };
         assert_eq!(box_cells(&tall, &view), vec![(6, 10, 18), (7, 10, 18)]);
+    }
+
+    #[test]
+    fn a_line_of_any_length_is_clipped_at_once() {
+        let long = "x".repeat(200_000);
+        let placed = place(&[run(&long, 0, 0, 1_000_000)], &view());
+        assert_eq!(placed[0].width(), 100);
+        let wide = "価".repeat(100_000);
+        let placed = place(&[run(&wide, 8, 0, 1_000_000)], &view());
+        assert_eq!(placed[0].width(), 98, "49 wide characters from column 1");
     }
 
     #[test]

@@ -28,6 +28,10 @@ pub struct Viewer {
     slots: [Slot; 2],
     /// The step whose frames the slots hold.
     loaded: Option<usize>,
+    /// Where each slot's picture goes in the current layout.
+    views: [Option<View>; 2],
+    /// The terminal size of the last frame: a new one means the screen was cleared.
+    size: Option<ratatui::layout::Size>,
 }
 
 /// Draw the step's action onto the frame it was taken on, in page pixels.
@@ -92,6 +96,8 @@ impl Viewer {
             graphics,
             slots: [Slot::new(11), Slot::new(13)],
             loaded: None,
+            views: [None, None],
+            size: None,
         })
     }
 
@@ -127,8 +133,9 @@ impl Viewer {
             self.slots[1].set_image(after);
             self.loaded = Some(self.selected);
         }
-        for (slot, panel) in self.slots.iter_mut().zip(panels) {
+        for ((slot, panel), current) in self.slots.iter_mut().zip(panels).zip(&mut self.views) {
             let view = View::fit(panel, &self.graphics, Region::PAGE);
+            *current = view;
             let wanted = slot.wanted(view, false, false);
             slot.encode_now(wanted, &self.graphics);
         }
@@ -256,7 +263,7 @@ pub fn run_viewer(dir: &Path, choice: GraphicsChoice) -> anyhow::Result<()> {
     let mut guard = enter()?;
     let graphics = probe_graphics(choice);
     let mut viewer = Viewer::open(dir, graphics)?;
-    let mut out = std::io::stdout();
+    let mut out = guard.output.clone();
     loop {
         draw(&mut guard.terminal, &mut viewer, Some(&mut out))?;
         if let Event::Key(key) = event::read()? {
@@ -284,7 +291,21 @@ pub fn draw<B: Backend>(
     out: Option<&mut dyn std::io::Write>,
 ) -> anyhow::Result<()> {
     let pixels = !viewer.graphics.is_text();
-    if pixels && viewer.slots.iter().any(Slot::needs_clear) {
+    let size = terminal
+        .size()
+        .map_err(|err| anyhow::anyhow!("terminal size: {err:?}"))?;
+    if viewer.size.is_some_and(|s| s != size) {
+        // ratatui clears the screen on a resize: the pictures must be drawn again.
+        viewer.slots.iter_mut().for_each(Slot::forget_screen);
+    }
+    viewer.size = Some(size);
+    let views = viewer.views;
+    let stale = viewer
+        .slots
+        .iter()
+        .zip(views)
+        .any(|(slot, view)| slot.needs_clear(true, view));
+    if pixels && stale {
         terminal
             .clear()
             .map_err(|err| anyhow::anyhow!("clear: {err:?}"))?;
@@ -294,8 +315,9 @@ pub fn draw<B: Backend>(
         .draw(|frame| viewer.draw(frame))
         .map_err(|err| anyhow::anyhow!("draw: {err:?}"))?;
     if let (Some(out), true) = (out, pixels) {
-        for slot in &mut viewer.slots {
-            slot.draw_pixels(out, true, viewer.graphics.passthrough)?;
+        let views = viewer.views;
+        for (slot, view) in viewer.slots.iter_mut().zip(views) {
+            slot.draw_pixels(out, true, view, viewer.graphics.passthrough)?;
         }
         out.flush()?;
     }

@@ -114,7 +114,11 @@ pub fn watch(server: String, token: Option<String>, session: String) -> Link {
                 episode_id: data["episode_id"].as_str().map(str::to_string),
             };
             if !send(reply).await
-                || !send(LinkEvent::Picture(picture)).await
+                || !send(LinkEvent::Picture {
+                    image: picture,
+                    step,
+                })
+                .await
                 || !send(LinkEvent::Msg(observed)).await
             {
                 return;

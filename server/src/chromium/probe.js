@@ -129,6 +129,11 @@
       const runs = [];
       let truncated = false;
       const SKIP = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'TEXTAREA', 'SELECT', 'OPTION']);
+      // Bounds for hostile or huge pages: words looked at per text node, characters per run, and
+      // the longest word whose line breaks are looked for character by character.
+      const MAX_WORDS = 200000;
+      const MAX_RUN_CHARS = 1000;
+      const MAX_SPLIT_WORD = 200;
       const FIELD_TYPES = new Set(['', 'text', 'search', 'email', 'url', 'tel', 'number', 'password',
         'date', 'time', 'datetime-local', 'month', 'week', 'submit', 'button', 'reset']);
       const rgb = (css) => {
@@ -190,46 +195,80 @@
           }
           line = null;
         };
-        // Words, and the parts of a word the layout broke across lines ("hook-and-|loop").
-        const pieces = [];
-        const words = /\S+/g;
+        // Words, in order; a huge node (a raw text file is one) is searched for its first
+        // visible word instead of measured word by word from its start.
+        const words = [];
+        const pattern = /\S+/g;
         let match;
-        while ((match = words.exec(node.data))) {
-          let start = match.index;
-          const end = start + match[0].length;
+        while ((match = pattern.exec(node.data)) && words.length < MAX_WORDS) {
+          words.push([match.index, match.index + match[0].length]);
+        }
+        const rectOf = ([start, end]) => {
           nodeRange.setStart(node, start);
           nodeRange.setEnd(node, end);
-          if (nodeRange.getClientRects().length > 1) {
+          return nodeRange.getClientRects();
+        };
+        const below = (i) => {
+          const rects = rectOf(words[i]);
+          return rects.length > 0 && rects[rects.length - 1].bottom + dy > 0;
+        };
+        // Text in one flow goes down the page word by word (a multi-column node does not: small
+        // nodes are walked whole).
+        const huge = words.length > 256;
+        let first = 0;
+        let last = huge ? words.length : 0;
+        while (first < last) {
+          const middle = (first + last) >> 1;
+          if (below(middle)) last = middle;
+          else first = middle + 1;
+        }
+        for (let w = first; w < words.length; w++) {
+          if ((w & 63) === 0 && performance.now() - started > budgetMs) {
+            truncated = true;
+            break;
+          }
+          let [start, end] = words[w];
+          const rects = rectOf(words[w]);
+          if (!rects.length) continue;
+          if (rects[0].top + dy >= innerHeight) {
+            if (huge) break; // the rest of the node is below the fold
+            continue;
+          }
+          // A word the layout broke across lines ("hook-and-|loop"): its parts, where they break.
+          const pieces = [];
+          if (rects.length > 1 && end - start <= MAX_SPLIT_WORD) {
             for (let i = start + 1; i < end; i++) {
               nodeRange.setStart(node, start);
               nodeRange.setEnd(node, i + 1);
-              const rects = nodeRange.getClientRects();
-              if (rects.length > 1 && rects[rects.length - 1].top > rects[0].top + 1) {
+              const partial = nodeRange.getClientRects();
+              if (partial.length > 1 && partial[partial.length - 1].top > partial[0].top + 1) {
                 pieces.push([start, i]);
                 start = i;
               }
             }
           }
           pieces.push([start, end]);
-        }
-        for (const [start, end] of pieces) {
-          nodeRange.setStart(node, start);
-          nodeRange.setEnd(node, end);
-          const rects = nodeRange.getClientRects();
-          if (!rects.length || rects[0].width === 0) continue;
-          const r = rects[0];
-          const word = node.data.slice(start, end);
-          const [left, top, right, bottom] = [r.left + dx, r.top + dy, r.right + dx, r.bottom + dy];
-          const sameLine = line && Math.abs(top - line.top) < Math.max(2, (bottom - top) / 2)
-            && left >= line.right - 1;
-          if (!sameLine) {
-            flush();
-            line = { words: [], left, top, right, bottom,
-              probeX: (r.left + r.right) / 2, probeY: (r.top + r.bottom) / 2 };
+          for (const piece of pieces) {
+            const pieceRects = rectOf(piece);
+            if (!pieceRects.length || pieceRects[0].width === 0) continue;
+            const r = pieceRects[0];
+            if (r.left + dx >= innerWidth) continue; // right of the viewport
+            const word = node.data.slice(piece[0], Math.min(piece[1], piece[0] + MAX_RUN_CHARS));
+            const [left, top, right, bottom] = [r.left + dx, r.top + dy, r.right + dx, r.bottom + dy];
+            const sameLine = line && Math.abs(top - line.top) < Math.max(2, (bottom - top) / 2)
+              && left >= line.right - 1;
+            if (!sameLine) {
+              flush();
+              line = { words: [], length: 0, left, top, right, bottom,
+                probeX: (r.left + r.right) / 2, probeY: (r.top + r.bottom) / 2 };
+            }
+            if (line.length + word.length <= MAX_RUN_CHARS) {
+              line.words.push(word);
+              line.length += word.length + 1;
+            }
+            line.right = Math.max(line.right, right);
+            line.bottom = Math.max(line.bottom, bottom);
           }
-          line.words.push(word);
-          line.right = Math.max(line.right, right);
-          line.bottom = Math.max(line.bottom, bottom);
         }
         flush();
       };
@@ -246,7 +285,8 @@
         let kind = 'field';
         if (el.tagName === 'SELECT') {
           text = el.selectedOptions && el.selectedOptions[0] ? el.selectedOptions[0].text : '';
-        } else if (type === 'password') {
+        } else if (type === 'password' || (s.webkitTextSecurity && s.webkitTextSecurity !== 'none')) {
+          // Shown as discs on the page (a password, or a PIN masked by CSS): never the value.
           text = '\u2022'.repeat(el.value.length);
           kind = 'password';
         } else {

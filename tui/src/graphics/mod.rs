@@ -178,13 +178,7 @@ pub fn choose(
             Protocol::Halfblocks,
             "the terminal did not report its cell size in pixels".into(),
         ),
-        GraphicsChoice::Auto if report.kitty => (
-            Protocol::Kitty,
-            "it answered the kitty graphics query (direct placement)".into(),
-        ),
-        GraphicsChoice::Auto if report.sixel() => {
-            (Protocol::Sixel, "its device attributes list sixel".into())
-        }
+        // Their own inline images first: the most complete of what they speak.
         GraphicsChoice::Auto if iterm => (
             Protocol::Iterm2,
             format!(
@@ -192,6 +186,13 @@ pub fn choose(
                 version_or(&version, &env.program)
             ),
         ),
+        GraphicsChoice::Auto if report.kitty => (
+            Protocol::Kitty,
+            "it answered the kitty graphics query (direct placement)".into(),
+        ),
+        GraphicsChoice::Auto if report.sixel() => {
+            (Protocol::Sixel, "its device attributes list sixel".into())
+        }
         GraphicsChoice::Auto => (Protocol::Halfblocks, "it reported no pixel graphics".into()),
     };
     let passthrough = multiplexer && protocol != Protocol::Halfblocks;
@@ -324,6 +325,16 @@ mod tests {
             &iterm,
         );
         assert_eq!(inline.protocol, Protocol::Iterm2);
+        // WezTerm answers the kitty query and lists sixel too: its inline images win.
+        let wezterm =
+            Report::parse(b"\x1bP>|WezTerm 20240203\x1b\\\x1b_Gi=31;OK\x1b\\\x1b[?65;4;6;18;22c");
+        let chosen = choose(
+            GraphicsChoice::Auto,
+            &wezterm,
+            window(80, 24, 640, 384),
+            &env,
+        );
+        assert_eq!(chosen.protocol, Protocol::Iterm2);
     }
 
     #[test]

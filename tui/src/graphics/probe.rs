@@ -82,7 +82,8 @@ impl Report {
                 }
             }
             Reply::Graphics { .. } => {}
-            Reply::Mode { mode: 1016, value } => self.pixel_mouse = (1..=4).contains(&value),
+            // 1 set, 2 reset, 3 permanently set; 4 (permanently reset) and 0 mean no.
+            Reply::Mode { mode: 1016, value } => self.pixel_mouse = matches!(value, 1..=3),
             Reply::Mode { .. } => {}
             Reply::Attributes(attributes) => self.attributes = Some(attributes),
             Reply::Other => {}
@@ -313,8 +314,10 @@ mod tests {
         assert!(report.kitty);
         assert_eq!(report.cell, Some((9, 20)));
         assert_eq!(Report::parse(b"\x1bP>|unterminated"), Report::default());
-        // A mode the terminal does not know (0) is no pixel mouse.
+        // A mode the terminal does not know (0) or has permanently off (4) is no pixel mouse.
         assert!(!Report::parse(b"\x1b[?1016;0$y").pixel_mouse);
+        assert!(!Report::parse(b"\x1b[?1016;4$y").pixel_mouse);
+        assert!(Report::parse(b"\x1b[?1016;1$y").pixel_mouse);
     }
 
     #[test]

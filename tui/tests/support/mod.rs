@@ -60,6 +60,9 @@ impl Display {
                 "2400x1500x24",
                 "-nolisten",
                 "tcp",
+                // An X server resets when its last client leaves, and refuses connections
+                // meanwhile: between two terminals of a test there is no client.
+                "-noreset",
                 "-displayfd",
             ])
             .arg(fds[1].to_string())
@@ -80,6 +83,11 @@ impl Display {
             child,
             name: format!(":{}", number.trim()),
         }
+    }
+
+    pub fn alive(&self) -> bool {
+        // SAFETY: signal 0 only checks that the process exists.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, 0) == 0 }
     }
 
     pub fn command(&self, program: &str) -> Command {
@@ -155,10 +163,13 @@ impl Window {
         dir: &Path,
         args: &[String],
     ) -> Window {
+        // A title of its own: a window closed just before may still be found by the same name.
+        static OPENED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let title = format!(
-            "browserenv-test-{}-{}",
+            "browserenv-test-{}-{}-{}",
             std::process::id(),
-            dir.file_name().unwrap().to_string_lossy()
+            dir.file_name().unwrap().to_string_lossy(),
+            OPENED.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
         );
         let log = dir.join("tui.log");
         let _ = std::fs::remove_file(&log);
@@ -203,8 +214,16 @@ impl Window {
             }
             assert!(
                 Instant::now() < deadline,
-                "no {} window: {}",
+                "no {} window (X server {} alive: {}, {} descriptors open, sockets {:?}): {}",
                 emulator.name(),
+                display.name,
+                display.alive(),
+                std::fs::read_dir(format!("/proc/{}/fd", display.child.id()))
+                    .map(|d| d.count())
+                    .unwrap_or(0),
+                std::fs::read_dir("/tmp/.X11-unix")
+                    .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
+                    .unwrap_or_default(),
                 std::fs::read_to_string(dir.join(format!("{}.stderr", emulator.name())))
                     .unwrap_or_default()
             );

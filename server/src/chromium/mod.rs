@@ -64,7 +64,7 @@ const CLOSING_GRACE: Duration = Duration::from_millis(200);
 /// Reading title and text is a tiny script; a renderer that cannot run it in this time is hung.
 const FACTS_TIMEOUT: Duration = Duration::from_secs(2);
 /// Walking the page for its text layer stops after this long (the answer says it was cut).
-const TEXT_BUDGET: Duration = Duration::from_millis(300);
+const TEXT_BUDGET: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Clone)]
 pub struct ChromiumConfig {

@@ -129,9 +129,10 @@
       const runs = [];
       let truncated = false;
       const SKIP = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'TEXTAREA', 'SELECT', 'OPTION']);
-      // Bounds for hostile or huge pages: words looked at per text node, characters per run, and
-      // the longest word whose line breaks are looked for character by character.
-      const MAX_WORDS = 200000;
+      // Bounds for hostile or huge pages: the text node size past which its start is searched for
+      // instead of walked, characters per run, and the longest word whose line breaks are looked
+      // for character by character.
+      const HUGE_NODE = 20000;
       const MAX_RUN_CHARS = 1000;
       const MAX_SPLIT_WORD = 200;
       const FIELD_TYPES = new Set(['', 'text', 'search', 'email', 'url', 'tel', 'number', 'password',
@@ -149,6 +150,10 @@
         && bottom > 0 && left < innerWidth && top < innerHeight;
       // The element is what a person sees at (x, y) of its own document, not something on top.
       const uncovered = (el, x, y) => {
+        // A line cut by the viewport's edge is tested on its visible part.
+        const view = el.ownerDocument.defaultView;
+        x = Math.min(Math.max(x, 0), view.innerWidth - 1);
+        y = Math.min(Math.max(y, 0), view.innerHeight - 1);
         // Asked of the element's own tree: a shadow root answers with its own elements.
         const root = el.getRootNode();
         const hit = (root.elementFromPoint ? root : el.ownerDocument).elementFromPoint(x, y);
@@ -163,6 +168,7 @@
           bold: (parseInt(s.fontWeight, 10) || 400) >= 600,
           link: !!el.closest('a[href]'),
           transform: s.textTransform,
+          whiteSpace: s.whiteSpace,
         };
       };
       const push = (run) => {
@@ -195,52 +201,90 @@
           }
           line = null;
         };
-        // Words, in order; a huge node (a raw text file is one) is searched for its first
-        // visible word instead of measured word by word from its start.
-        const words = [];
-        const pattern = /\S+/g;
-        let match;
-        while ((match = pattern.exec(node.data)) && words.length < MAX_WORDS) {
-          words.push([match.index, match.index + match[0].length]);
-        }
-        const rectOf = ([start, end]) => {
-          nodeRange.setStart(node, start);
-          nodeRange.setEnd(node, end);
+        const data = node.data;
+        const huge = data.length > HUGE_NODE;
+        const measure = (from, to) => {
+          nodeRange.setStart(node, from);
+          nodeRange.setEnd(node, to);
           return nodeRange.getClientRects();
         };
-        const below = (i) => {
-          const rects = rectOf(words[i]);
-          return rects.length > 0 && rects[rects.length - 1].bottom + dy > 0;
-        };
-        // Text in one flow goes down the page word by word (a multi-column node does not: small
-        // nodes are walked whole).
-        const huge = words.length > 256;
-        let first = 0;
-        let last = huge ? words.length : 0;
-        while (first < last) {
-          const middle = (first + last) >> 1;
-          if (below(middle)) last = middle;
-          else first = middle + 1;
+        // A huge node (a raw text file, a log) is not walked from its start: measuring a range in
+        // it costs milliseconds, so the first character on screen is searched for.
+        let from = 0;
+        if (huge) {
+          let low = 0;
+          let high = data.length;
+          while (low < high) {
+            let middle = (low + high) >> 1;
+            while (middle < high && /\s/.test(data[middle])) middle++;
+            if (middle >= high) {
+              high = (low + high) >> 1;
+              continue;
+            }
+            const rects = measure(middle, middle + 1);
+            const r = rects[rects.length - 1];
+            if (r && r.bottom + dy > 0) high = middle;
+            else low = middle + 1;
+          }
+          from = low;
         }
-        for (let w = first; w < words.length; w++) {
-          if ((w & 63) === 0 && performance.now() - started > budgetMs) {
+        if (huge && style.whiteSpace === 'pre') {
+          // Unwrapped lines: each is one line on screen, measured once.
+          let at = data.lastIndexOf('\n', from) + 1;
+          let lines = 0;
+          let clear = true;
+          while (at < data.length) {
+            if (performance.now() - started > budgetMs) {
+              truncated = true;
+              break;
+            }
+            const next = data.indexOf('\n', at);
+            const stop = next < 0 ? data.length : next;
+            const rects = stop > at ? measure(at, stop) : [];
+            const r = rects[0];
+            if (r && r.top + dy >= innerHeight) break;
+            const text = data.slice(at, Math.min(stop, at + MAX_RUN_CHARS)).trim();
+            // Hit testing costs milliseconds in such a node: every eighth line stands for its
+            // neighbours (a header fixed over the log still hides the lines under it).
+            if (r && (lines++ & 7) === 0) {
+              clear = uncovered(el, (r.left + Math.min(r.right, innerWidth)) / 2, (r.top + r.bottom) / 2);
+            }
+            if (r && text && clear && onScreen(r.left + dx, r.top + dy, r.right + dx, r.bottom + dy)) {
+              push({
+                text: transform(text, style.transform),
+                x: Math.round(r.left + dx), y: Math.round(r.top + dy),
+                width: Math.round(r.width), height: Math.round(r.height),
+                size: style.size, color: style.color, bold: style.bold, link: style.link, kind: 'text',
+              });
+            }
+            at = stop + 1;
+          }
+          return;
+        }
+        // Words, grouped into the lines the layout put them on.
+        const pattern = /\S+/g;
+        pattern.lastIndex = from;
+        let match;
+        let seen = 0;
+        while ((match = pattern.exec(data))) {
+          if ((++seen & 63) === 0 && performance.now() - started > budgetMs) {
             truncated = true;
             break;
           }
-          let [start, end] = words[w];
-          const rects = rectOf(words[w]);
+          let start = match.index;
+          const end = start + match[0].length;
+          const rects = measure(start, end);
           if (!rects.length) continue;
           if (rects[0].top + dy >= innerHeight) {
-            if (huge) break; // the rest of the node is below the fold
+            // Text in one flow goes down the page; a small node (maybe in columns) is walked whole.
+            if (huge) break;
             continue;
           }
           // A word the layout broke across lines ("hook-and-|loop"): its parts, where they break.
           const pieces = [];
           if (rects.length > 1 && end - start <= MAX_SPLIT_WORD) {
             for (let i = start + 1; i < end; i++) {
-              nodeRange.setStart(node, start);
-              nodeRange.setEnd(node, i + 1);
-              const partial = nodeRange.getClientRects();
+              const partial = measure(start, i + 1);
               if (partial.length > 1 && partial[partial.length - 1].top > partial[0].top + 1) {
                 pieces.push([start, i]);
                 start = i;
@@ -249,11 +293,11 @@
           }
           pieces.push([start, end]);
           for (const piece of pieces) {
-            const pieceRects = rectOf(piece);
+            const pieceRects = measure(piece[0], piece[1]);
             if (!pieceRects.length || pieceRects[0].width === 0) continue;
             const r = pieceRects[0];
             if (r.left + dx >= innerWidth) continue; // right of the viewport
-            const word = node.data.slice(piece[0], Math.min(piece[1], piece[0] + MAX_RUN_CHARS));
+            const word = data.slice(piece[0], Math.min(piece[1], piece[0] + MAX_RUN_CHARS));
             const [left, top, right, bottom] = [r.left + dx, r.top + dy, r.right + dx, r.bottom + dy];
             const sameLine = line && Math.abs(top - line.top) < Math.max(2, (bottom - top) / 2)
               && left >= line.right - 1;

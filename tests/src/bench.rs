@@ -106,6 +106,14 @@ async fn main() -> anyhow::Result<()> {
         .clamp(2, 90);
     println!("Machine: {}", machine());
     println!();
+    // BENCH_ONLY=tui: just the terminal UI's rows (its frames on real screenshots).
+    if std::env::var("BENCH_ONLY").as_deref() == Ok("tui") {
+        println!("| measure | n | median ms | p95 ms |");
+        println!("|---|---|---|---|");
+        let frames = catalog_frames(rounds).await?;
+        println!();
+        return tui_frames(&frames);
+    }
     println!("| measure | n | median ms | p95 ms |");
     println!("|---|---|---|---|");
 
@@ -475,7 +483,7 @@ fn tui_frames(frames: &[(String, browserenv::text_layer::TextLayer)]) -> anyhow:
     use browserenv_tui::event_loop::render;
     use browserenv_tui::graphics::{Graphics, Protocol};
     use browserenv_tui::painter::Painter;
-    use browserenv_tui::picture::decode;
+    use browserenv_tui::picture::decode_png;
     use ratatui::backend::CrosstermBackend;
     use ratatui::layout::Size;
 
@@ -511,8 +519,11 @@ fn tui_frames(frames: &[(String, browserenv::text_layer::TextLayer)]) -> anyhow:
             let mut bytes = Vec::new();
             for (index, (screenshot, layer)) in frames.iter().enumerate() {
                 let started = Instant::now();
-                let image = decode(screenshot).map_err(anyhow::Error::msg)?;
-                painter.slot.set_image(Some(std::sync::Arc::new(image)));
+                let (image, png) = decode_png(screenshot).map_err(anyhow::Error::msg)?;
+                painter.slot.set_picture(
+                    Some(std::sync::Arc::new(image)),
+                    Some(std::sync::Arc::new(png)),
+                );
                 if *text {
                     painter
                         .slot
@@ -536,10 +547,23 @@ fn tui_frames(frames: &[(String, browserenv::text_layer::TextLayer)]) -> anyhow:
         }
     }
     println!();
+    let shown = |width: u16, height: u16| {
+        let area = ratatui::layout::Rect::new(0, 0, width, height);
+        let graphics = Graphics::pixels(Protocol::Kitty, CELL);
+        browserenv_tui::view::layout(
+            area,
+            &graphics,
+            false,
+            browserenv_tui::picture::Region::PAGE,
+        )
+        .picture
+        .map_or((0, 0), |view| view.pixels)
+    };
+    let (small, large) = (shown(120, 40), shown(200, 60));
     println!(
-        "Pixel protocols at a {}x{} px cell: 1:1 (800x600) at both sizes. Frames are the demo \
-         catalog scrolled 300 px at a time.",
-        CELL.0, CELL.1
+        "Pixel protocols at a {}x{} px cell: the page at 1:1, {}x{} px at 120x40 (the rows past \
+         the pane cut) and {}x{} px at 200x60. Frames are the demo catalog scrolled 300 px at a time.",
+        CELL.0, CELL.1, small.0, small.1, large.0, large.1
     );
     Ok(())
 }

@@ -9,16 +9,17 @@ use image::DynamicImage;
 use tokio::sync::mpsc;
 
 use crate::app::{Msg, Request};
-use crate::picture::decode;
+use crate::picture::decode_png;
 
 /// What the link reports to the UI loop.
 pub enum LinkEvent {
     /// A UI message (connected, observation facts, errors, lost).
     Msg(Msg),
-    /// The decoded screenshot of the observation just reported (None if it had none), and the
-    /// episode's step it shows (what its text layer must be read for).
+    /// The decoded screenshot of the observation just reported (None if it had none), the PNG
+    /// it came from, and the episode's step it shows (what its text layer must be read for).
     Picture {
         image: Option<Arc<DynamicImage>>,
+        png: Option<Arc<Vec<u8>>>,
         step: u64,
     },
     /// A request and its whole reply, for the recorder (sent before the observation's `Msg`).
@@ -96,7 +97,7 @@ pub fn connect(server: String, token: Option<String>) -> Link {
             match reply {
                 Ok(result) => {
                     steps = if request.is_reset() { 0 } else { steps + 1 };
-                    let picture = decode_off_loop(&result).await;
+                    let (image, png) = decode_off_loop(&result).await.unzip();
                     let observed = observation(&result, steps, latency);
                     let step = match &observed {
                         Msg::Observation { step, .. } => *step,
@@ -110,10 +111,7 @@ pub fn connect(server: String, token: Option<String>) -> Link {
                     };
                     if event_tx.send(reply).await.is_err()
                         || event_tx
-                            .send(LinkEvent::Picture {
-                                image: picture,
-                                step,
-                            })
+                            .send(LinkEvent::Picture { image, png, step })
                             .await
                             .is_err()
                         || !send(observed).await
@@ -159,13 +157,13 @@ pub fn connect(server: String, token: Option<String>) -> Link {
     }
 }
 
-async fn decode_off_loop(result: &StepResult) -> Option<Arc<DynamicImage>> {
+async fn decode_off_loop(result: &StepResult) -> Option<(Arc<DynamicImage>, Arc<Vec<u8>>)> {
     if result.observation.screenshot.is_empty() {
         return None;
     }
     let screenshot = result.observation.screenshot.clone();
-    match tokio::task::spawn_blocking(move || decode(&screenshot)).await {
-        Ok(Ok(image)) => Some(Arc::new(image)),
+    match tokio::task::spawn_blocking(move || decode_png(&screenshot)).await {
+        Ok(Ok((image, png))) => Some((Arc::new(image), Arc::new(png))),
         Ok(Err(err)) => {
             tracing::warn!("{err}");
             None

@@ -30,9 +30,7 @@ pub fn render<B: Backend>(
     painter: &mut Painter,
     mut out: Option<&mut dyn Write>,
 ) -> anyhow::Result<()> {
-    let size = terminal
-        .size()
-        .map_err(|err| anyhow::anyhow!("terminal size: {err:?}"))?;
+    let size = screen(terminal)?;
     let areas = layout(
         Rect::new(0, 0, size.width, size.height),
         &painter.graphics,
@@ -68,6 +66,14 @@ pub fn render<B: Backend>(
         out.flush()?;
     }
     Ok(())
+}
+
+/// The size the UI draws on: the terminal's (after following a resize), or a fixed viewport's.
+pub fn screen<B: Backend>(terminal: &mut Terminal<B>) -> anyhow::Result<ratatui::layout::Size> {
+    terminal
+        .autoresize()
+        .map_err(|err| anyhow::anyhow!("terminal size: {err:?}"))?;
+    Ok(terminal.get_frame().area().as_size())
 }
 
 /// The live session after `current` (cycling), for watch mode's Tab.
@@ -258,9 +264,9 @@ async fn drive<B: Backend>(
             },
             event = link.events.recv(), if link_alive => match event {
                 Some(LinkEvent::Msg(msg)) => Some(msg),
-                Some(LinkEvent::Picture { image, step }) => {
+                Some(LinkEvent::Picture { image, png, step }) => {
                     shown_for = episode.clone().map(|episode| (episode, step));
-                    painter.slot.set_image(image);
+                    painter.slot.set_picture(image, png);
                     None
                 }
                 Some(LinkEvent::Reply { request, result, latency_ms, episode_id }) => {
@@ -377,9 +383,7 @@ async fn drive<B: Backend>(
                 changed
             });
         }
-        let size = terminal
-            .size()
-            .map_err(|err| anyhow::anyhow!("terminal size: {err:?}"))?;
+        let size = screen(terminal)?;
         if let Some(job) = painter.job(app, size) {
             let done = encoded_tx.clone();
             tokio::task::spawn_blocking(move || {

@@ -18,7 +18,7 @@ use ratatui::style::{Color, Modifier};
 use browserenv::text_layer::TextLayer;
 
 use crate::graphics::{encode, Graphics, Protocol};
-use crate::picture::{prepare, View};
+use crate::picture::{prepare, Region, View, PAGE_HEIGHT, PAGE_WIDTH};
 use crate::text_overlay;
 
 /// One terminal cell of a half-block picture.
@@ -60,6 +60,8 @@ pub struct Slot {
     kitty_base: u32,
     next_kitty: u32,
     image: Option<Arc<DynamicImage>>,
+    /// The PNG the image was decoded from, sent as it is when shown unchanged at 1:1.
+    png: Option<Arc<Vec<u8>>>,
     generation: u64,
     text: Option<Arc<TextLayer>>,
     text_generation: u64,
@@ -83,6 +85,7 @@ struct OnScreen {
 pub struct Job {
     wanted: Wanted,
     image: Arc<DynamicImage>,
+    png: Option<Arc<Vec<u8>>>,
     text: Option<Arc<TextLayer>>,
     graphics: Graphics,
     kitty_id: u32,
@@ -95,6 +98,7 @@ impl Job {
         let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             encode_picture(
                 &self.image,
+                self.png.as_deref().map(Vec::as_slice),
                 self.text.as_deref(),
                 &self.wanted,
                 &self.graphics,
@@ -112,6 +116,7 @@ impl Slot {
             kitty_base,
             next_kitty: kitty_base,
             image: None,
+            png: None,
             generation: 0,
             text: None,
             text_generation: 0,
@@ -124,12 +129,18 @@ impl Slot {
 
     /// A new screenshot (None: none to show). Its text layer comes separately, later.
     pub fn set_image(&mut self, image: Option<Arc<DynamicImage>>) {
+        self.set_picture(image, None);
+    }
+
+    /// A new screenshot with the PNG it was decoded from.
+    pub fn set_picture(&mut self, image: Option<Arc<DynamicImage>>, png: Option<Arc<Vec<u8>>>) {
         self.generation += 1;
         self.text = None;
         if image.is_none() {
             self.shown = None;
         }
         self.image = image;
+        self.png = png;
     }
 
     /// The text layer of the current screenshot.
@@ -175,6 +186,7 @@ impl Slot {
         Some(Job {
             wanted,
             image,
+            png: self.png.clone(),
             text: (wanted.text != 0).then(|| self.text.clone()).flatten(),
             graphics: graphics.clone(),
             kitty_id,
@@ -406,12 +418,21 @@ impl Painter {
 /// text layer drawn over them.
 fn encode_picture(
     screenshot: &DynamicImage,
+    original: Option<&[u8]>,
     text: Option<&TextLayer>,
     wanted: &Wanted,
     graphics: &Graphics,
     kitty_id: u32,
 ) -> Result<Encoded, String> {
     let view = &wanted.view;
+    // Shown as it is (the whole page at 1:1, no grid): the server's own PNG, not a new one.
+    let as_is = view.region == Region::PAGE
+        && view.pixels == (PAGE_WIDTH as u32, PAGE_HEIGHT as u32)
+        && !wanted.grid;
+    let png = |prepared: &RgbImage| match original.filter(|_| as_is) {
+        Some(original) => original.to_vec(),
+        None => encode::png(prepared),
+    };
     let prepared = prepare(screenshot, view, graphics.protocol, wanted.grid);
     match graphics.protocol {
         Protocol::Halfblocks => Ok(Encoded::Cells(half_blocks(
@@ -422,11 +443,11 @@ fn encode_picture(
             kitty_id: None,
         }),
         Protocol::Kitty => Ok(Encoded::Escape {
-            data: encode::kitty_show(&encode::png(&prepared), kitty_id),
+            data: encode::kitty_show(&png(&prepared), kitty_id),
             kitty_id: Some(kitty_id),
         }),
         Protocol::Iterm2 => Ok(Encoded::Escape {
-            data: encode::iterm2(&encode::png(&prepared), view.pixels.0, view.pixels.1),
+            data: encode::iterm2(&png(&prepared), view.pixels.0, view.pixels.1),
             kitty_id: None,
         }),
     }
@@ -440,18 +461,22 @@ fn half_blocks(
     view: &View,
 ) -> Vec<Paint> {
     let (columns, rows) = (view.cells.width, view.cells.height);
-    let rgb = |p: &image::Rgb<u8>| Color::Rgb(p.0[0], p.0[1], p.0[2]);
+    // 32 levels per channel: neighbouring cells of one colour (most of a page) then compare equal
+    // and are sent without a colour change, and a changed frame costs less over SSH.
+    let level = |c: u8| (c & 0xf8) | (c >> 5);
+    let rgb = |p: &image::Rgb<u8>| Color::Rgb(level(p.0[0]), level(p.0[1]), level(p.0[2]));
     let mut cells = Vec::with_capacity(usize::from(columns) * usize::from(rows));
     for row in 0..u32::from(rows) {
         for column in 0..u32::from(columns) {
             let top = prepared.get_pixel(column, row * 2);
             let bottom = prepared.get_pixel(column, (row * 2 + 1).min(prepared.height() - 1));
+            let (fg, bg) = (rgb(top), rgb(bottom));
             // One colour: a blank in it, which neighbours in the same colour send for free.
-            let symbol = if top == bottom { ' ' } else { '▀' };
+            let symbol = if fg == bg { ' ' } else { '▀' };
             cells.push(Paint {
                 symbol,
-                fg: rgb(top),
-                bg: rgb(bottom),
+                fg,
+                bg,
                 modifier: Modifier::empty(),
             });
         }
@@ -508,7 +533,6 @@ fn half_blocks(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::picture::Region;
     use browserenv::text_layer::{RunKind, TextRun};
     use ratatui::layout::Rect;
 

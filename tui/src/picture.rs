@@ -17,6 +17,9 @@ pub const PAGE_HEIGHT: i64 = 600;
 pub const GRID_STEP: i64 = 100;
 /// The zoom lens's magnifications; 1 is the whole page.
 pub const ZOOMS: [u8; 3] = [1, 2, 4];
+/// A pixel picture that would be scaled to this percentage or more is shown at 1:1 instead, cut
+/// to the room there is.
+const NEARLY_WHOLE: u32 = 95;
 
 /// The part of the page that is shown, in page pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -117,9 +120,37 @@ impl View {
                 while w > 0 && !fits(w) {
                     w -= 4;
                 }
+                let (room_w, room_h) = (
+                    (u32::from(pane.width) * cw).min(page_w),
+                    (u32::from(pane.height) * ch).min(page_h),
+                );
+                let (room_w, room_h) = match graphics.protocol {
+                    Protocol::Sixel => (room_w.min(max_w), room_h.min(max_h)),
+                    _ => (room_w, room_h),
+                };
+                if w < page_w && w * 100 >= page_w * NEARLY_WHOLE {
+                    // Nearly room for 1:1: the page at its own pixels, less the few rows or
+                    // columns that do not fit, is sharper than all of it scaled by a few percent
+                    // (and smaller to send: scaling multiplies a page's colours).
+                    let region = Region {
+                        width: region.width * i64::from(room_w) / PAGE_WIDTH,
+                        height: region.height * i64::from(room_h) / PAGE_HEIGHT,
+                        ..region
+                    };
+                    return Self::placed(pane, (room_w, room_h), (cw, ch), region);
+                }
                 (w, w * 3 / 4)
             }
         };
+        Self::placed(pane, (width, height), (cw, ch), region)
+    }
+
+    fn placed(
+        pane: Rect,
+        (width, height): (u32, u32),
+        (cw, ch): (u32, u32),
+        region: Region,
+    ) -> Option<View> {
         if width < cw || height < ch {
             return None;
         }
@@ -276,12 +307,18 @@ fn draw_grid(image: &mut RgbImage, view: &View) {
 
 /// Decode a base64 PNG screenshot.
 pub fn decode(screenshot: &str) -> Result<DynamicImage, String> {
+    decode_png(screenshot).map(|(image, _)| image)
+}
+
+/// Decode a base64 PNG screenshot, keeping the PNG (sent as it is where it is shown unchanged).
+pub fn decode_png(screenshot: &str) -> Result<(DynamicImage, Vec<u8>), String> {
     use base64::Engine;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(screenshot)
         .map_err(|err| format!("screenshot is not base64: {err}"))?;
-    image::load_from_memory_with_format(&bytes, image::ImageFormat::Png)
-        .map_err(|err| format!("screenshot is not a PNG: {err}"))
+    let image = image::load_from_memory_with_format(&bytes, image::ImageFormat::Png)
+        .map_err(|err| format!("screenshot is not a PNG: {err}"))?;
+    Ok((image, bytes))
 }
 
 #[cfg(test)]
@@ -331,6 +368,18 @@ mod tests {
         };
         let capped = View::fit(Rect::new(4, 1, 166, 52), &limited, Region::PAGE).unwrap();
         assert_eq!(capped.pixels, (400, 300));
+        // Nearly room for 1:1 (8x16 cells, 116x37: 928x592 pixels): 1:1, less eight rows.
+        let kitty8 = Graphics::pixels(Protocol::Kitty, (8, 16));
+        let near = View::fit(Rect::new(4, 1, 116, 37), &kitty8, Region::PAGE).unwrap();
+        assert_eq!(near.pixels, (800, 592));
+        assert_eq!(
+            near.region,
+            Region {
+                height: 592,
+                ..Region::PAGE
+            }
+        );
+        assert_eq!(near.pixel_to_page(32 + 799, 16 + 591), Some((799, 591)));
         // Kitty has no such limit, but stops at 1:1 too.
         let kitty = Graphics::pixels(Protocol::Kitty, (9, 20));
         let view = View::fit(Rect::new(4, 1, 196, 57), &kitty, Region::PAGE).unwrap();

@@ -16,7 +16,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::app::{Msg, Request};
 use crate::connection::{Link, LinkEvent};
-use crate::picture::decode;
+use crate::picture::decode_png;
 
 /// Follow one session's stream; events arrive like a controlled session's replies.
 pub fn watch(server: String, token: Option<String>, session: String) -> Link {
@@ -115,7 +115,8 @@ pub fn watch(server: String, token: Option<String>, session: String) -> Link {
             };
             if !send(reply).await
                 || !send(LinkEvent::Picture {
-                    image: picture,
+                    image: picture.as_ref().map(|(image, _)| image.clone()),
+                    png: picture.and_then(|(_, png)| png),
                     step,
                 })
                 .await
@@ -133,21 +134,22 @@ pub fn watch(server: String, token: Option<String>, session: String) -> Link {
 }
 
 /// The frame, with the agent's action drawn where it happened.
+/// The frame with the agent's action drawn on it; the PNG too when nothing was drawn.
 async fn picture(
     result: &StepResult,
     action: Option<&BrowserAction>,
-) -> Option<Arc<image::DynamicImage>> {
+) -> Option<(Arc<image::DynamicImage>, Option<Arc<Vec<u8>>>)> {
     if result.observation.screenshot.is_empty() {
         return None;
     }
     let screenshot = result.observation.screenshot.clone();
     let action = action.map(BrowserAction::to_value);
     tokio::task::spawn_blocking(move || {
-        let frame = decode(&screenshot).ok()?;
-        Some(Arc::new(match action {
-            Some(action) => crate::viewer::mark(&frame, &action),
-            None => frame,
-        }))
+        let (frame, png) = decode_png(&screenshot).ok()?;
+        Some(match action {
+            Some(action) => (Arc::new(crate::viewer::mark(&frame, &action)), None),
+            None => (Arc::new(frame), Some(Arc::new(png))),
+        })
     })
     .await
     .ok()

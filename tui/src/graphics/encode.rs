@@ -7,18 +7,26 @@ use image::RgbImage;
 /// Kitty takes at most 4096 bytes of base64 per escape.
 const KITTY_CHUNK: usize = 4096;
 
-/// A PNG of the image, compressed fast: kitty and iTerm2 take PNG data, smaller than raw pixels.
+/// A PNG of a scaled or marked picture for kitty and iTerm2. Scaling makes many more distinct
+/// colours than a page has, which compress badly; 32 levels per channel (as many colours as
+/// sixel's palette, and finer) bring an 800x600 page back from about 190 KB to 130 KB of base64
+/// (measured on the demo catalog), under the 150 KB a frame may cost over SSH.
 pub fn png(image: &RgbImage) -> Vec<u8> {
     use image::codecs::png::{CompressionType, FilterType, PngEncoder};
     use image::ImageEncoder;
+    let mut levels = image.clone();
+    for channel in levels.iter_mut() {
+        let kept = *channel & 0xf8;
+        *channel = kept | (kept >> 5);
+    }
     let mut bytes = Vec::new();
     let encoder =
-        PngEncoder::new_with_quality(&mut bytes, CompressionType::Fast, FilterType::Adaptive);
+        PngEncoder::new_with_quality(&mut bytes, CompressionType::Default, FilterType::Adaptive);
     // Encoding into memory fails only for sizes the image type cannot have.
     let _ = encoder.write_image(
-        image.as_raw(),
-        image.width(),
-        image.height(),
+        levels.as_raw(),
+        levels.width(),
+        levels.height(),
         image::ExtendedColorType::Rgb8,
     );
     bytes
@@ -105,10 +113,27 @@ mod tests {
     }
 
     #[test]
-    fn png_round_trips() {
-        let image = page();
+    fn png_keeps_32_levels_per_channel() {
+        let image = RgbImage::from_fn(64, 8, |x, y| {
+            image::Rgb([(x * 4) as u8, 255, (y * 30) as u8])
+        });
         let decoded = image::load_from_memory(&png(&image)).unwrap().to_rgb8();
-        assert_eq!(decoded, image);
+        for (a, b) in image.pixels().zip(decoded.pixels()) {
+            for (a, b) in a.0.iter().zip(b.0) {
+                assert!(a.abs_diff(b) <= 7, "{a} {b}");
+            }
+        }
+        // Flat colours stay exact (white stays white, black black).
+        assert_eq!(decoded.get_pixel(0, 0).0[1], 255);
+        let page = page();
+        assert_eq!(
+            image::load_from_memory(&png(&page))
+                .unwrap()
+                .to_rgb8()
+                .get_pixel(50, 50)
+                .0,
+            [255, 255, 255]
+        );
     }
 
     #[test]

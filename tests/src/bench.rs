@@ -106,6 +106,25 @@ async fn main() -> anyhow::Result<()> {
         .clamp(2, 90);
     println!("Machine: {}", machine());
     println!();
+    // BENCH_ONLY=scroll: the scroll step alone (a quick check of the step path).
+    if std::env::var("BENCH_ONLY").as_deref() == Ok("scroll") {
+        let harness = Harness::start(EnvSettings {
+            max_steps: 200,
+            ..test_settings()
+        })
+        .await;
+        let mut client = harness.client().await;
+        client
+            .reset(ResetOptions::new(harness.page("long.html")))
+            .await?;
+        let (scroll, _) = scrolls(&mut client, rounds, "step scroll (static page)").await?;
+        println!("| measure | n | median ms | p95 ms |");
+        println!("|---|---|---|---|");
+        println!("{}", scroll.row());
+        client.close().await?;
+        harness.stop().await;
+        return Ok(());
+    }
     // BENCH_ONLY=tui: just the terminal UI's rows (its frames on real screenshots).
     if std::env::var("BENCH_ONLY").as_deref() == Ok("tui") {
         println!("| measure | n | median ms | p95 ms |");

@@ -42,8 +42,8 @@ pub struct AppState<L: Launcher> {
     /// The recorder thread's inbox, when the server records (`--record-dir`).
     pub recorder: Option<std::sync::mpsc::Sender<browserenv::trajectory::RecordEvent>>,
     pub tasks: Option<Arc<TaskCatalog>>,
-    /// The bearer token every route but `/health` requires, if any.
-    pub token: Option<String>,
+    /// The token, and which pages and host names may reach the server.
+    pub access: Arc<crate::access::Access>,
     pub registry: Arc<Registry>,
 }
 
@@ -91,7 +91,7 @@ impl<L: Launcher> AppState<L> {
             shutdown,
             recorder: None,
             tasks: None,
-            token: None,
+            access: Arc::new(crate::access::Access::default()),
             registry: Arc::new(Registry::default()),
         }
     }
@@ -170,51 +170,18 @@ pub fn router<L: Launcher>(state: Arc<AppState<L>>) -> Router {
         .route("/sessions/{id}/watch", get(watch_session::<L>))
         .route("/sessions/{id}/text", get(session_text::<L>))
         .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            require_token::<L>,
+            state.access.clone(),
+            crate::access::require_token,
         ));
     Router::new()
         .route("/health", get(health))
         .merge(guarded)
         .layer(DefaultBodyLimit::max(MAX_INCOMING_BYTES))
+        .layer(axum::middleware::from_fn_with_state(
+            state.access.clone(),
+            crate::access::check_origin_and_host,
+        ))
         .with_state(state)
-}
-
-/// `Authorization: Bearer <token>` on every route but `/health` (launchers poll it unauthenticated).
-async fn require_token<L: Launcher>(
-    State(app): State<Arc<AppState<L>>>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let Some(expected) = &app.token else {
-        return next.run(request).await;
-    };
-    let given = request
-        .headers()
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "));
-    match given {
-        Some(given) if same_secret(given.as_bytes(), expected.as_bytes()) => {
-            next.run(request).await
-        }
-        Some(_) => unauthorized("invalid bearer token"),
-        None => unauthorized("missing bearer token: send Authorization: Bearer <token>"),
-    }
-}
-
-/// Compare without leaking where the first difference is.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-fn unauthorized(detail: &str) -> Response {
-    (
-        StatusCode::UNAUTHORIZED,
-        [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
-        Json(json!({"detail": detail, "code": "UNAUTHORIZED"})),
-    )
-        .into_response()
 }
 
 async fn health() -> Json<Value> {

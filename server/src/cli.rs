@@ -86,6 +86,14 @@ pub struct Cli {
     /// Allow binding a non-loopback address without a token.
     #[arg(long, env = "BROWSER_INSECURE")]
     pub insecure: bool,
+    /// Browser origins (`scheme://host[:port]`, comma-separated) whose pages may use the server;
+    /// any other request carrying an `Origin` header is refused (403).
+    #[arg(long, env = "BROWSER_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub allowed_origins: Vec<String>,
+    /// Host names (comma-separated) the server answers to besides IP addresses and localhost,
+    /// e.g. a Kubernetes Service name; any other `Host` is refused (403, DNS rebinding).
+    #[arg(long, env = "BROWSER_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Vec<String>,
     /// A JSONL task file: `reset` then accepts `task_id`, and `finish` is rewarded 1.0 or 0.0.
     #[arg(long, env = "BROWSER_TASKS")]
     pub tasks: Option<PathBuf>,
@@ -148,6 +156,10 @@ impl Cli {
             redact: self.redact,
             token: self.token.clone().filter(|t| !t.is_empty()),
             tasks: None,
+            allowed_origins: clean_list(&self.allowed_origins, "BROWSER_ALLOWED_ORIGINS", true)?,
+            allowed_hosts: clean_list(&self.allowed_hosts, "BROWSER_ALLOWED_HOSTS", false)?,
+            // Behind a Unix socket only the proxy connects, and it sends its own public name.
+            check_host: self.unix_dir.is_none(),
         })
     }
 
@@ -158,6 +170,28 @@ impl Cli {
             ..ChromiumConfig::default()
         }
     }
+}
+
+/// A comma-separated setting as a list: blanks dropped; origins must look like `scheme://host`.
+fn clean_list(values: &[String], name: &str, origins: bool) -> Result<Vec<String>, String> {
+    let mut list = Vec::new();
+    for value in values.iter().map(|v| v.trim()).filter(|v| !v.is_empty()) {
+        let value = value.trim_end_matches('/');
+        if origins {
+            let parsed = url::Url::parse(value)
+                .ok()
+                .filter(|u| u.host_str().is_some() && u.path() == "/" && u.query().is_none());
+            if parsed.is_none() {
+                return Err(format!(
+                    "{name}: {value:?} is not an origin (scheme://host[:port], e.g. http://localhost:3000)"
+                ));
+            }
+        } else if value.contains(['/', ':', ' ']) {
+            return Err(format!("{name}: {value:?} is not a host name"));
+        }
+        list.push(value.to_ascii_lowercase());
+    }
+    Ok(list)
 }
 
 fn is_loopback(host: &str) -> bool {

@@ -28,17 +28,26 @@ pub struct EnvError(pub String);
 
 /// Reading the target element is one small script; a page too busy to answer is not waited for.
 const ELEMENT_TIMEOUT: Duration = Duration::from_millis(1000);
+/// `type` may take this much longer per character than the action timeout.
+pub const TYPE_TIME_PER_CHARACTER: Duration = Duration::from_millis(10);
 /// Reading the text layer: the page walk stops itself well before this.
 const TEXT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Where the wheel turns when nothing was clicked yet: the viewport centre.
 const VIEWPORT_CENTRE: (i64, i64) = (VIEWPORT_WIDTH / 2, VIEWPORT_HEIGHT / 2);
 
-/// Check a reset URL the way the seed does: http(s), a host, no user or password.
+/// Check a reset URL the way the seed does: http(s), a host, no user or password. The host must
+/// be in the text itself: the URL parser would read `http:///basic.html` (or `http:/basic.html`)
+/// as host `basic.html`, where Python's `urlsplit` (the reference) finds none.
 pub fn check_start_url(raw: &str) -> Result<url::Url, EnvError> {
     let rejected = || EnvError("expected an HTTP(S) URL without credentials".into());
     let url = url::Url::parse(raw).map_err(|_| rejected())?;
-    let has_host = url.host_str().is_some_and(|h| !h.is_empty());
+    let written_host = raw
+        .trim()
+        .split_once("://")
+        .map(|(_, rest)| rest.split(['/', '?', '#']).next().unwrap_or(""))
+        .is_some_and(|authority| !authority.rsplit('@').next().unwrap_or("").is_empty());
+    let has_host = written_host && url.host_str().is_some_and(|h| !h.is_empty());
     if matches!(url.scheme(), "http" | "https")
         && has_host
         && url.username().is_empty()
@@ -229,7 +238,13 @@ impl<L: Launcher> Environment<L> {
                 episode.pointer = Some((x, y));
                 bounded(limit, timeout, browser.click(x, y)).await
             }
-            Op::Type => bounded(limit, timeout, browser.type_text(&action.text)).await,
+            Op::Type => {
+                // Every character is a key down and up that the page handles in turn (about 3 ms
+                // each measured): long text gets time for its characters on top of the timeout.
+                let characters = action.text.chars().count() as u32;
+                let limit = limit + TYPE_TIME_PER_CHARACTER * characters;
+                bounded(limit, timeout, browser.type_text(&action.text)).await
+            }
             Op::Key => match action.key_name() {
                 Some(key) => bounded(limit, timeout, browser.press(key)).await,
                 // Validated earlier; kept total so a bad action can never panic the session.
@@ -585,6 +600,11 @@ mod tests {
             "not a url",
             "http://",
             "data:text/html,hi",
+            "http:///basic.html",
+            "https:///a.example/",
+            "http:/basic.html",
+            "http:basic.html",
+            "http://@/x",
         ] {
             let err = env.reset(&kwargs(bad)).await.unwrap_err();
             assert_eq!(

@@ -4,6 +4,7 @@
 //! `serve` is what both `main` and the tests call; `start` wraps it for in-process use (tests, the
 //! benchmark, the terminal UI's embedded server).
 
+pub mod access;
 pub mod app;
 pub mod browser;
 pub mod chromium;
@@ -49,6 +50,13 @@ pub struct ServerConfig {
     pub token: Option<String>,
     /// Tasks `reset` may name with `task_id` (`--tasks`).
     pub tasks: Option<Arc<environment::TaskCatalog>>,
+    /// Browser origins whose pages may use the server (`BROWSER_ALLOWED_ORIGINS`); any other
+    /// request that carries an `Origin` is refused.
+    pub allowed_origins: Vec<String>,
+    /// Names besides IP literals and `localhost` accepted in `Host` (`BROWSER_ALLOWED_HOSTS`).
+    pub allowed_hosts: Vec<String>,
+    /// Check `Host` at all (not behind a Unix socket, where only the proxy connects).
+    pub check_host: bool,
 }
 
 impl Default for ServerConfig {
@@ -61,6 +69,9 @@ impl Default for ServerConfig {
             redact: false,
             token: None,
             tasks: None,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            check_host: true,
         }
     }
 }
@@ -93,7 +104,12 @@ where
     );
     app_state.recorder = recorder.as_ref().map(RecorderHandle::sender);
     app_state.tasks = config.tasks.clone();
-    app_state.token = config.token.clone();
+    app_state.access = Arc::new(access::Access {
+        token: config.token.clone(),
+        allowed_origins: config.allowed_origins.clone(),
+        allowed_hosts: config.allowed_hosts.clone(),
+        check_host: config.check_host,
+    });
     let state = Arc::new(app_state);
     let app =
         app::router(state.clone()).layer(axum::middleware::from_fn(app::remember_peer::<N::Addr>));

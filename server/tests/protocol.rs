@@ -23,11 +23,7 @@ async fn server(settings: EnvSettings, max_sessions: usize) -> ServerHandle {
         ServerConfig {
             settings,
             max_sessions,
-            warm_spare: true,
-            record_dir: None,
-            redact: false,
-            token: None,
-            tasks: None,
+            ..ServerConfig::default()
         },
     )
     .await

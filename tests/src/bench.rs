@@ -141,10 +141,7 @@ async fn main() -> anyhow::Result<()> {
         settings: test_settings(),
         max_sessions: 2,
         warm_spare: false,
-        record_dir: None,
-        redact: false,
-        token: None,
-        tasks: None,
+        ..ServerConfig::default()
     })
     .await;
     let mut client = cold.client().await;

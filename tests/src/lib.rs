@@ -49,12 +49,7 @@ impl Harness {
     pub async fn start(settings: EnvSettings) -> Harness {
         Self::start_with(ServerConfig {
             settings,
-            max_sessions: 4,
-            warm_spare: true,
-            record_dir: None,
-            redact: false,
-            token: None,
-            tasks: None,
+            ..ServerConfig::default()
         })
         .await
     }
@@ -94,12 +89,8 @@ impl Harness {
         };
         let harness = Self::start_with(ServerConfig {
             settings,
-            max_sessions: 4,
-            warm_spare: true,
-            record_dir: None,
-            redact: false,
-            token: None,
             tasks: Some(std::sync::Arc::new(catalog)),
+            ..ServerConfig::default()
         })
         .await;
         (harness, site)

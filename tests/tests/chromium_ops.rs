@@ -361,6 +361,9 @@ async fn reset_rejects_unsafe_urls_and_keeps_the_episode() {
         "chrome://version",
         "https://u:p@example.com/",
         "data:text/html,x",
+        // No host written: the URL parser would make `basic.html` the host; the reference refuses.
+        "http:///basic.html",
+        "http:/basic.html",
     ] {
         match client.reset(ResetOptions::new(bad)).await {
             Err(ClientError::Server(frame)) => {
@@ -381,10 +384,7 @@ async fn capacity_is_enforced_per_session() {
         settings: test_settings(),
         max_sessions: 1,
         warm_spare: false,
-        record_dir: None,
-        redact: false,
-        token: None,
-        tasks: None,
+        ..ServerConfig::default()
     })
     .await;
     let (first, _) = harness.open("long.html").await;
@@ -476,5 +476,31 @@ async fn links_to_local_and_internal_schemes_are_blocked() {
             .unwrap();
         assert!(blocked.starts_with(scheme), "{blocked}");
     }
+    harness.stop().await;
+}
+
+/// The longest `type` the contract allows (2,000 characters) types every one of them as key
+/// events well within the action timeout (3 s in these tests; a round trip per event took 10 s).
+#[tokio::test]
+async fn the_longest_type_action_types_every_character() {
+    let harness = Harness::start(test_settings()).await;
+    let (mut client, _) = harness.open("form.html").await;
+    client.step(BrowserAction::click(250, 115)).await.unwrap();
+    let text: String = "abcdefghij".repeat(200);
+    let typed = client
+        .step(BrowserAction::type_text(text.clone()))
+        .await
+        .unwrap();
+    assert_eq!(
+        typed.observation.error, "",
+        "{:?}",
+        typed.observation.metadata
+    );
+    let shown = title(&typed);
+    assert!(
+        shown.contains(&format!("q=[{text}]")),
+        "{} chars in {shown:.80}",
+        shown.len()
+    );
     harness.stop().await;
 }

@@ -178,7 +178,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             return Ok(());
         }
     };
-    let (server, start_url, max_steps, embedded) = match served {
+    let (server, start_url, max_steps, embedded, token) = match served {
         Ok(served) => served,
         Err(err) => {
             let _ = probe.await;
@@ -223,7 +223,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         input,
         LoopOptions {
             server,
-            token: cli.token.clone(),
+            token,
             graphics: GraphicsSource::Probing(graphics_rx),
             out: Some(guard.output.clone()),
             frames: None,
@@ -243,29 +243,25 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 /// The server to talk to: `--server`, or an embedded one with the demo site. Returns its URL,
-/// where episodes start, the step limit when known, and the embedded server to stop at the end.
-async fn serve(
-    cli: &Cli,
-    tasks: Option<TaskSet>,
-) -> anyhow::Result<(String, String, Option<u64>, Option<Embedded>)> {
+/// where episodes start, the step limit when known, the embedded server to stop at the end, and
+/// the token to use.
+async fn serve(cli: &Cli, tasks: Option<TaskSet>) -> anyhow::Result<Served> {
     if let Some(server) = &cli.server {
         let start = cli
             .start_url
             .clone()
             .unwrap_or_else(|| "https://example.com/".into());
-        return Ok((server.clone(), start, None, None));
+        return Ok((server.clone(), start, None, None, cli.token.clone()));
     }
+    let token = embedded_token();
     let config = ServerConfig {
         settings: EnvSettings {
             max_steps: cli.max_steps,
             ..EnvSettings::default()
         },
         max_sessions: 2,
-        warm_spare: true,
-        record_dir: None,
-        redact: false,
-        token: None,
-        tasks: None,
+        token: Some(token.clone()),
+        ..ServerConfig::default()
     };
     let site = cli.site.clone().unwrap_or_else(default_site_dir);
     let started = start_embedded(site, cli.chromium.clone(), config, tasks).await?;
@@ -274,7 +270,28 @@ async fn serve(
         .clone()
         .unwrap_or_else(|| started.site.url("index.html"));
     let server = started.server.base_url();
-    Ok((server, start, Some(cli.max_steps), Some(started)))
+    Ok((
+        server,
+        start,
+        Some(cli.max_steps),
+        Some(started),
+        Some(token),
+    ))
+}
+
+/// What `serve` gives: URL, start URL, step limit, embedded server, token.
+type Served = (
+    String,
+    String,
+    Option<u64>,
+    Option<Embedded>,
+    Option<String>,
+);
+
+/// The embedded server listens on loopback, where every local program and every web page the
+/// person's browser (or ours) opens can reach it: a random token keeps them out of the session.
+fn embedded_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
 }
 
 /// The embedded server ends within the UI's one-second promise, also on a loaded machine: its
@@ -340,20 +357,24 @@ async fn replay_command(
     tolerance: f64,
 ) -> anyhow::Result<()> {
     let mut embedded = None;
-    let (server, site_origin) = match server {
-        Some(server) => (server, None),
+    let (server, site_origin, token) = match server {
+        Some(server) => (server, None, cli.token.clone()),
         None => {
             let site = cli.site.clone().unwrap_or_else(default_site_dir);
-            let started =
-                start_embedded(site, cli.chromium.clone(), ServerConfig::default(), None).await?;
+            let token = embedded_token();
+            let config = ServerConfig {
+                token: Some(token.clone()),
+                ..ServerConfig::default()
+            };
+            let started = start_embedded(site, cli.chromium.clone(), config, None).await?;
             let server = started.server.base_url();
             let origin = crate::replay::origin(&started.site.url(""));
             embedded = Some(started);
-            (server, origin)
+            (server, origin, Some(token))
         }
     };
     let outcome =
-        crate::replay::replay(dir, &server, cli.token.as_deref(), tolerance, site_origin).await;
+        crate::replay::replay(dir, &server, token.as_deref(), tolerance, site_origin).await;
     if let Some(embedded) = embedded {
         embedded.server.stop().await?;
     }

@@ -65,5 +65,10 @@ pub async fn start_embedded(
     let server = start(launcher, config)
         .await
         .context("cannot start the embedded server")?;
+    tracing::info!(
+        "embedded server at {} (a token of its own), demo site at {}",
+        server.base_url(),
+        site.url("")
+    );
     Ok(Embedded { server, site })
 }

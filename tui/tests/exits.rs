@@ -248,6 +248,35 @@ fn sigterm_ends_the_ui_and_its_browsers() {
     way_out(WayOut::Sigterm);
 }
 
+/// The embedded server is on loopback, where any local program or web page can reach it: it
+/// takes only the UI's own random token.
+#[test]
+fn the_embedded_server_serves_only_the_ui() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut running = start("token", true);
+    wait_for_picture(&running);
+    let log = std::fs::read_to_string(&running.log).unwrap();
+    let address = log
+        .split("embedded server at http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the embedded server's address in the log")
+        .to_string();
+    let mut stream = std::net::TcpStream::connect(&address).unwrap();
+    write!(
+        stream,
+        "GET /sessions HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 401"), "{reply}");
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(running.child.id() as libc::pid_t, libc::SIGTERM) };
+    let _ = running.child.wait();
+    let _ = std::fs::remove_dir_all(&running.tmp);
+}
+
 #[test]
 fn sighup_ends_the_ui_and_its_browsers() {
     way_out(WayOut::Sighup);

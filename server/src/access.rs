@@ -1,0 +1,247 @@
+//! Who may use the server: the bearer token, and which browser pages and host names may reach it.
+//!
+//! Any web page can make a browser send requests and WebSocket upgrades to `127.0.0.1`: a page in
+//! the person's own browser, or a page the agent opened in our Chromium, which runs on the same
+//! machine. Browsers mark those requests with an `Origin` header, which agents' clients (OpenEnv's
+//! Python client, our Rust client) never send, so a request with an `Origin` is refused unless the
+//! origin is allowed (`BROWSER_ALLOWED_ORIGINS`). DNS rebinding (a name of the attacker's that
+//! resolves to `127.0.0.1`) arrives with that name in `Host`, so only IP literals, `localhost` and
+//! configured names (`BROWSER_ALLOWED_HOSTS`) are served. Both apply to every route, `/health`
+//! included; the token to every route but `/health`, which launchers poll without one.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+/// The access rules of one server.
+#[derive(Debug, Clone, Default)]
+pub struct Access {
+    /// Every route but `/health` needs `Authorization: Bearer <token>`.
+    pub token: Option<String>,
+    /// Browser origins (`scheme://host[:port]`) whose pages may use the server.
+    pub allowed_origins: Vec<String>,
+    /// Host names besides IP literals and `localhost` the server answers to.
+    pub allowed_hosts: Vec<String>,
+    /// Whether `Host` is checked: not behind a Unix socket, where only the proxy in front of the
+    /// server can connect and it sends its own public name.
+    pub check_host: bool,
+}
+
+impl Access {
+    /// Whether a request may proceed past the origin and host rules; the refusal says why.
+    pub fn admit(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            let origin = origin.to_str().unwrap_or("").trim_end_matches('/');
+            let allowed = self
+                .allowed_origins
+                .iter()
+                .any(|allowed| allowed.eq_ignore_ascii_case(origin));
+            if !allowed {
+                return Err(Refusal::Origin(origin.chars().take(200).collect()));
+            }
+        }
+        if self.check_host {
+            if let Some(host) = headers.get(header::HOST) {
+                let host = host.to_str().unwrap_or("");
+                if !self.host_allowed(host) {
+                    return Err(Refusal::Host(host.chars().take(200).collect()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `host[:port]` is an IP literal, `localhost`, or a configured name.
+    pub fn host_allowed(&self, host: &str) -> bool {
+        let name = host_name(host);
+        name.eq_ignore_ascii_case("localhost")
+            || name.parse::<std::net::IpAddr>().is_ok()
+            || self
+                .allowed_hosts
+                .iter()
+                .any(|allowed| allowed.eq_ignore_ascii_case(name))
+    }
+
+    /// The token check: None when the request may proceed.
+    fn refuse_token(&self, headers: &HeaderMap) -> Option<Response> {
+        let expected = self.token.as_ref()?;
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "));
+        match given {
+            Some(given) if same_secret(given.as_bytes(), expected.as_bytes()) => None,
+            Some(_) => Some(unauthorized("invalid bearer token")),
+            None => Some(unauthorized(
+                "missing bearer token: send Authorization: Bearer <token>",
+            )),
+        }
+    }
+}
+
+/// The host part of a `Host` header: `[::1]:8000` is `::1`, `a.example:80` is `a.example`.
+fn host_name(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or("");
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
+        _ => host,
+    }
+}
+
+/// Why a request was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    Origin(String),
+    Host(String),
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let (detail, code) = match self {
+            Refusal::Origin(origin) => (
+                format!(
+                    "requests from web pages are refused (Origin {origin:?}); allow the origin \
+                     with BROWSER_ALLOWED_ORIGINS if a page of yours must use this server"
+                ),
+                "ORIGIN_NOT_ALLOWED",
+            ),
+            Refusal::Host(host) => (
+                format!(
+                    "unknown host {host:?}: this server answers to IP addresses, localhost and \
+                     the names in BROWSER_ALLOWED_HOSTS"
+                ),
+                "HOST_NOT_ALLOWED",
+            ),
+        };
+        (
+            StatusCode::FORBIDDEN,
+            Json(json!({"detail": detail, "code": code})),
+        )
+            .into_response()
+    }
+}
+
+/// Origin and Host on every route, WebSocket upgrades included.
+pub async fn check_origin_and_host(
+    State(access): State<Arc<Access>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match access.admit(request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => {
+            tracing::warn!("refused a request: {refusal:?}");
+            refusal.into_response()
+        }
+    }
+}
+
+/// `Authorization: Bearer <token>` on every route but `/health`.
+pub async fn require_token(
+    State(access): State<Arc<Access>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match access.refuse_token(request.headers()) {
+        None => next.run(request).await,
+        Some(refused) => refused,
+    }
+}
+
+/// Compare without leaking where the first difference is.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn unauthorized(detail: &str) -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+        Json(json!({"detail": detail, "code": "UNAUTHORIZED"})),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, value.parse().unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn pages_are_refused_unless_their_origin_is_allowed() {
+        let access = Access {
+            check_host: true,
+            allowed_origins: vec!["http://localhost:3000".into()],
+            ..Access::default()
+        };
+        assert!(access
+            .admit(&headers(&[("host", "127.0.0.1:8000")]))
+            .is_ok());
+        for origin in ["http://evil.example", "null", "http://127.0.0.1:8000"] {
+            assert_eq!(
+                access.admit(&headers(&[("host", "127.0.0.1:8000"), ("origin", origin)])),
+                Err(Refusal::Origin(origin.into())),
+                "{origin}"
+            );
+        }
+        assert!(access
+            .admit(&headers(&[
+                ("host", "127.0.0.1"),
+                ("origin", "http://LOCALHOST:3000/")
+            ]))
+            .is_ok());
+    }
+
+    #[test]
+    fn only_ip_literals_localhost_and_configured_names_are_served() {
+        let access = Access {
+            check_host: true,
+            allowed_hosts: vec!["browserenv.internal".into()],
+            ..Access::default()
+        };
+        for host in [
+            "127.0.0.1:8000",
+            "127.0.0.1",
+            "[::1]:8000",
+            "10.1.2.3",
+            "localhost:8000",
+            "LocalHost",
+            "browserenv.internal:8000",
+        ] {
+            assert!(access.host_allowed(host), "{host}");
+        }
+        for host in [
+            "evil.example:8000",
+            "127.0.0.1.evil.example",
+            "localhost.evil",
+            "",
+        ] {
+            assert!(!access.host_allowed(host), "{host}");
+        }
+        // Behind a Unix socket the proxy's own name arrives: not checked.
+        let proxied = Access::default();
+        assert!(proxied
+            .admit(&headers(&[("host", "space.hf.space")]))
+            .is_ok());
+    }
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abc", b"abd"));
+        assert!(!same_secret(b"abc", b"abcd"));
+    }
+}

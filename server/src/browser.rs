@@ -84,6 +84,8 @@ pub struct Incidents {
     pub downloads_denied: Vec<String>,
     /// Navigations to forbidden schemes (`javascript:`, `file:`, `data:`, `chrome:`) that were stopped.
     pub navigations_blocked: Vec<String>,
+    /// Chromium's net errors of main-frame navigations that failed (`net::ERR_CERT_…`, ...).
+    pub navigation_errors: Vec<String>,
     /// How many times a new tab opened and became the current page.
     pub tab_switches: u32,
     /// Whether a navigation happened during the action (including a back/forward-cache restore).

@@ -65,6 +65,10 @@ pub struct Cli {
     /// The Chromium executable.
     #[arg(long, env = "BROWSER_CHROMIUM", default_value = "/usr/bin/chromium")]
     pub chromium: PathBuf,
+    /// Load pages with invalid certificates instead of failing them (`navigation_failed` with the
+    /// `net::ERR_CERT_…` detail otherwise). For test sites with self-signed certificates only.
+    #[arg(long, env = "BROWSER_IGNORE_HTTPS_ERRORS")]
+    pub ignore_https_errors: bool,
     /// Use an already running Chromium (a DevTools endpoint: `http://host:9222` or
     /// `ws://host:9222/devtools/browser/…`, e.g. a browserless pool) instead of launching one per
     /// session; each session gets a browser context of its own there.
@@ -167,6 +171,7 @@ impl Cli {
         ChromiumConfig {
             executable: self.chromium.clone(),
             remote: self.browser_url.clone().filter(|url| !url.is_empty()),
+            ignore_https_errors: self.ignore_https_errors,
             ..ChromiumConfig::default()
         }
     }
@@ -251,6 +256,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let cleaned = chromium::clean_leftovers(&chromium_config.profile_root);
     if cleaned > 0 {
         tracing::info!("removed {cleaned} browser profiles left by a server that was killed");
+    }
+    if chromium_config.ignore_https_errors {
+        tracing::warn!(
+            "BROWSER_IGNORE_HTTPS_ERRORS: pages with invalid certificates load as if they were \
+             fine; an agent may type into a site pretending to be another"
+        );
     }
     let launcher = ChromiumLauncher::new(chromium_config);
     let shutdown = shutdown_signal()?;

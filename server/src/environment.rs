@@ -357,6 +357,12 @@ impl<L: Launcher> Environment<L> {
         .await;
         timings.screenshot = shot_started.elapsed();
         let incidents = browser.take_incidents();
+        // A navigation the action started that failed (a certificate error after a click).
+        if error.is_none() {
+            if let Some(failure) = incidents.navigation_errors.first() {
+                error = Some(PageError::NavigationFailed(failure.clone()));
+            }
+        }
 
         let facts = facts.unwrap_or_default();
         let mut error_detail = None;

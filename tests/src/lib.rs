@@ -27,6 +27,14 @@ pub fn chromium_path() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"))
 }
 
+/// The browsers tests launch: the Chromium of `BROWSER_CHROMIUM`, the rest as the server does.
+pub fn test_chromium() -> ChromiumConfig {
+    ChromiumConfig {
+        executable: chromium_path(),
+        ..ChromiumConfig::default()
+    }
+}
+
 /// Settings for tests: adaptive settle with the seed's bound, short timeouts so failure tests end
 /// quickly.
 pub fn test_settings() -> EnvSettings {
@@ -61,14 +69,19 @@ impl Harness {
     /// A server whose sessions run on the Chromium at `remote` (a DevTools endpoint) when given,
     /// else on browsers it launches.
     pub async fn start_on(remote: Option<String>, config: ServerConfig) -> Harness {
+        let chromium = ChromiumConfig {
+            remote,
+            ..test_chromium()
+        };
+        Self::start_with_browser(chromium, config).await
+    }
+
+    /// A server whose browsers are launched (or reached) as `chromium` says.
+    pub async fn start_with_browser(chromium: ChromiumConfig, config: ServerConfig) -> Harness {
         // Profiles whose test process ended before its cleanup threads did, as the server's
         // binary does at start (only those of processes that are gone).
         browserenv_server::chromium::clean_leftovers(&std::env::temp_dir());
-        let launcher = ChromiumLauncher::new(ChromiumConfig {
-            executable: chromium_path(),
-            remote,
-            ..ChromiumConfig::default()
-        });
+        let launcher = ChromiumLauncher::new(chromium);
         let server = start(launcher, config).await.expect("server starts");
         let pages = serve_dir(assets_dir().join("pages"))
             .await
@@ -311,5 +324,86 @@ impl Drop for RemoteChromium {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+}
+
+/// The test pages over HTTPS with a self-signed certificate (a site nobody should trust): Python's
+/// own HTTP server wrapped in TLS, on a loopback port of its own.
+pub struct HttpsPages {
+    child: Child,
+    dir: PathBuf,
+    pub port: u16,
+}
+
+const HTTPS_SERVER: &str = r#"
+import functools, http.server, ssl, sys
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+handler.log_message = lambda *args: None
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(sys.argv[2], sys.argv[3])
+server.socket = context.wrap_socket(server.socket, server_side=True)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+
+impl HttpsPages {
+    pub fn start() -> HttpsPages {
+        let dir = std::env::temp_dir().join(format!(
+            "browserenv-https-{}-{}",
+            std::process::id(),
+            rand_seed()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+        let made = Command::new("openssl")
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            ])
+            .args([
+                "-subj",
+                "/CN=127.0.0.1",
+                "-addext",
+                "subjectAltName=IP:127.0.0.1",
+            ])
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("openssl runs");
+        assert!(made.success(), "openssl made no certificate");
+        let mut child = Command::new("python3")
+            .arg("-c")
+            .arg(HTTPS_SERVER)
+            .arg(assets_dir().join("pages"))
+            .arg(&cert)
+            .arg(&key)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let port = line.trim().parse().expect("the HTTPS server's port");
+        HttpsPages { child, dir, port }
+    }
+
+    pub fn url(&self, page: &str) -> String {
+        format!("https://127.0.0.1:{}/{page}", self.port)
+    }
+}
+
+impl Drop for HttpsPages {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

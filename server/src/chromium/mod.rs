@@ -24,6 +24,9 @@ use chromiumoxide::cdp::browser_protocol::input::{
     DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType,
     MouseButton,
 };
+use chromiumoxide::cdp::browser_protocol::network::{
+    EventLoadingFailed, EventRequestWillBeSent, ResourceType,
+};
 use chromiumoxide::cdp::browser_protocol::page::{
     AddScriptToEvaluateOnNewDocumentParams, BringToFrontParams, CaptureScreenshotFormat,
     CaptureScreenshotParams, EventFrameAttached, EventFrameNavigated, EventFrameStartedLoading,
@@ -75,6 +78,9 @@ pub struct ChromiumConfig {
     /// A Chromium that is already running (`ws://…` or `http://host:port`): each session gets a
     /// browser context of its own on it instead of a process of its own.
     pub remote: Option<String>,
+    /// Load pages whose certificate is invalid (`BROWSER_IGNORE_HTTPS_ERRORS`). Off: a certificate
+    /// error is `navigation_failed` with Chromium's `net::ERR_CERT_…` as the detail.
+    pub ignore_https_errors: bool,
 }
 
 impl Default for ChromiumConfig {
@@ -84,6 +90,7 @@ impl Default for ChromiumConfig {
             profile_root: std::env::temp_dir(),
             launch_timeout: Duration::from_secs(20),
             remote: None,
+            ignore_https_errors: false,
         }
     }
 }
@@ -125,7 +132,8 @@ impl Launcher for ChromiumLauncher {
     async fn launch(&self) -> anyhow::Result<ChromiumBrowser> {
         let config = self.config.clone();
         if let Some(url) = config.remote {
-            let connect = ChromiumBrowser::connect(Endpoint::Remote(url.clone()));
+            let connect =
+                ChromiumBrowser::connect(Endpoint::Remote(url.clone()), config.ignore_https_errors);
             return tokio::time::timeout(config.launch_timeout, connect)
                 .await
                 .map_err(|_| anyhow::anyhow!("the remote browser at {url} did not answer in time"))?
@@ -139,7 +147,7 @@ impl Launcher for ChromiumLauncher {
             )
         })
         .await??;
-        ChromiumBrowser::connect(Endpoint::Local(process)).await
+        ChromiumBrowser::connect(Endpoint::Local(process), config.ignore_https_errors).await
     }
 }
 
@@ -261,11 +269,13 @@ fn cdp_error(err: CdpError) -> PageError {
 }
 
 impl ChromiumBrowser {
-    async fn connect(endpoint: Endpoint) -> anyhow::Result<Self> {
+    async fn connect(endpoint: Endpoint, ignore_https_errors: bool) -> anyhow::Result<Self> {
         let config = HandlerConfig {
             // We set the viewport ourselves: chromiumoxide's emulation also turns on touch emulation.
             viewport: None,
             request_timeout: Duration::from_secs(30),
+            // chromiumoxide's default tells every page to ignore certificate errors.
+            ignore_https_errors,
             ..HandlerConfig::default()
         };
         let (browser, mut handler) =
@@ -784,6 +794,35 @@ async fn prepare_page(
                 if let Ok(mut incidents) = sink.lock() {
                     incidents.navigated = true;
                 }
+            }
+        }
+    }));
+    // A navigation of the main frame that fails (a certificate error, an unreachable host) after
+    // a click: its document request is the main frame's, and it fails with Chromium's net error.
+    let mut requested = page.event_listener::<EventRequestWillBeSent>().await?;
+    let mut failed = page.event_listener::<EventLoadingFailed>().await?;
+    let (sink, frame) = (incidents.clone(), main_frame.clone());
+    tasks.push(tokio::spawn(async move {
+        let mut documents: HashSet<String> = HashSet::new();
+        loop {
+            tokio::select! {
+                Some(event) = requested.next() => {
+                    let main = event.frame_id.as_ref().is_some_and(|f| f.as_ref() == frame);
+                    if main && event.r#type == Some(ResourceType::Document) {
+                        // A document at a time: older ones have ended one way or the other.
+                        documents.clear();
+                        documents.insert(event.request_id.as_ref().to_string());
+                    }
+                }
+                Some(event) = failed.next() => {
+                    let ours = documents.remove(event.request_id.as_ref());
+                    if ours && !event.canceled.unwrap_or(false) {
+                        if let Ok(mut incidents) = sink.lock() {
+                            incidents.navigation_errors.push(event.error_text.clone());
+                        }
+                    }
+                }
+                else => break,
             }
         }
     }));

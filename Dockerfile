@@ -19,7 +19,10 @@ FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium ca-certificates fonts-dejavu-core curl \
  && rm -rf /var/lib/apt/lists/*
-# Chromium runs as this user (no --no-sandbox needed for a root user, but the server keeps it).
+# Not root, so Chromium's sandbox can run. It also needs user namespaces, which Docker's default
+# seccomp profile forbids: `docker run --security-opt seccomp=unconfined ...` to get it; without
+# that the server runs Chromium with --no-sandbox and says so at start (BROWSER_SANDBOX=off to
+# accept it quietly, =on to refuse). The server is pid 1 and reaps Chromium's orphans itself.
 RUN useradd --create-home --uid 10001 browserenv
 COPY --from=build /src/target/release/browserenv-server /usr/local/bin/browserenv-server
 # `server` is what the HF Sandbox launcher (and OpenEnv's tooling) runs.

@@ -65,6 +65,10 @@ pub struct Cli {
     /// The Chromium executable.
     #[arg(long, env = "BROWSER_CHROMIUM", default_value = "/usr/bin/chromium")]
     pub chromium: PathBuf,
+    /// Chromium's sandbox: `auto` (on unless the server runs as root or may not create user
+    /// namespaces, said at start), `on` (refuse to start without it) or `off`.
+    #[arg(long, env = "BROWSER_SANDBOX", value_enum, default_value = "auto")]
+    pub sandbox: crate::chromium::sandbox::SandboxSetting,
     /// Load pages with invalid certificates instead of failing them (`navigation_failed` with the
     /// `net::ERR_CERT_…` detail otherwise). For test sites with self-signed certificates only.
     #[arg(long, env = "BROWSER_IGNORE_HTTPS_ERRORS")]
@@ -167,11 +171,13 @@ impl Cli {
         })
     }
 
-    pub fn chromium_config(&self) -> ChromiumConfig {
+    /// Chromium's settings, with the sandbox decided by `for_this_process(self.sandbox)`.
+    pub fn chromium_config(&self, sandbox: bool) -> ChromiumConfig {
         ChromiumConfig {
             executable: self.chromium.clone(),
             remote: self.browser_url.clone().filter(|url| !url.is_empty()),
             ignore_https_errors: self.ignore_https_errors,
+            sandbox,
             ..ChromiumConfig::default()
         }
     }
@@ -241,7 +247,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             cli.host
         );
     }
-    let chromium_config = cli.chromium_config();
+    let sandbox =
+        crate::chromium::sandbox::for_this_process(cli.sandbox).map_err(anyhow::Error::msg)?;
+    let chromium_config = cli.chromium_config(sandbox.enabled);
+    if chromium_config.remote.is_none() {
+        if sandbox.enabled {
+            tracing::info!("Chromium runs in its sandbox ({})", sandbox.reason);
+        } else {
+            tracing::warn!(
+                "Chromium runs without its sandbox (--no-sandbox): {}",
+                sandbox.reason
+            );
+        }
+    }
     if let Some(url) = &chromium_config.remote {
         let version = chromium::remote_version(url, chromium_config.launch_timeout)
             .await

@@ -11,6 +11,7 @@ pub mod chromium;
 pub mod cli;
 pub mod environment;
 pub mod fake;
+pub mod init;
 pub mod pool;
 pub mod recording;
 pub mod registry;

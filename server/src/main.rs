@@ -1,7 +1,8 @@
 use clap::Parser;
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
+    // Before the runtime starts any thread: as a container's pid 1 this forks a reaper.
+    browserenv_server::init::reap_if_pid_1();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -10,7 +11,11 @@ async fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = browserenv_server::cli::Cli::parse();
-    match browserenv_server::cli::run(cli).await {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("cannot start the async runtime");
+    match runtime.block_on(browserenv_server::cli::run(cli)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("browserenv-server: {err:#}");

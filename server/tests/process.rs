@@ -20,12 +20,27 @@ fn scratch_dir() -> PathBuf {
 
 /// Start the binary; returns the child and the address line it printed.
 fn spawn_server(tmp: &Path, envs: &[(&str, &str)]) -> (Child, String) {
-    let mut child = Command::new(BIN)
+    spawn_server_under(&[], tmp, envs)
+}
+
+/// Start the binary as the last argument of `wrapper` (e.g. `unshare … --`).
+fn spawn_server_under(wrapper: &[&str], tmp: &Path, envs: &[(&str, &str)]) -> (Child, String) {
+    let mut command = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut command = Command::new(program);
+            command.args(args).arg(BIN);
+            command
+        }
+        None => Command::new(BIN),
+    };
+    let log = std::fs::File::create(tmp.join("server.log")).unwrap();
+    let mut child = command
         .env("TMPDIR", tmp)
+        .env("HOME", tmp)
         .env("SBX_SERVICE_PORT", "0")
         .envs(envs.iter().copied())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(log)
         .spawn()
         .unwrap();
     let mut line = String::new();
@@ -259,4 +274,233 @@ fn invalid_settings_stop_the_server_with_the_settings_name() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(name), "{name}: {stderr}");
     }
+}
+
+/// (pid, parent pid, state) of every process.
+fn process_table() -> Vec<(i32, i32, String)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: i32 = entry.file_name().to_string_lossy().parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let mut after_name = stat.rsplit_once(')')?.1.split_whitespace();
+            let state = after_name.next()?.to_string();
+            let parent = after_name.next()?.parse().ok()?;
+            Some((pid, parent, state))
+        })
+        .collect()
+}
+
+fn children_of(parent: i32) -> Vec<(i32, String)> {
+    process_table()
+        .into_iter()
+        .filter(|(_, p, _)| *p == parent)
+        .map(|(pid, _, state)| (pid, state))
+        .collect()
+}
+
+#[tokio::test]
+async fn as_pid_1_it_reaps_the_orphans_of_a_killed_browser_and_passes_sigterm_on() {
+    let tmp = scratch_dir();
+    let pages = serve_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../assets/pages"))
+        .await
+        .unwrap();
+    // A new pid namespace in which the server is pid 1, as in a container without `--init`.
+    // Root may create one directly; anyone else inside a user namespace of their own.
+    // SAFETY: geteuid has no preconditions.
+    let wrapper: &[&str] = if unsafe { libc::geteuid() } == 0 {
+        &["unshare", "--pid", "--fork", "--"]
+    } else {
+        &[
+            "unshare",
+            "--user",
+            "--map-root-user",
+            "--pid",
+            "--fork",
+            "--",
+        ]
+    };
+    let (mut unshare, address) =
+        spawn_server_under(wrapper, &tmp, &[("BROWSER_NO_WARM_SPARE", "true")]);
+    let mut client = Client::connect(&address).await.unwrap();
+    client
+        .reset(ResetOptions::new(pages.url("index.html")))
+        .await
+        .unwrap();
+    let init = children_of(unshare.id() as i32)
+        .first()
+        .expect("unshare's child: the namespace's pid 1")
+        .0;
+    // The server is pid 1's child when pid 1 became a reaper, else pid 1 itself.
+    let server = children_of(init)
+        .iter()
+        .find(|(pid, _)| {
+            std::fs::read_link(format!("/proc/{pid}/exe")).ok()
+                == std::fs::read_link(format!("/proc/{init}/exe")).ok()
+        })
+        .map_or(init, |(pid, _)| *pid);
+    let browsers = processes_using(&tmp);
+    let browser = *browsers
+        .iter()
+        .find(|pid| children_of(server).iter().any(|(child, _)| child == *pid))
+        .expect("the session's Chromium, a child of the server");
+    // SAFETY: killing the browser of our own test server.
+    unsafe {
+        libc::kill(browser, libc::SIGKILL);
+    }
+    // The next episode replaces the dead browser (the server waits for its own child).
+    client
+        .reset(ResetOptions::new(pages.url("index.html")))
+        .await
+        .unwrap();
+    eventually("every orphan of the killed browser is reaped", || {
+        let zombies: Vec<_> = [init, server]
+            .iter()
+            .flat_map(|parent| children_of(*parent))
+            .filter(|(_, state)| state == "Z")
+            .collect();
+        zombies.is_empty()
+    });
+
+    // `docker stop`: SIGTERM to pid 1 ends the server gracefully, and pid 1 with its status.
+    signal_pid(init, libc::SIGTERM);
+    let status = unshare.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(processes_using(&tmp).is_empty());
+    assert!(profiles(&tmp).is_empty(), "{:?}", profiles(&tmp));
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+fn signal_pid(pid: i32, signal: i32) {
+    // SAFETY: signalling a process of our own test.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+}
+
+fn running_as_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[tokio::test]
+async fn as_another_user_than_root_chromium_runs_in_its_sandbox() {
+    let tmp = scratch_dir();
+    let pages = serve_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../assets/pages"))
+        .await
+        .unwrap();
+    // As root, the test runs the server as `nobody`.
+    let wrapper: &[&str] = if running_as_root() {
+        std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+            .unwrap();
+        &[
+            "setpriv",
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            "--",
+        ]
+    } else {
+        &[]
+    };
+    let (mut server, address) =
+        spawn_server_under(wrapper, &tmp, &[("BROWSER_NO_WARM_SPARE", "true")]);
+    let mut client = Client::connect(&address).await.unwrap();
+    let result = client
+        .reset(ResetOptions::new(pages.url("index.html")))
+        .await
+        .unwrap();
+    assert_eq!(
+        result.observation.error, "",
+        "{:?}",
+        result.observation.metadata
+    );
+    assert!(result.observation.screenshot.len() > 1000);
+    let log = std::fs::read_to_string(tmp.join("server.log")).unwrap();
+    assert!(log.contains("Chromium runs in its sandbox"), "{log}");
+
+    let chromium = processes_using(&tmp);
+    assert!(!chromium.is_empty());
+    let namespace = |pid: i32| std::fs::read_link(format!("/proc/{pid}/ns/user")).ok();
+    let server_namespace = namespace(server.id() as i32);
+    let mut sandboxed = 0;
+    for pid in &chromium {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&cmdline).contains("--no-sandbox"),
+            "{}",
+            String::from_utf8_lossy(&cmdline)
+        );
+        if String::from_utf8_lossy(&cmdline).contains("--type=renderer")
+            && namespace(*pid) != server_namespace
+        {
+            sandboxed += 1;
+        }
+    }
+    assert!(
+        sandboxed > 0,
+        "renderers run in a user namespace of their own (the sandbox)"
+    );
+    client.close().await.unwrap();
+    signal(&server, libc::SIGTERM);
+    assert!(server.wait().unwrap().success());
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+#[tokio::test]
+async fn as_root_chromium_runs_without_its_sandbox_and_says_why() {
+    // Root, or root of a user namespace of our own when the test is not run as root.
+    let wrapper: &[&str] = if running_as_root() {
+        &[]
+    } else {
+        &["unshare", "--user", "--map-root-user", "--"]
+    };
+    let tmp = scratch_dir();
+    let pages = serve_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../assets/pages"))
+        .await
+        .unwrap();
+    let (mut server, address) =
+        spawn_server_under(wrapper, &tmp, &[("BROWSER_NO_WARM_SPARE", "true")]);
+    let mut client = Client::connect(&address).await.unwrap();
+    let result = client
+        .reset(ResetOptions::new(pages.url("index.html")))
+        .await
+        .unwrap();
+    assert_eq!(result.observation.error, "");
+    let log = std::fs::read_to_string(tmp.join("server.log")).unwrap();
+    assert!(
+        log.contains("Chromium runs without its sandbox (--no-sandbox): the server runs as root")
+            && log.contains("BROWSER_SANDBOX"),
+        "{log}"
+    );
+    client.close().await.unwrap();
+    signal(&server, libc::SIGTERM);
+    assert!(server.wait().unwrap().success());
+
+    // `on` refuses to start rather than run without it.
+    let mut command = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut command = Command::new(program);
+            command.args(args).arg(BIN);
+            command
+        }
+        None => Command::new(BIN),
+    };
+    let refused = command
+        .args(["--port", "0", "--no-warm-spare"])
+        .env("BROWSER_SANDBOX", "on")
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains(
+            "BROWSER_SANDBOX=on, but Chromium's sandbox cannot work here: the server runs as root"
+        ),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&tmp).unwrap();
 }

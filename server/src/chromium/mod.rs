@@ -6,6 +6,7 @@
 //! dialog can never hold a step hostage.
 
 mod process;
+pub mod sandbox;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -81,6 +82,8 @@ pub struct ChromiumConfig {
     /// Load pages whose certificate is invalid (`BROWSER_IGNORE_HTTPS_ERRORS`). Off: a certificate
     /// error is `navigation_failed` with Chromium's `net::ERR_CERT_…` as the detail.
     pub ignore_https_errors: bool,
+    /// Run our Chromium in its sandbox (`BROWSER_SANDBOX`; see `sandbox.rs`).
+    pub sandbox: bool,
 }
 
 impl Default for ChromiumConfig {
@@ -91,6 +94,7 @@ impl Default for ChromiumConfig {
             launch_timeout: Duration::from_secs(20),
             remote: None,
             ignore_https_errors: false,
+            sandbox: sandbox::auto(),
         }
     }
 }
@@ -144,6 +148,7 @@ impl Launcher for ChromiumLauncher {
                 &config.executable,
                 &config.profile_root,
                 config.launch_timeout,
+                config.sandbox,
             )
         })
         .await??;

@@ -21,7 +21,6 @@ const PROFILE_PREFIX: &str = "browserenv-";
 /// The flags that keep Chromium quiet and deterministic on a closed network (measured; see design.md).
 const FLAGS: &[&str] = &[
     "--headless",
-    "--no-sandbox",
     "--disable-gpu",
     "--disable-dev-shm-usage",
     "--disable-quic",
@@ -90,10 +89,11 @@ impl ChromiumProcess {
         executable: &Path,
         profile_root: &Path,
         timeout: Duration,
+        sandbox: bool,
     ) -> anyhow::Result<Self> {
         let mut unique = uuid::Uuid::new_v4().simple().to_string();
         unique.truncate(12);
-        let profile = profile_root.join(format!("{PROFILE_PREFIX}{}-{unique}", std::process::id()));
+        let profile = profile_root.join(format!("{PROFILE_PREFIX}{}-{unique}", owner_tag()));
         std::fs::create_dir_all(profile.join("Default"))
             .with_context(|| format!("cannot create the profile {}", profile.display()))?;
         std::fs::write(profile.join("Default").join("Preferences"), PREFERENCES)?;
@@ -106,6 +106,9 @@ impl ChromiumProcess {
         let scratch_fits = scratch.as_os_str().len() + 46 < 108;
 
         let mut command = Command::new(executable);
+        if !sandbox {
+            command.arg("--no-sandbox");
+        }
         command
             .args(FLAGS)
             .arg(format!("--user-data-dir={}", profile.display()))
@@ -293,26 +296,55 @@ fn pid_alive(pid: i32) -> bool {
     unsafe { libc::kill(pid, 0) == 0 || *libc::__errno_location() == libc::EPERM }
 }
 
+/// When a process started, in clock ticks since boot (field 22 of `/proc/<pid>/stat`). A pid
+/// alone does not name a server: in a container the server is pid 1 after every restart, so
+/// a profile is owned by a pid *and* the start time of the process that had it.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may contain spaces: count after it.
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
+}
+
+/// `<pid>-<start time>`: the part of a profile's name that says which server made it.
+fn owner_tag() -> String {
+    let pid = std::process::id();
+    format!("{pid}-{}", start_time(pid).unwrap_or(0))
+}
+
+/// Whether the server that made the profile `name` is still running (this one included).
+fn owner_running(name: &str) -> Option<bool> {
+    let mut parts = name.strip_prefix(PROFILE_PREFIX)?.split('-');
+    let pid: u32 = parts.next()?.parse().ok()?;
+    let started: Option<u64> = match (parts.next(), parts.next()) {
+        (Some(started), Some(_unique)) => Some(started.parse().ok()?),
+        // `<pid>-<unique>`: written by a version before start times were recorded.
+        (Some(_unique), None) => None,
+        _ => return None,
+    };
+    if !pid_alive(pid as i32) {
+        return Some(false);
+    }
+    Some(match started {
+        Some(started) => start_time(pid).is_none_or(|now| now == started),
+        None => pid != std::process::id(),
+    })
+}
+
 /// Remove what an earlier server that was killed left behind: Chromium processes still running
 /// with a profile of a dead server, and the profiles themselves. Returns how many were cleaned.
 pub fn clean_leftovers(profile_root: &Path) -> usize {
-    let owner_of = |name: &str| -> Option<i32> {
-        name.strip_prefix(PROFILE_PREFIX)?
-            .split('-')
-            .next()?
-            .parse()
-            .ok()
-    };
     let mut cleaned = 0;
     let Ok(entries) = std::fs::read_dir(profile_root) else {
         return 0;
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
-        let Some(owner) = owner_of(&name) else {
-            continue;
-        };
-        if owner as u32 == std::process::id() || pid_alive(owner) {
+        if owner_running(&name) != Some(false) {
             continue;
         }
         kill_processes_using(&entry.path());
@@ -357,16 +389,39 @@ mod tests {
             std::env::temp_dir().join(format!("browserenv-test-root-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&root).unwrap();
         // pid 1 never belongs to a test server but is alive; a huge pid is dead.
-        let alive = root.join(format!("{PROFILE_PREFIX}1-abc"));
-        let dead = root.join(format!("{PROFILE_PREFIX}999999999-abc"));
-        let mine = root.join(format!("{PROFILE_PREFIX}{}-abc", std::process::id()));
+        let init_started = start_time(1).unwrap();
+        let alive = root.join(format!("{PROFILE_PREFIX}1-{init_started}-abc"));
+        let alive_old_format = root.join(format!("{PROFILE_PREFIX}1-abc"));
+        let dead = root.join(format!("{PROFILE_PREFIX}999999999-5-abc"));
+        let dead_old_format = root.join(format!("{PROFILE_PREFIX}999999999-abc"));
+        let mine = root.join(format!("{PROFILE_PREFIX}{}-abc", owner_tag()));
+        // This pid, but another process that had it before (a container's pid 1 after a restart).
+        let my_pid_reused = root.join(format!(
+            "{PROFILE_PREFIX}{}-{}-abc",
+            std::process::id(),
+            start_time(std::process::id()).unwrap() + 1
+        ));
+        let pid_1_reused = root.join(format!("{PROFILE_PREFIX}1-{}-abc", init_started + 1));
         let unrelated = root.join("something-else");
-        for dir in [&alive, &dead, &mine, &unrelated] {
+        for dir in [
+            &alive,
+            &alive_old_format,
+            &dead,
+            &dead_old_format,
+            &mine,
+            &my_pid_reused,
+            &pid_1_reused,
+            &unrelated,
+        ] {
             std::fs::create_dir_all(dir.join("Default")).unwrap();
         }
-        assert_eq!(clean_leftovers(&root), 1);
-        assert!(!dead.exists());
-        assert!(alive.exists() && mine.exists() && unrelated.exists());
+        assert_eq!(clean_leftovers(&root), 4);
+        for gone in [&dead, &dead_old_format, &my_pid_reused, &pid_1_reused] {
+            assert!(!gone.exists(), "{}", gone.display());
+        }
+        for kept in [&alive, &alive_old_format, &mine, &unrelated] {
+            assert!(kept.exists(), "{}", kept.display());
+        }
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

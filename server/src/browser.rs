@@ -75,15 +75,79 @@ pub struct PageText {
     pub truncated: bool,
 }
 
+/// How many incidents of one kind a step keeps; the rest are only counted. A page can raise
+/// thousands per step (an alert loop made 2,235 in one click, a 2.3 MiB observation).
+pub const INCIDENTS_KEPT: usize = 10;
+
+/// Characters kept of a URL or dialog message in an incident (`data:` URLs run to megabytes).
+pub const INCIDENT_TEXT_CHARS: usize = 200;
+
+/// The first `INCIDENTS_KEPT` incidents of a kind, and how many more there were.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capped<T> {
+    pub kept: Vec<T>,
+    pub more: u64,
+}
+
+impl<T> Default for Capped<T> {
+    fn default() -> Self {
+        Capped {
+            kept: Vec::new(),
+            more: 0,
+        }
+    }
+}
+
+impl<T> Capped<T> {
+    pub fn push(&mut self, item: T) {
+        if self.kept.len() < INCIDENTS_KEPT {
+            self.kept.push(item);
+        } else {
+            self.more += 1;
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.kept.is_empty()
+    }
+
+    /// Kept and counted together.
+    pub fn total(&self) -> u64 {
+        self.kept.len() as u64 + self.more
+    }
+}
+
+/// `text` cut to `INCIDENT_TEXT_CHARS` characters, saying how much was left out.
+pub fn clip(text: &str) -> String {
+    clipped(text, text.chars().count())
+}
+
+/// The start of a text of `length` characters (the page cut it already), marked when longer.
+pub fn clipped(start: &str, length: usize) -> String {
+    let kept: String = start.chars().take(INCIDENT_TEXT_CHARS).collect();
+    let left_out = length.saturating_sub(kept.chars().count());
+    if left_out == 0 {
+        kept
+    } else {
+        format!("{kept}… ({left_out} more characters)")
+    }
+}
+
 /// Things the browser handled on its own during an action, reported in observation metadata.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Incidents {
     /// `(kind, message)` of each alert/confirm/prompt/beforeunload dialog that was answered.
-    pub dialogs: Vec<(String, String)>,
+    pub dialogs: Capped<(String, String)>,
     /// URLs of downloads that were denied.
-    pub downloads_denied: Vec<String>,
+    pub downloads_denied: Capped<String>,
     /// Navigations to forbidden schemes (`javascript:`, `file:`, `data:`, `chrome:`) that were stopped.
-    pub navigations_blocked: Vec<String>,
+    pub navigations_blocked: Capped<String>,
+    /// Tabs the page opened beyond `MAX_TABS`, closed at once.
+    pub tabs_closed: u64,
+    /// How many times the page's running script was stopped because it opened dialogs without end.
+    pub scripts_stopped: u64,
+    /// Why the renderer was killed, when it was the memory limit (`BROWSER_RENDERER_MEMORY_MB`).
+    pub renderer_killed: Option<String>,
     /// Chromium's net errors of main-frame navigations that failed (`net::ERR_CERT_…`, ...).
     pub navigation_errors: Vec<String>,
     /// How many times a new tab opened and became the current page.
@@ -158,5 +222,35 @@ pub trait Browser: Send + 'static {
     /// e.g. when a remote browser restarts).
     fn is_alive(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn incidents_keep_the_first_ones_and_count_the_rest() {
+        let mut list = Capped::default();
+        for i in 0..25 {
+            list.push(i);
+        }
+        assert_eq!(list.kept, (0..INCIDENTS_KEPT as i32).collect::<Vec<_>>());
+        assert_eq!(list.more, 25 - INCIDENTS_KEPT as u64);
+        assert_eq!(list.total(), 25);
+    }
+
+    #[test]
+    fn long_texts_are_clipped_and_say_how_much() {
+        assert_eq!(clip("short"), "short");
+        let long = "é".repeat(INCIDENT_TEXT_CHARS + 7);
+        let clipped_text = clip(&long);
+        assert!(clipped_text.starts_with(&"é".repeat(INCIDENT_TEXT_CHARS)));
+        assert!(
+            clipped_text.ends_with("… (7 more characters)"),
+            "{clipped_text}"
+        );
+        // A start the page cut already, with the full length it reported.
+        assert_eq!(clipped("data:x", 5000), "data:x… (4994 more characters)");
     }
 }

@@ -69,6 +69,10 @@ pub struct Cli {
     /// namespaces, said at start), `on` (refuse to start without it) or `off`.
     #[arg(long, env = "BROWSER_SANDBOX", value_enum, default_value = "auto")]
     pub sandbox: crate::chromium::sandbox::SandboxSetting,
+    /// Memory one renderer (one site's pages) may use, in MiB; past it the renderer is stopped and
+    /// the session sees `renderer_crashed`. 0: no limit. Our own browsers only.
+    #[arg(long, env = "BROWSER_RENDERER_MEMORY_MB", default_value_t = crate::chromium::DEFAULT_RENDERER_MEMORY_MB)]
+    pub renderer_memory_mb: u64,
     /// Load pages with invalid certificates instead of failing them (`navigation_failed` with the
     /// `net::ERR_CERT_…` detail otherwise). For test sites with self-signed certificates only.
     #[arg(long, env = "BROWSER_IGNORE_HTTPS_ERRORS")]
@@ -178,6 +182,7 @@ impl Cli {
             remote: self.browser_url.clone().filter(|url| !url.is_empty()),
             ignore_https_errors: self.ignore_https_errors,
             sandbox,
+            renderer_memory_mb: self.renderer_memory_mb,
             ..ChromiumConfig::default()
         }
     }

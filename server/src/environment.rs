@@ -28,6 +28,11 @@ pub struct EnvError(pub String);
 
 /// Reading the target element is one small script; a page too busy to answer is not waited for.
 const ELEMENT_TIMEOUT: Duration = Duration::from_millis(1000);
+/// Time the phases between the action and the screenshot (following tabs, settling, reading the
+/// page) may take beyond `BROWSER_ACTION_WAIT_SECONDS`, all together.
+pub const OBSERVE_SLACK: Duration = Duration::from_secs(3);
+/// How long the adaptive settle's probe may overrun its own bound (a slow page answering late).
+const SETTLE_PROBE_SLACK: Duration = Duration::from_secs(2);
 /// `type` may take this much longer per character than the action timeout.
 pub const TYPE_TIME_PER_CHARACTER: Duration = Duration::from_millis(10);
 /// Reading the text layer: the page walk stops itself well before this.
@@ -269,7 +274,12 @@ impl<L: Launcher> Environment<L> {
         };
         timings.action = started.elapsed();
         let error = outcome.err();
-        let settle = settle_needed && !error.as_ref().is_some_and(PageError::ends_episode);
+        // A page that did not take the input in time is busy (a script spinning, a dialog
+        // loop): it cannot settle either, so the step goes straight to the screenshot.
+        let settle = settle_needed
+            && !error
+                .as_ref()
+                .is_some_and(|e| e.ends_episode() || *e == PageError::ActionTimeout);
         let mut result = self.observe_current(error, settle, timings, started).await;
         if let Some(element) = element {
             result
@@ -307,18 +317,23 @@ impl<L: Launcher> Environment<L> {
         let settings = &self.settings;
         let browser = &mut episode.browser;
         let mut settle_outcome = None;
+        // Everything before the screenshot shares one budget, so no page can add the bounds of
+        // its phases up (see README, "Step time").
+        let deadline = Instant::now() + settings.action_wait + OBSERVE_SLACK;
+        let until_deadline =
+            |limit: Duration| limit.min(deadline.saturating_duration_since(Instant::now()));
         if settle {
             let settle_started = Instant::now();
             let _ = bounded(
-                settings.action_timeout,
+                until_deadline(settings.action_timeout),
                 PageError::ActionTimeout,
                 browser.follow_tabs(),
             )
             .await;
             match settings.settle {
-                SettleMode::Fixed => tokio::time::sleep(settings.action_wait).await,
+                SettleMode::Fixed => tokio::time::sleep(until_deadline(settings.action_wait)).await,
                 SettleMode::Adaptive => {
-                    let bound = settings.action_wait + Duration::from_secs(2);
+                    let bound = until_deadline(settings.action_wait + SETTLE_PROBE_SLACK);
                     match bounded(
                         bound,
                         PageError::RendererTimeout,
@@ -334,7 +349,7 @@ impl<L: Launcher> Environment<L> {
             }
             // A tab opened by a delayed handler becomes the page too.
             let _ = bounded(
-                settings.action_timeout,
+                until_deadline(settings.action_timeout),
                 PageError::ActionTimeout,
                 browser.follow_tabs(),
             )
@@ -343,7 +358,7 @@ impl<L: Launcher> Environment<L> {
         }
 
         let facts = bounded(
-            settings.action_timeout,
+            until_deadline(settings.action_timeout),
             PageError::RendererTimeout,
             browser.facts(),
         )
@@ -373,6 +388,9 @@ impl<L: Launcher> Environment<L> {
         ) = &error
         {
             error_detail = Some(detail.clone());
+        }
+        if let Some(killed) = &incidents.renderer_killed {
+            error_detail = Some(killed.clone());
         }
         let screenshot = match screenshot {
             Ok(png) => png,
@@ -492,6 +510,25 @@ impl<L: Launcher> Environment<L> {
     }
 }
 
+/// The longest `action` can take to answer (README, "Step time"): reading the element under the
+/// pointer, the action's own limit, the shared budget of settling and reading the page, and the
+/// screenshot's timeout. Whatever a page does, a step stays inside it.
+pub fn step_bound(settings: &EnvSettings, action: &BrowserAction) -> Duration {
+    let action_limit = match action.op {
+        Op::Wait => settings.explicit_wait,
+        Op::Finish => Duration::ZERO,
+        Op::Type => {
+            settings.action_timeout + TYPE_TIME_PER_CHARACTER * action.text.chars().count() as u32
+        }
+        _ => settings.action_timeout,
+    };
+    ELEMENT_TIMEOUT
+        + action_limit
+        + settings.action_wait
+        + OBSERVE_SLACK
+        + settings.screenshot_timeout
+}
+
 /// Run a browser call with a deadline; past it, the call is abandoned and `on_timeout` reported.
 async fn bounded<T>(
     limit: Duration,
@@ -538,19 +575,35 @@ fn metadata(
     if !incidents.dialogs.is_empty() {
         let dialogs: Vec<Value> = incidents
             .dialogs
+            .kept
             .iter()
             .map(|(kind, message)| json!({"type": kind, "message": message}))
             .collect();
         map.insert("dialogs".into(), Value::Array(dialogs));
     }
-    if !incidents.downloads_denied.is_empty() {
-        map.insert("downloads_denied".into(), json!(incidents.downloads_denied));
+    let capped = [
+        ("downloads_denied", &incidents.downloads_denied),
+        ("navigations_blocked", &incidents.navigations_blocked),
+    ];
+    for (name, list) in capped {
+        if !list.is_empty() {
+            map.insert(name.into(), json!(list.kept));
+        }
     }
-    if !incidents.navigations_blocked.is_empty() {
-        map.insert(
-            "navigations_blocked".into(),
-            json!(incidents.navigations_blocked),
-        );
+    let more = [
+        ("dialogs_more", incidents.dialogs.more),
+        ("downloads_denied_more", incidents.downloads_denied.more),
+        (
+            "navigations_blocked_more",
+            incidents.navigations_blocked.more,
+        ),
+        ("tabs_closed", incidents.tabs_closed),
+        ("scripts_stopped", incidents.scripts_stopped),
+    ];
+    for (name, count) in more {
+        if count > 0 {
+            map.insert(name.into(), json!(count));
+        }
     }
     if incidents.tab_switches > 0 {
         map.insert("tab_switches".into(), json!(incidents.tab_switches));
@@ -760,18 +813,29 @@ mod tests {
 
     #[tokio::test]
     async fn incidents_become_metadata_and_codes() {
+        let mut incidents = Incidents::default();
+        for i in 0..25 {
+            incidents.dialogs.push(("alert".into(), format!("hi {i}")));
+        }
+        incidents
+            .downloads_denied
+            .push("https://a.example/x.bin".into());
+        incidents.tabs_closed = 3;
         let script = FakeScript {
-            incidents: Incidents {
-                dialogs: vec![("alert".into(), "hi".into())],
-                downloads_denied: vec!["https://a.example/x.bin".into()],
-                ..Incidents::default()
-            },
+            incidents,
             ..FakeScript::default()
         };
         let (mut env, _) = env(script);
         let result = env.reset(&kwargs("https://a.example/")).await.unwrap();
         let metadata = &result.observation.metadata;
         assert_eq!(metadata["dialogs"][0]["type"], "alert");
+        assert_eq!(
+            metadata["dialogs"].as_array().unwrap().len(),
+            crate::browser::INCIDENTS_KEPT
+        );
+        assert_eq!(metadata["dialogs_more"], 15);
+        assert_eq!(metadata["tabs_closed"], 3);
+        assert!(metadata.get("downloads_denied_more").is_none());
         assert_eq!(result.observation.error, "download_blocked");
         assert!(metadata["timings_ms"]["total"].is_number());
         assert_eq!(metadata["title"], "Fake page");

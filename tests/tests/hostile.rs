@@ -97,3 +97,228 @@ async fn a_certificate_error_can_be_ignored_on_request() {
     assert_eq!(title(&first), "Form");
     harness.stop().await;
 }
+
+/// The metadata's size, as it goes over the wire.
+fn metadata_bytes(result: &browserenv::StepResult) -> usize {
+    serde_json::to_string(&result.observation.metadata)
+        .unwrap()
+        .len()
+}
+
+fn count(result: &browserenv::StepResult, key: &str) -> u64 {
+    result
+        .observation
+        .metadata
+        .get(key)
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+}
+
+fn list_len(result: &browserenv::StepResult, key: &str) -> usize {
+    result
+        .observation
+        .metadata
+        .get(key)
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len)
+}
+
+/// A step of `action` on `client`, checked against the documented bound.
+async fn bounded_step(
+    client: &mut browserenv::Client,
+    settings: &browserenv_server::settings::EnvSettings,
+    action: BrowserAction,
+) -> browserenv::StepResult {
+    let bound = browserenv_server::environment::step_bound(settings, &action);
+    let started = std::time::Instant::now();
+    let result = client.step(action).await.unwrap();
+    let took = started.elapsed();
+    // The bound is what the server enforces; a little is left for the frame's way here.
+    assert!(
+        took <= bound + Duration::from_millis(500),
+        "the step took {took:?}, over its bound of {bound:?}"
+    );
+    result
+}
+
+#[tokio::test]
+async fn an_alert_loop_is_stopped_its_dialogs_counted_and_the_step_bounded() {
+    let settings = test_settings();
+    let harness = Harness::start(settings.clone()).await;
+    let (mut client, _) = harness.open("alertloop.html").await;
+    let result = bounded_step(&mut client, &settings, BrowserAction::click(200, 50)).await;
+    // Before the cap: 1,566-2,235 dialogs, a 1.6-2.3 MiB observation and renderer_timeout.
+    assert_eq!(
+        result.observation.error, "",
+        "{:?}",
+        result.observation.metadata
+    );
+    assert!(!result.done);
+    assert_eq!(
+        list_len(&result, "dialogs"),
+        browserenv_server::browser::INCIDENTS_KEPT
+    );
+    assert!(
+        count(&result, "dialogs_more") >= 10,
+        "{:?}",
+        result.observation.metadata
+    );
+    assert!(count(&result, "scripts_stopped") >= 1);
+    let message = result.observation.metadata["dialogs"][0]["message"]
+        .as_str()
+        .unwrap();
+    assert!(message.starts_with("alert number 0 xxx"), "{message}");
+    assert!(message.ends_with("more characters)"), "{message}");
+    assert!(
+        metadata_bytes(&result) < 8_000,
+        "{}",
+        metadata_bytes(&result)
+    );
+    // The page is usable again: the next step is an ordinary one.
+    let next = bounded_step(&mut client, &settings, BrowserAction::scroll(100)).await;
+    assert_eq!(next.observation.error, "");
+    assert!(next.observation.metadata.get("dialogs").is_none());
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn a_popup_flood_is_held_to_the_tab_limit() {
+    let settings = test_settings();
+    let harness = Harness::start(settings.clone()).await;
+    // 30 tabs opened by the page as it loads, without a click.
+    let (mut client, first) = harness.open("popupflood.html?onload=30").await;
+    let limit = browserenv_server::chromium::MAX_TABS as u64;
+    // The page's own tab and MAX_TABS - 1 popups stay; the rest are closed before they load.
+    assert_eq!(
+        count(&first, "tabs_closed"),
+        31 - limit,
+        "{:?}",
+        first.observation.metadata
+    );
+    assert_eq!(first.observation.error, "");
+    // The session goes on in the newest tab it kept.
+    let next = bounded_step(&mut client, &settings, BrowserAction::scroll(100)).await;
+    assert_eq!(next.observation.error, "");
+    assert!(
+        next.observation.url.contains("blank.html?onload="),
+        "{}",
+        next.observation.url
+    );
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn a_download_flood_is_reported_with_counts_and_short_urls() {
+    let settings = test_settings();
+    let harness = Harness::start(settings.clone()).await;
+    let (mut client, _) = harness.open("downloadflood.html").await;
+    let result = bounded_step(&mut client, &settings, BrowserAction::click(200, 50)).await;
+    let metadata = &result.observation.metadata;
+    let kept = browserenv_server::browser::INCIDENTS_KEPT;
+    // 300 data: links (stopped as navigations) and 60 downloads from the server (denied).
+    assert_eq!(
+        list_len(&result, "navigations_blocked"),
+        kept,
+        "{metadata:?}"
+    );
+    assert_eq!(
+        count(&result, "navigations_blocked_more"),
+        300 - kept as u64
+    );
+    // Chromium itself lets a page start only a few downloads at once (the rest wait for a
+    // "download multiple files" permission nobody gives), so fewer than N arrive.
+    let downloads = list_len(&result, "downloads_denied");
+    assert!((1..=kept).contains(&downloads), "{metadata:?}");
+    for key in ["navigations_blocked", "downloads_denied"] {
+        for url in metadata[key].as_array().unwrap() {
+            let url = url.as_str().unwrap();
+            assert!(url.chars().count() < 240, "{url}");
+            assert!(url.ends_with("more characters)"), "{url}");
+        }
+    }
+    assert!(
+        metadata_bytes(&result) < 8_000,
+        "{}",
+        metadata_bytes(&result)
+    );
+    assert_eq!(title(&result), "flooded");
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn a_memory_bomb_is_stopped_at_the_renderer_limit_and_other_sessions_go_on() {
+    let settings = test_settings();
+    let chromium = browserenv_server::chromium::ChromiumConfig {
+        renderer_memory_mb: 512,
+        ..browserenv_tests::test_chromium()
+    };
+    let harness = Harness::start_with_browser(
+        chromium,
+        browserenv_server::ServerConfig {
+            settings: settings.clone(),
+            ..browserenv_server::ServerConfig::default()
+        },
+    )
+    .await;
+    let (mut bystander, _) = harness.open("canvas.html").await;
+    // JavaScript objects (V8's heap limit) and array buffers outside it (the watchdog).
+    for (page, detail) in [
+        ("memorybomb.html?kind=heap", None),
+        (
+            "memorybomb.html?kind=buffers",
+            Some("over the limit of 512 MiB (BROWSER_RENDERER_MEMORY_MB)"),
+        ),
+    ] {
+        let (mut client, _) = harness.open(page).await;
+        let mut result = bounded_step(&mut client, &settings, BrowserAction::click(200, 50)).await;
+        // Each step allocates about 1 GiB; without a limit the page grows for ever (4.8 GB
+        // measured before the watchdog, and still growing).
+        for _ in 0..4 {
+            if result.done {
+                break;
+            }
+            result = bounded_step(&mut client, &settings, BrowserAction::wait()).await;
+        }
+        assert_eq!(
+            result.observation.error, "renderer_crashed",
+            "{page}: {:?}",
+            result.observation.metadata
+        );
+        if let Some(detail) = detail {
+            let said = result.observation.metadata["error_detail"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(said.contains(detail), "{page}: {said}");
+        }
+        client.close().await.unwrap();
+        let clicked = bystander.step(BrowserAction::click(5, 5)).await.unwrap();
+        assert_eq!(
+            title(&clicked),
+            "clicked 5,5",
+            "the other session is untouched"
+        );
+    }
+    harness.stop().await;
+}
+
+#[tokio::test]
+async fn a_busy_page_answers_within_the_step_bound() {
+    let settings = test_settings();
+    let harness = Harness::start(settings.clone()).await;
+    // Busy 95% of the time, in slices of 950 ms, never settled.
+    let (mut client, _) = harness.open("cpuhog.html").await;
+    for action in [
+        BrowserAction::click(200, 50),
+        BrowserAction::scroll(100),
+        BrowserAction::click(300, 300),
+        BrowserAction::key(browserenv::models::Key::Enter),
+    ] {
+        let result = bounded_step(&mut client, &settings, action).await;
+        assert!(!result.done, "{:?}", result.observation.metadata);
+    }
+    // Spinning without end: renderer_timeout, inside the bound too.
+    let (mut hung, _) = harness.open("hang.html").await;
+    let result = bounded_step(&mut hung, &settings, BrowserAction::click(200, 50)).await;
+    assert_eq!(result.observation.error, "renderer_timeout");
+    harness.stop().await;
+}

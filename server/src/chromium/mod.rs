@@ -5,6 +5,7 @@
 //! the step path only reads it. Dialogs are answered from those tasks the moment they open: a
 //! dialog can never hold a step hostage.
 
+mod memory;
 mod process;
 pub mod sandbox;
 
@@ -36,10 +37,10 @@ use chromiumoxide::cdp::browser_protocol::page::{
     NavigateToHistoryEntryParams,
 };
 use chromiumoxide::cdp::browser_protocol::target::{
-    CreateBrowserContextParams, CreateTargetParams, EventTargetCrashed, EventTargetCreated,
-    EventTargetDestroyed, TargetId,
+    CloseTargetParams, CreateBrowserContextParams, CreateTargetParams, EventTargetCrashed,
+    EventTargetCreated, EventTargetDestroyed, TargetId,
 };
-use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
+use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, TerminateExecutionParams};
 use chromiumoxide::error::CdpError;
 use chromiumoxide::handler::HandlerConfig;
 use chromiumoxide::{Command, Page};
@@ -51,7 +52,9 @@ use tokio::task::JoinHandle;
 use browserenv::models::{Key, VIEWPORT_HEIGHT, VIEWPORT_WIDTH};
 use browserenv::text_layer::{TextRun, MAX_RUNS};
 
-use crate::browser::{Browser, Incidents, Launcher, PageError, PageFacts, PageText, SettleOutcome};
+use crate::browser::{
+    clip, clipped, Browser, Incidents, Launcher, PageError, PageFacts, PageText, SettleOutcome,
+};
 
 pub use process::{clean_leftovers, kill_all, live_count, shutdown_all};
 
@@ -66,6 +69,13 @@ const MAX_TEXT_CHARS: usize = 20_000;
 /// How long a failed command waits for news that its tab was closed (the events come ~ms apart).
 const CLOSING_GRACE: Duration = Duration::from_millis(200);
 /// Reading title and text is a tiny script; a renderer that cannot run it in this time is hung.
+/// `BROWSER_RENDERER_MEMORY_MB`'s default: far above what real sites use (a heavy web app's
+/// renderer is a few hundred MiB), far below what hurts the other sessions on the machine.
+pub const DEFAULT_RENDERER_MEMORY_MB: u64 = 2048;
+/// Dialogs in one step after which the page's running script is stopped (a dialog loop).
+const DIALOG_FLOOD: u64 = 20;
+/// Tabs a session keeps open; a page that opens more gets them closed at once (a popup flood).
+pub const MAX_TABS: usize = 8;
 const FACTS_TIMEOUT: Duration = Duration::from_secs(2);
 /// Walking the page for its text layer stops after this long (the answer says it was cut).
 const TEXT_BUDGET: Duration = Duration::from_millis(500);
@@ -84,6 +94,9 @@ pub struct ChromiumConfig {
     pub ignore_https_errors: bool,
     /// Run our Chromium in its sandbox (`BROWSER_SANDBOX`; see `sandbox.rs`).
     pub sandbox: bool,
+    /// Memory one renderer may use, in MiB (`BROWSER_RENDERER_MEMORY_MB`; 0: no limit; see
+    /// `memory.rs`). Our own browsers only.
+    pub renderer_memory_mb: u64,
 }
 
 impl Default for ChromiumConfig {
@@ -95,6 +108,7 @@ impl Default for ChromiumConfig {
             remote: None,
             ignore_https_errors: false,
             sandbox: sandbox::auto(),
+            renderer_memory_mb: DEFAULT_RENDERER_MEMORY_MB,
         }
     }
 }
@@ -149,6 +163,7 @@ impl Launcher for ChromiumLauncher {
                 &config.profile_root,
                 config.launch_timeout,
                 config.sandbox,
+                config.renderer_memory_mb,
             )
         })
         .await??;
@@ -371,7 +386,7 @@ impl ChromiumBrowser {
                     continue;
                 }
                 if let Ok(mut incidents) = sink.lock() {
-                    incidents.downloads_denied.push(event.url.clone());
+                    incidents.downloads_denied.push(clip(&event.url));
                 }
             }
         }));
@@ -379,8 +394,11 @@ impl ChromiumBrowser {
         let mut created = browser.event_listener::<EventTargetCreated>().await?;
         let tabs = new_tabs.clone();
         let mut known: HashSet<TargetId> = HashSet::from([first.target_id().clone()]);
+        // Our tabs that are open now, to hold them to MAX_TABS.
+        let open_tabs = Arc::new(Mutex::new(HashSet::from([first.target_id().clone()])));
         let own_context = context.clone();
         let own_frames = frames.clone();
+        let (open, closer, sink) = (open_tabs.clone(), first.clone(), incidents.clone());
         tasks.0.push(tokio::spawn(async move {
             while let Some(event) = created.next().await {
                 let info = &event.target_info;
@@ -393,11 +411,33 @@ impl ChromiumBrowser {
                         frames.insert(info.target_id.as_ref().to_string());
                     }
                 }
-                if ours && info.r#type == "page" && known.insert(info.target_id.clone()) {
+                if !(ours && info.r#type == "page" && known.insert(info.target_id.clone())) {
+                    continue;
+                }
+                let room = open.lock().is_ok_and(|mut open| {
+                    let room = open.len() < MAX_TABS;
+                    if room {
+                        open.insert(info.target_id.clone());
+                    }
+                    room
+                });
+                if room {
                     if let Ok(mut tabs) = tabs.lock() {
                         tabs.push(info.target_id.clone());
                     }
+                    continue;
                 }
+                // A popup flood: every renderer costs memory and CPU, so the extra tab is closed
+                // before it loads, and counted.
+                if let Ok(mut incidents) = sink.lock() {
+                    incidents.tabs_closed += 1;
+                }
+                let (closer, target) = (closer.clone(), info.target_id.clone());
+                tokio::spawn(async move {
+                    if let Err(err) = closer.execute(CloseTargetParams::new(target)).await {
+                        tracing::debug!("could not close a tab over the limit: {err}");
+                    }
+                });
             }
         }));
 
@@ -417,6 +457,9 @@ impl ChromiumBrowser {
         tasks.0.push(tokio::spawn(async move {
             while let Some(event) = destroyed.next().await {
                 update_load_state(&states, &event.target_id, |s| s.closed = true);
+                if let Ok(mut open) = open_tabs.lock() {
+                    open.remove(&event.target_id);
+                }
             }
         }));
 
@@ -851,18 +894,35 @@ async fn prepare_page(
             // Accept every dialog (OK / leave page), answering prompts with their default text.
             let mut answer = HandleJavaScriptDialogParams::new(true);
             answer.prompt_text = event.default_prompt.clone();
+            let flood = match sink.lock() {
+                Ok(mut incidents) => {
+                    let kind: &str = event.r#type.as_ref();
+                    incidents
+                        .dialogs
+                        .push((kind.to_string(), clip(&event.message)));
+                    let flood = incidents.dialogs.total() % DIALOG_FLOOD == 0;
+                    if flood {
+                        incidents.scripts_stopped += 1;
+                    }
+                    flood
+                }
+                Err(_) => false,
+            };
+            if flood {
+                // A script that opens dialogs without end (each answer opens the next) would
+                // hold the step until its timeout: it is stopped, as a person's browser offers.
+                let page = dialog_page.clone();
+                tokio::spawn(async move {
+                    let stopped = page.execute(TerminateExecutionParams::default()).await;
+                    tracing::debug!("stopping a dialog loop: {:?}", stopped.map(|_| ()));
+                });
+            }
             let page = dialog_page.clone();
             tokio::spawn(async move {
                 if let Err(err) = page.execute(answer).await {
                     tracing::debug!("could not answer a dialog: {err}");
                 }
             });
-            if let Ok(mut incidents) = sink.lock() {
-                let kind: &str = event.r#type.as_ref();
-                incidents
-                    .dialogs
-                    .push((kind.to_string(), event.message.chars().take(500).collect()));
-            }
         }
     }));
     Ok(CurrentPage {
@@ -1099,9 +1159,12 @@ impl Browser for ChromiumBrowser {
             if let (Some(blocked), Ok(mut incidents)) =
                 (value["blocked"].as_array(), self.incidents.lock())
             {
-                incidents
-                    .navigations_blocked
-                    .extend(blocked.iter().filter_map(Value::as_str).map(str::to_string));
+                for link in blocked {
+                    let start = link[0].as_str().unwrap_or_default();
+                    let length = link[1].as_u64().unwrap_or_default() as usize;
+                    incidents.navigations_blocked.push(clipped(start, length));
+                }
+                incidents.navigations_blocked.more += value["blockedMore"].as_u64().unwrap_or(0);
             }
         }
         Ok(facts)
@@ -1150,10 +1213,15 @@ impl Browser for ChromiumBrowser {
     }
 
     fn take_incidents(&mut self) -> Incidents {
-        self.incidents
+        let mut incidents = self
+            .incidents
             .lock()
             .map(|mut incidents| std::mem::take(&mut *incidents))
-            .unwrap_or_default()
+            .unwrap_or_default();
+        if let Endpoint::Local(process) = &self.endpoint {
+            incidents.renderer_killed = process.take_memory_kill();
+        }
+        incidents
     }
 
     async fn close(self) {
@@ -1193,7 +1261,16 @@ impl Drop for Tasks {
 
 #[cfg(test)]
 mod tests {
-    use super::host_header_hint;
+    use super::{host_header_hint, PROBE_JS};
+    use crate::browser::{INCIDENTS_KEPT, INCIDENT_TEXT_CHARS};
+
+    #[test]
+    fn the_page_probe_caps_incidents_as_the_server_does() {
+        assert!(PROBE_JS.contains(&format!("const MAX_INCIDENTS = {INCIDENTS_KEPT};")));
+        assert!(PROBE_JS.contains(&format!(
+            "const MAX_INCIDENT_CHARS = {INCIDENT_TEXT_CHARS};"
+        )));
+    }
 
     #[test]
     fn only_http_urls_with_a_host_name_get_the_host_header_hint() {

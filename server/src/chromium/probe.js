@@ -10,10 +10,17 @@
     requests: 0,
     timers: new Set(),
     lastMutation: performance.now(),
+    // The first links stopped since the last step (as [start of href, its length]), and how
+    // many more: a page can click thousands of them.
     blocked: [],
+    blockedMore: 0,
   };
   // Timers longer than this are polling or idle work, not an effect of the action.
   const SHORT_TIMER_MS = 1000;
+  // Incidents kept per step and characters kept of each (browser.rs: INCIDENTS_KEPT,
+  // INCIDENT_TEXT_CHARS; a test holds them equal).
+  const MAX_INCIDENTS = 10;
+  const MAX_INCIDENT_CHARS = 200;
   const FORBIDDEN = /^\s*(javascript|file|data|chrome|chrome-untrusted|devtools|view-source|filesystem)\s*:/i;
 
   window.setTimeout = function (handler, delay, ...args) {
@@ -69,7 +76,12 @@
     const link = event.target && event.target.closest ? event.target.closest('a[href]') : null;
     if (link && FORBIDDEN.test(link.getAttribute('href'))) {
       event.preventDefault();
-      state.blocked.push(link.getAttribute('href').slice(0, 200));
+      const href = link.getAttribute('href');
+      if (state.blocked.length < MAX_INCIDENTS) {
+        state.blocked.push([href.slice(0, MAX_INCIDENT_CHARS), href.length]);
+      } else {
+        state.blockedMore++;
+      }
     }
   };
   window.addEventListener('click', stopForbidden, true);
@@ -108,6 +120,8 @@
     },
     facts(maxText) {
       const blocked = state.blocked.splice(0);
+      const blockedMore = state.blockedMore;
+      state.blockedMore = 0;
       const body = document.body;
       // Where password inputs are on screen, so recordings can mask them (--redact).
       const passwords = Array.from(document.querySelectorAll('input[type=password]'))
@@ -118,6 +132,7 @@
         title: document.title,
         text: body ? body.innerText.slice(0, maxText) : '',
         blocked,
+        blockedMore,
         passwords,
       };
     },

@@ -51,6 +51,8 @@ const PREFERENCES: &str = r#"{"credentials_enable_service":false,"profile":{"pas
 /// the profile (off the async runtime).
 pub struct ChromiumProcess {
     pid: u32,
+    /// Set when a renderer was killed for its memory (see `memory.rs`).
+    memory_kill: super::memory::KillReport,
     profile: PathBuf,
     /// Taken by `Drop` to reap the process.
     child: Option<Child>,
@@ -90,6 +92,7 @@ impl ChromiumProcess {
         profile_root: &Path,
         timeout: Duration,
         sandbox: bool,
+        renderer_memory_mb: u64,
     ) -> anyhow::Result<Self> {
         let mut unique = uuid::Uuid::new_v4().simple().to_string();
         unique.truncate(12);
@@ -108,6 +111,12 @@ impl ChromiumProcess {
         let mut command = Command::new(executable);
         if !sandbox {
             command.arg("--no-sandbox");
+        }
+        if renderer_memory_mb > 0 {
+            // V8's heap of each renderer; the rest is the watchdog's (memory.rs).
+            command.arg(format!(
+                "--js-flags=--max-old-space-size={renderer_memory_mb}"
+            ));
         }
         command
             .args(FLAGS)
@@ -157,8 +166,14 @@ impl ChromiumProcess {
             map.insert(pid, profile.clone());
         }
         let stderr = child.stderr.take().context("chromium stderr")?;
+        let memory_kill = if renderer_memory_mb > 0 {
+            super::memory::watch(pid, renderer_memory_mb)
+        } else {
+            Default::default()
+        };
         let mut process = ChromiumProcess {
             pid,
+            memory_kill,
             profile,
             child: Some(child),
             websocket_url: String::new(),
@@ -169,6 +184,14 @@ impl ChromiumProcess {
 
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// Why a renderer of this browser was killed for its memory, once.
+    pub fn take_memory_kill(&self) -> Option<String> {
+        self.memory_kill
+            .lock()
+            .ok()
+            .and_then(|mut kill| kill.take())
     }
 }
 
@@ -209,6 +232,7 @@ fn read_devtools_url(
 
 impl Drop for ChromiumProcess {
     fn drop(&mut self) {
+        super::memory::unwatch(self.pid);
         kill_group(self.pid);
         let child = self.child.take();
         let profile = std::mem::take(&mut self.profile);

@@ -504,3 +504,36 @@ async fn as_root_chromium_runs_without_its_sandbox_and_says_why() {
     );
     std::fs::remove_dir_all(&tmp).unwrap();
 }
+
+#[test]
+fn a_second_server_recording_into_the_same_folder_is_refused() {
+    let tmp = scratch_dir();
+    let record = tmp.join("recording");
+    let record_dir = record.to_str().unwrap();
+    let (mut first, _) = spawn_server(&tmp, &[("BROWSER_RECORD_DIR", record_dir)]);
+    // The address is announced before the recorder opens the folder: wait for its lock.
+    let lock = record.join(browserenv::trajectory::LOCK_FILE);
+    eventually("the first server's recording lock", || {
+        std::fs::read_to_string(&lock).is_ok_and(|pid| pid == first.id().to_string())
+    });
+    let second = Command::new(BIN)
+        .env("TMPDIR", &tmp)
+        .env("SBX_SERVICE_PORT", "0")
+        .env("BROWSER_RECORD_DIR", record_dir)
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "cannot record into {record_dir}: {record_dir} is being recorded by another process \
+             or recorder (lock {}, process {})",
+            lock.display(),
+            first.id()
+        )),
+        "{stderr}"
+    );
+    signal(&first, libc::SIGTERM);
+    assert!(first.wait().unwrap().success());
+    std::fs::remove_dir_all(&tmp).unwrap();
+}

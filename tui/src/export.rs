@@ -5,12 +5,12 @@
 //! Every step becomes one row: the frame before the action is the row's image; the action is
 //! flattened into plain columns (`op`, `x`, `y`, `text`, `dy`) so every row has the same schema.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
-use browserenv::trajectory::{read, Recording};
+use browserenv::trajectory::{frame_name, read, read_frame, Recording, StepRecord};
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -24,10 +24,16 @@ pub enum ExportFormat {
 pub struct ExportReport {
     pub rows: usize,
     pub images: usize,
-    /// Problems found in the recording (bad lines, missing screenshots), each named by file and line.
+    /// Problems found in the recording (bad lines, missing or refused screenshots, a picture
+    /// that is not what its name says), each named by file and line or by step.
     pub problems: Vec<String>,
 }
 
+/// Export a recording. It is untrusted input: a frame is read only under the trajectory's rule
+/// (`read_frame`: a `screenshots/<sha256>.png` name, no symlink) and copied only if its bytes
+/// hash to its name, so nothing from outside the folder, and nothing altered, gets into the
+/// dataset. A row whose frame is refused is left out, as one whose frame is missing; a refused
+/// frame after the action becomes `""` (no picture). Each is in `problems`.
 pub fn export_hf(recording_dir: &Path, out: &Path) -> anyhow::Result<ExportReport> {
     let recording = read(recording_dir)?;
     std::fs::create_dir_all(out.join("images"))
@@ -36,45 +42,52 @@ pub fn export_hf(recording_dir: &Path, out: &Path) -> anyhow::Result<ExportRepor
         problems: recording.problems.iter().map(ToString::to_string).collect(),
         ..ExportReport::default()
     };
-    let mut copied = BTreeSet::new();
+    // Each frame is looked at once: whether it is in the export.
+    let mut exported: BTreeMap<String, bool> = BTreeMap::new();
+    let mut export_frame = |name: &str, step: &StepRecord, report: &mut ExportReport| {
+        if let Some(done) = exported.get(name) {
+            return Ok(*done);
+        }
+        let done = match read_frame(recording_dir, name) {
+            Ok(bytes) if frame_name(&bytes) == name => {
+                let to = out.join(exported_name(name));
+                std::fs::write(&to, &bytes)
+                    .with_context(|| format!("cannot write {}", to.display()))?;
+                report.images += 1;
+                true
+            }
+            Ok(_) => {
+                report.problems.push(format!(
+                    "step {} of episode {}: screenshot {name} does not hold the picture its name \
+                     says (its SHA-256 differs); not exported",
+                    step.step, step.episode_id
+                ));
+                false
+            }
+            // Missing or refused: the reader reported it, with its line.
+            Err(_) => false,
+        };
+        exported.insert(name.to_string(), done);
+        anyhow::Ok(done)
+    };
     let metadata_path = out.join("metadata.jsonl");
     let mut metadata = std::io::BufWriter::new(
         std::fs::File::create(&metadata_path)
             .with_context(|| format!("cannot write {}", metadata_path.display()))?,
     );
-    for row in rows(&recording) {
-        let Some(image) = row["file_name"].as_str().map(str::to_string) else {
-            continue;
-        };
-        let source = recording_dir.join(&image);
-        if !source.is_file() {
-            // Already reported by the reader; a row without its image cannot be in an ImageFolder.
+    for (step, mut row) in recording.steps.iter().zip(rows(&recording)) {
+        // A row without its image cannot be in an ImageFolder.
+        if step.file_name.is_empty() || !export_frame(&step.file_name, step, &mut report)? {
             continue;
         }
-        for name in [
-            image.as_str(),
-            row["next_image_file_name"].as_str().unwrap_or_default(),
-        ] {
-            if name.is_empty() || !copied.insert(name.to_string()) {
-                continue;
-            }
-            let from = recording_dir.join(name);
-            if from.is_file() {
-                let to = out.join(exported_name(name));
-                std::fs::copy(&from, &to).with_context(|| {
-                    format!("cannot copy {} to {}", from.display(), to.display())
-                })?;
-                report.images += 1;
-            }
-        }
-        let mut row = row;
-        row["file_name"] = json!(exported_name(&image));
-        if let Some(next) = row["next_image_file_name"]
-            .as_str()
-            .filter(|n| !n.is_empty())
+        row["file_name"] = json!(exported_name(&step.file_name));
+        let next = &step.next_file_name;
+        row["next_image_file_name"] = if !next.is_empty() && export_frame(next, step, &mut report)?
         {
-            row["next_image_file_name"] = json!(exported_name(next));
-        }
+            json!(exported_name(next))
+        } else {
+            json!("")
+        };
         serde_json::to_writer(&mut metadata, &row)?;
         metadata.write_all(b"\n")?;
         report.rows += 1;
@@ -83,12 +96,9 @@ pub fn export_hf(recording_dir: &Path, out: &Path) -> anyhow::Result<ExportRepor
     Ok(report)
 }
 
-/// `screenshots/<sha>.png` becomes `images/<sha>.png`.
+/// `screenshots/<sha>.png` becomes `images/<sha>.png` (a name `read_frame` accepted).
 fn exported_name(name: &str) -> String {
-    let file = Path::new(name)
-        .file_name()
-        .map(|f| f.to_string_lossy().to_string())
-        .unwrap_or_default();
+    let file = name.rsplit('/').next().unwrap_or_default();
     format!("images/{file}")
 }
 

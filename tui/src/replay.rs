@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use browserenv::models::BrowserAction;
-use browserenv::trajectory::{read, StepRecord};
+use browserenv::trajectory::{read, read_frame, StepRecord};
 use browserenv::{Client, ResetOptions};
 use image::DynamicImage;
 
@@ -158,10 +158,10 @@ async fn replay_step(
         ));
     }
     match (
-        picture_of(dir, &step.next_file_name),
+        recorded_picture(dir, &step.next_file_name),
         decode(&result.observation.screenshot),
     ) {
-        (Some(recorded), Ok(replayed)) => {
+        (Ok(Some(recorded)), Ok(replayed)) => {
             let share = difference(&recorded, &replayed);
             if share > tolerance {
                 problems.push(format!(
@@ -171,12 +171,9 @@ async fn replay_step(
                 ));
             }
         }
-        (None, _) if !step.next_file_name.is_empty() => problems.push(format!(
-            "screenshot: {} is missing from the recording",
-            step.next_file_name
-        )),
-        (None, _) => {}
-        (Some(_), Err(err)) => problems.push(format!("screenshot: replay gave none ({err})")),
+        (Ok(Some(_)), Err(err)) => problems.push(format!("screenshot: replay gave none ({err})")),
+        (Ok(None), _) => {}
+        (Err(why), _) => problems.push(why),
     }
     if problems.is_empty() {
         (format!("  step {} {described}: same", step.step), false)
@@ -188,11 +185,16 @@ async fn replay_step(
     }
 }
 
-fn picture_of(dir: &Path, name: &str) -> Option<DynamicImage> {
+/// The frame a step recorded, read under the trajectory's rule (`read_frame`: a recording is
+/// untrusted input, nothing outside its folder is read); `None` when it recorded none.
+fn recorded_picture(dir: &Path, name: &str) -> Result<Option<DynamicImage>, String> {
     if name.is_empty() {
-        return None;
+        return Ok(None);
     }
-    image::open(dir.join(name)).ok()
+    let bytes = read_frame(dir, name).map_err(|err| err.to_string())?;
+    image::load_from_memory(&bytes)
+        .map(Some)
+        .map_err(|err| format!("screenshot {name} is not a picture: {err}"))
 }
 
 #[cfg(test)]
@@ -212,6 +214,44 @@ mod tests {
         assert!((difference(&white, &DynamicImage::ImageRgb8(changed)) - 0.1).abs() < 1e-9);
         let small = DynamicImage::ImageRgb8(RgbImage::new(5, 5));
         assert_eq!(difference(&white, &small), 1.0);
+    }
+
+    #[test]
+    fn replay_reads_no_frame_from_outside_the_recording() {
+        use std::os::unix::fs::symlink;
+        let base = std::env::temp_dir().join(format!(
+            "browserenv-replay-frames-{}-{:?}",
+            std::process::id(),
+            std::time::SystemTime::now()
+        ));
+        let dir = base.join("rec");
+        std::fs::create_dir_all(dir.join("screenshots")).unwrap();
+        let mut png = Vec::new();
+        DynamicImage::ImageRgb8(RgbImage::new(4, 4))
+            .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+            .unwrap();
+        let own = browserenv::trajectory::frame_name(&png);
+        std::fs::write(dir.join(&own), &png).unwrap();
+        std::fs::write(base.join("outside.png"), &png).unwrap();
+        let linked = format!("screenshots/{}.png", "ef".repeat(32));
+        symlink(base.join("outside.png"), dir.join(&linked)).unwrap();
+
+        assert!(recorded_picture(&dir, &own).unwrap().is_some());
+        assert!(recorded_picture(&dir, "").unwrap().is_none());
+        for name in [
+            "../outside.png",
+            "/etc/passwd",
+            "../../../../../../etc/passwd",
+        ] {
+            let why = recorded_picture(&dir, name).unwrap_err();
+            assert!(
+                why.starts_with("screenshot name") && why.contains("is refused"),
+                "{why}"
+            );
+        }
+        let why = recorded_picture(&dir, &linked).unwrap_err();
+        assert!(why.contains("is refused: it is a symlink"), "{why}");
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]

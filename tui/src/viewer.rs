@@ -12,7 +12,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph};
 use ratatui::{Frame, Terminal};
 
-use browserenv::trajectory::{read, Recording, StepRecord};
+use browserenv::trajectory::{read, read_frame, Recording, StepRecord};
 
 use crate::graphics::{Graphics, GraphicsChoice};
 use crate::painter::Slot;
@@ -120,7 +120,10 @@ impl Viewer {
                 if name.is_empty() {
                     return None;
                 }
-                let frame = image::open(self.dir.join(name)).ok()?;
+                // Under the trajectory's rule: a recording is untrusted input, and a refused
+                // frame is shown as none (the reader's problem says why).
+                let bytes = read_frame(&self.dir, name).ok()?;
+                let frame = image::load_from_memory(&bytes).ok()?;
                 Some(std::sync::Arc::new(if marked {
                     mark_action(&frame, step)
                 } else {

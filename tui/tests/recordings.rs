@@ -1,6 +1,6 @@
 //! Export and the viewer on a recording made with the recorder (synthetic frames, no browser).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use browserenv::models::{BrowserAction, BrowserObservation, StepResult};
@@ -40,7 +40,12 @@ fn recording() -> PathBuf {
         std::process::id(),
         rand_suffix()
     ));
-    let (writer, _) = TrajectoryWriter::open(&dir).unwrap();
+    record_into(&dir);
+    dir
+}
+
+fn record_into(dir: &Path) {
+    let (writer, _) = TrajectoryWriter::open(dir).unwrap();
     let handle =
         RecorderHandle::spawn(Recorder::new(writer, Actor::Human), |err| panic!("{err}")).unwrap();
     let session = || "s".to_string();
@@ -72,7 +77,6 @@ fn recording() -> PathBuf {
         recorded_text: None,
     });
     handle.finish();
-    dir
 }
 
 fn rand_suffix() -> u128 {
@@ -139,4 +143,167 @@ fn the_viewer_lists_steps_and_draws_the_action() {
     assert_eq!(marked.get_pixel(10, 20).0, [230, 20, 20]);
     assert_ne!(marked.get_pixel(100, 100).0, [230, 20, 20]);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A recording (in `BASE/rec`) whose steps.jsonl, after the 3 recorded steps, names frames
+/// outside it: by path, and by symlinks under screenshots/ with valid names. `BASE/outside.png`
+/// is a real picture, so a reader that followed a name would show or copy it. Returns the base.
+fn hostile_recording() -> PathBuf {
+    use std::os::unix::fs::symlink;
+    let base = std::env::temp_dir().join(format!(
+        "browserenv-tui-hostile-{}-{}",
+        std::process::id(),
+        rand_suffix()
+    ));
+    let dir = base.join("rec");
+    record_into(&dir);
+    let outside = base64::engine::general_purpose::STANDARD
+        .decode(frame(250))
+        .unwrap();
+    std::fs::write(base.join("outside.png"), outside).unwrap();
+    let to_outside = format!("screenshots/{}.png", "ab".repeat(32));
+    symlink(base.join("outside.png"), dir.join(&to_outside)).unwrap();
+    let to_passwd = format!("screenshots/{}.png", "cd".repeat(32));
+    symlink("/etc/passwd", dir.join(&to_passwd)).unwrap();
+    let steps_path = dir.join("steps.jsonl");
+    let text = std::fs::read_to_string(&steps_path).unwrap();
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let good = first["file_name"].as_str().unwrap().to_string();
+    let passwd = format!("{}etc/passwd", "../".repeat(12));
+    let hostile = [
+        ("../outside.png", good.as_str()),
+        ("/etc/passwd", good.as_str()),
+        (passwd.as_str(), good.as_str()),
+        (to_outside.as_str(), good.as_str()),
+        (good.as_str(), "/etc/passwd"),
+        (to_passwd.as_str(), good.as_str()),
+    ];
+    let mut lines = text;
+    for (n, (before, after)) in hostile.iter().enumerate() {
+        let mut line = first.clone();
+        line["episode_id"] = serde_json::json!("hostile");
+        line["step"] = serde_json::json!(n + 1);
+        line["file_name"] = serde_json::json!(before);
+        line["next_file_name"] = serde_json::json!(after);
+        lines.push_str(&format!("{line}\n"));
+    }
+    std::fs::write(&steps_path, lines).unwrap();
+    base
+}
+
+#[test]
+fn export_copies_nothing_from_outside_the_recording() {
+    let base = hostile_recording();
+    let dir = base.join("rec");
+    let out = base.join("export");
+    let report = export_hf(&dir, &out).unwrap();
+    assert_eq!(report.images, 3, "the recorded frames only");
+    // The 3 recorded rows and the one whose frame before is its own (its frame after is not).
+    assert_eq!(report.rows, 4, "{:#?}", report.problems);
+    assert_eq!(report.problems.len(), 6, "{:#?}", report.problems);
+    for (problem, line) in report.problems.iter().zip(4..) {
+        assert!(
+            problem.contains(&format!("steps.jsonl:{line}: step {} ", line - 3))
+                && problem.contains("is refused"),
+            "{problem}"
+        );
+    }
+    let outside = std::fs::read(base.join("outside.png")).unwrap();
+    let passwd = std::fs::read("/etc/passwd").unwrap();
+    let images: Vec<PathBuf> = std::fs::read_dir(out.join("images"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(images.len(), 3);
+    for image in &images {
+        let bytes = std::fs::read(image).unwrap();
+        assert!(bytes != outside && bytes != passwd, "{}", image.display());
+        assert!(!std::fs::symlink_metadata(image).unwrap().is_symlink());
+    }
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(out.join("metadata.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let hostile: Vec<_> = rows
+        .iter()
+        .filter(|r| r["episode_id"] == "hostile")
+        .collect();
+    assert_eq!(hostile.len(), 1);
+    assert_eq!(hostile[0]["step"], 5);
+    assert_eq!(
+        hostile[0]["next_image_file_name"], "",
+        "the refused frame after"
+    );
+    for row in &rows {
+        for column in ["file_name", "next_image_file_name"] {
+            let name = row[column].as_str().unwrap();
+            assert!(name.is_empty() || out.join(name).is_file(), "{row}");
+        }
+    }
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
+#[test]
+fn export_leaves_out_a_frame_whose_bytes_are_not_what_its_name_says() {
+    let dir = recording();
+    let steps = browserenv::trajectory::read(&dir).unwrap().steps;
+    // The frame after the first step (the second step's frame before) is swapped.
+    let swapped = steps[0].next_file_name.clone();
+    let other = base64::engine::general_purpose::STANDARD
+        .decode(frame(33))
+        .unwrap();
+    std::fs::write(dir.join(&swapped), other).unwrap();
+    let out = dir.join("export");
+    let report = export_hf(&dir, &out).unwrap();
+    assert_eq!(report.problems.len(), 1, "{:#?}", report.problems);
+    assert!(
+        report.problems[0].contains(&format!(
+            "step 1 of episode episode-one: screenshot {swapped} does not hold the picture its \
+             name says"
+        )),
+        "{}",
+        report.problems[0]
+    );
+    // Step 2, whose frame before it is, is left out; step 1 keeps its row without the frame after.
+    assert_eq!((report.rows, report.images), (2, 2));
+    let exported = swapped.replace("screenshots/", "images/");
+    assert!(!out.join(exported).exists());
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(out.join("metadata.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        (rows[0]["step"].as_u64(), rows[1]["step"].as_u64()),
+        (Some(1), Some(3))
+    );
+    assert_eq!(rows[0]["next_image_file_name"], "");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_viewer_shows_no_frame_from_outside_the_recording() {
+    let base = hostile_recording();
+    let dir = base.join("rec");
+    let mut viewer = Viewer::open(&dir, Graphics::halfblocks()).unwrap();
+    assert_eq!(viewer.recording.steps.len(), 9);
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    draw(&mut terminal, &mut viewer, None).unwrap();
+    let screen = format!("{}", terminal.backend());
+    assert!(!screen.contains("(no screenshot)"), "{screen}");
+    assert!(screen.contains("6 problem(s): "), "{screen}");
+    // "../outside.png", then a valid name that is a symlink to the same picture: the frame
+    // before is refused both times; the frame after is the recording's own.
+    for selected in [3, 6] {
+        viewer.select(selected - viewer.selected as i64);
+        draw(&mut terminal, &mut viewer, None).unwrap();
+        let screen = format!("{}", terminal.backend());
+        assert_eq!(
+            screen.matches("(no screenshot)").count(),
+            1,
+            "step {selected}: {screen}"
+        );
+    }
+    std::fs::remove_dir_all(&base).unwrap();
 }

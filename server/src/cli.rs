@@ -266,10 +266,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
     }
     if let Some(url) = &chromium_config.remote {
+        // The URL may carry a pool's token: it is shown as `token=***` everywhere.
+        let shown = chromium::redacted_url(url);
         let version = chromium::remote_version(url, chromium_config.launch_timeout)
             .await
-            .with_context(|| format!("--browser-url {url}"))?;
-        tracing::info!("sessions run on the remote browser at {url} ({version})");
+            .with_context(|| format!("--browser-url {shown}"))?;
+        tracing::info!("sessions run on the remote browser at {shown} ({version})");
     } else if !chromium_config.executable.exists() {
         anyhow::bail!(
             "Chromium not found at {} (install it: `sudo apt-get install chromium`, or pass --chromium PATH)",

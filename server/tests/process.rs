@@ -259,6 +259,30 @@ fn an_unreachable_browser_url_stops_the_server_with_a_clear_message() {
 }
 
 #[test]
+fn a_browser_url_token_is_never_shown() {
+    let output = Command::new(BIN)
+        .args([
+            "--port",
+            "0",
+            "--browser-url",
+            "ws://127.0.0.1:1/devtools?token=pool-s3cret-42",
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!said.contains("pool-s3cret-42"), "{said}");
+    assert!(
+        said.contains("ws://127.0.0.1:1/devtools?token=***"),
+        "{said}"
+    );
+}
+
+#[test]
 fn invalid_settings_stop_the_server_with_the_settings_name() {
     for (name, value) in [
         ("BROWSER_MAX_STEPS", "0"),

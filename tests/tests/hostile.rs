@@ -322,3 +322,30 @@ async fn a_busy_page_answers_within_the_step_bound() {
     assert_eq!(result.observation.error, "renderer_timeout");
     harness.stop().await;
 }
+
+#[tokio::test]
+async fn a_remote_browser_token_is_not_in_reset_errors() {
+    let chromium = browserenv_server::chromium::ChromiumConfig {
+        remote: Some("ws://127.0.0.1:1/devtools?token=pool-s3cret-42".into()),
+        launch_timeout: Duration::from_secs(3),
+        ..browserenv_tests::test_chromium()
+    };
+    let harness = Harness::start_with_browser(
+        chromium,
+        browserenv_server::ServerConfig {
+            settings: test_settings(),
+            ..browserenv_server::ServerConfig::default()
+        },
+    )
+    .await;
+    let mut client = harness.client().await;
+    let refused = client
+        .reset(ResetOptions::new(harness.page("index.html")))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("the browser failed to start"), "{refused}");
+    assert!(!refused.contains("pool-s3cret-42"), "{refused}");
+    assert!(refused.contains("token=***"), "{refused}");
+    harness.stop().await;
+}

@@ -123,3 +123,62 @@ async fn clicks_and_typing_carry_element_labels_and_passwords_never_reach_the_di
     assert_ne!(saved.rgb(110, 115), [0, 0, 0], "only the password field");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[tokio::test]
+async fn passwords_in_shadow_roots_iframes_and_other_origins_never_reach_the_disk() {
+    let dir = std::env::temp_dir().join(format!("browserenv-record-deep-{}", std::process::id()));
+    let harness = Harness::recording(&dir, test_settings(), true).await;
+    let mut client = harness.client().await;
+    let first = client
+        .reset(ResetOptions::new(harness.page("secrets.html")).episode_id("deep"))
+        .await
+        .unwrap();
+    // The shadow root's field, the same-origin iframe's and the CSS-masked one.
+    let boxes = &first.observation.metadata["password_boxes"];
+    for top in [50, 150, 250] {
+        assert!(
+            boxes
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|b| b[0] == 100 && b[1] == top),
+            "no password box at y={top}: {boxes}"
+        );
+    }
+    // Click each field and type a secret into it; the last is login.html's password field in a
+    // frame of another origin (localhost), at (100, 200) inside the frame.
+    let fields = [
+        ((150, 65), "shadowsecret"),
+        ((150, 165), "framesecret"),
+        ((150, 265), "pinsecret"),
+        ((250, 535), "othersecret"),
+    ];
+    for ((x, y), secret) in fields {
+        client.step(BrowserAction::click(x, y)).await.unwrap();
+        let typed = client.step(BrowserAction::type_text(secret)).await.unwrap();
+        assert_eq!(
+            typed.observation.metadata["element"]["password"], true,
+            "{secret}: {:?}",
+            typed.observation.metadata["element"]
+        );
+    }
+    client.close().await.unwrap();
+    harness.stop().await;
+
+    let steps = std::fs::read_to_string(dir.join("steps.jsonl")).unwrap();
+    for (_, secret) in fields {
+        assert!(!steps.contains(secret), "{secret} reached the recording");
+    }
+    let recording = read(&dir).unwrap();
+    let recorded = recording.episode_steps("deep");
+    let png = std::fs::read(dir.join(&recorded[0].file_name)).unwrap();
+    let saved = Picture::from_base64(&base64_of(&png));
+    for y in [60, 160, 260] {
+        assert_eq!(
+            saved.rgb(110, y),
+            [0, 0, 0],
+            "the field at y={y} is blacked out"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -150,12 +150,20 @@ impl Launcher for ChromiumLauncher {
     async fn launch(&self) -> anyhow::Result<ChromiumBrowser> {
         let config = self.config.clone();
         if let Some(url) = config.remote {
+            let shown = redacted_url(&url);
             let connect =
                 ChromiumBrowser::connect(Endpoint::Remote(url.clone()), config.ignore_https_errors);
             return tokio::time::timeout(config.launch_timeout, connect)
                 .await
-                .map_err(|_| anyhow::anyhow!("the remote browser at {url} did not answer in time"))?
-                .with_context(|| format!("cannot open a session on the remote browser at {url}"));
+                .map_err(|_| {
+                    anyhow::anyhow!("the remote browser at {shown} did not answer in time")
+                })?
+                .map_err(|err| {
+                    anyhow::anyhow!(
+                        "cannot open a session on the remote browser at {shown}: {}",
+                        without_secrets_of(&url, &format!("{err:#}"))
+                    )
+                });
         }
         let process = tokio::task::spawn_blocking(move || {
             process::ChromiumProcess::launch(
@@ -171,8 +179,73 @@ impl Launcher for ChromiumLauncher {
     }
 }
 
+/// Query parameters whose values are secrets (browserless takes `?token=`).
+const SECRET_PARAMETERS: &[&str] = &[
+    "token",
+    "access_token",
+    "api_key",
+    "apikey",
+    "key",
+    "secret",
+    "password",
+    "auth",
+];
+
+/// The secret parts of a DevTools URL: its password and the values of secret query parameters.
+fn secrets_of(url: &str) -> Vec<String> {
+    let Ok(parsed) = url::Url::parse(url) else {
+        // Unparsable: everything after `?` or `@` may be a secret.
+        return url
+            .split(['?', '@'])
+            .skip(1)
+            .map(str::to_string)
+            .filter(|part| !part.is_empty())
+            .collect();
+    };
+    let mut secrets: Vec<String> = parsed.password().map(str::to_string).into_iter().collect();
+    for (name, value) in parsed.query_pairs() {
+        if SECRET_PARAMETERS.contains(&name.to_ascii_lowercase().as_str()) && !value.is_empty() {
+            secrets.push(value.to_string());
+        }
+    }
+    // As written in the URL too (percent-encoded), which is how error messages quote it.
+    let raw: Vec<String> = parsed
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .filter(|(name, _)| SECRET_PARAMETERS.contains(&name.to_ascii_lowercase().as_str()))
+        .map(|(_, value)| value.to_string())
+        .filter(|value| !value.is_empty())
+        .collect();
+    secrets.extend(raw);
+    secrets
+}
+
+/// `text` with every secret of `url` replaced by `***`: what logs and error messages show.
+pub fn without_secrets_of(url: &str, text: &str) -> String {
+    let mut secrets = secrets_of(url);
+    // Longest first, so a secret that contains another is replaced whole.
+    secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
+    secrets.iter().fold(text.to_string(), |text, secret| {
+        text.replace(secret.as_str(), "***")
+    })
+}
+
+/// A DevTools URL as logs and errors show it (`ws://pool:3000/?token=***`).
+pub fn redacted_url(url: &str) -> String {
+    without_secrets_of(url, url)
+}
+
 /// Check that a remote DevTools endpoint answers, before serving: its product name and version.
+/// Errors never carry the URL's secrets.
 pub async fn remote_version(url: &str, timeout: Duration) -> anyhow::Result<String> {
+    remote_version_of(url, timeout)
+        .await
+        .map_err(|err| anyhow::anyhow!(without_secrets_of(url, &format!("{err:#}"))))
+}
+
+async fn remote_version_of(url: &str, timeout: Duration) -> anyhow::Result<String> {
     let check = async {
         let (browser, mut handler) = CdpBrowser::connect(url).await.map_err(|err| {
             let err = anyhow::Error::from(err).context("cannot connect to the DevTools endpoint");
@@ -1263,6 +1336,29 @@ impl Drop for Tasks {
 mod tests {
     use super::{host_header_hint, PROBE_JS};
     use crate::browser::{INCIDENTS_KEPT, INCIDENT_TEXT_CHARS};
+
+    #[test]
+    fn secrets_of_devtools_urls_are_never_shown() {
+        use super::{redacted_url, without_secrets_of};
+        assert_eq!(
+            redacted_url("ws://pool:3000/?token=s3cr%2Ft&launch=x"),
+            "ws://pool:3000/?token=***&launch=x"
+        );
+        assert_eq!(
+            redacted_url("ws://u:pw@pool:3000/"),
+            "ws://u:***@pool:3000/"
+        );
+        assert_eq!(
+            redacted_url("http://127.0.0.1:9222"),
+            "http://127.0.0.1:9222"
+        );
+        let url = "ws://pool:3000?token=s3cr%2Ft";
+        assert_eq!(
+            without_secrets_of(url, "failed: s3cr/t and s3cr%2Ft"),
+            "failed: *** and ***"
+        );
+        assert_eq!(redacted_url("not a url?token=abc"), "not a url?***");
+    }
 
     #[test]
     fn the_page_probe_caps_incidents_as_the_server_does() {

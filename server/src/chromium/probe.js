@@ -123,11 +123,40 @@
       const blockedMore = state.blockedMore;
       state.blockedMore = 0;
       const body = document.body;
-      // Where password inputs are on screen, so recordings can mask them (--redact).
-      const passwords = Array.from(document.querySelectorAll('input[type=password]'))
-        .map((input) => input.getBoundingClientRect())
-        .filter((r) => r.width > 0 && r.height > 0 && r.bottom > 0 && r.right > 0 && r.top < innerHeight && r.left < innerWidth)
-        .map((r) => [Math.floor(r.left), Math.floor(r.top), Math.ceil(r.width), Math.ceil(r.height)]);
+      // Where password inputs are on screen, so recordings can mask them (--redact): in the
+      // document, its open shadow roots and its same-origin iframes, at any depth; inputs masked
+      // by CSS (a PIN) count as passwords, as in the text layer.
+      const passwords = [];
+      const findPasswords = (root, dx, dy, depth) => {
+        if (depth > 8) return;
+        for (const el of root.querySelectorAll('*')) {
+          if (el.shadowRoot) findPasswords(el.shadowRoot, dx, dy, depth + 1);
+          if (el.tagName === 'IFRAME' || el.tagName === 'FRAME') {
+            let inner = null;
+            try {
+              inner = el.contentDocument;
+            } catch (error) {
+              inner = null;
+            }
+            if (inner) {
+              const f = el.getBoundingClientRect();
+              findPasswords(inner, dx + f.left + el.clientLeft, dy + f.top + el.clientTop, depth + 1);
+            }
+          }
+          if (el.tagName !== 'INPUT') continue;
+          const type = (el.getAttribute('type') || '').toLowerCase();
+          const masked = type === 'password' ||
+            (el.ownerDocument.defaultView.getComputedStyle(el).webkitTextSecurity || 'none') !== 'none';
+          if (!masked) continue;
+          const r = el.getBoundingClientRect();
+          const left = r.left + dx;
+          const top = r.top + dy;
+          if (r.width > 0 && r.height > 0 && top + r.height > 0 && left + r.width > 0 && top < innerHeight && left < innerWidth) {
+            passwords.push([Math.floor(left), Math.floor(top), Math.ceil(r.width), Math.ceil(r.height)]);
+          }
+        }
+      };
+      findPasswords(document, 0, 0, 0);
       return {
         title: document.title,
         text: body ? body.innerText.slice(0, maxText) : '',
@@ -411,7 +440,40 @@
     },
     // The element an action is about: under the pointer for a click, else the focused one.
     element(x, y) {
+      // Into open shadow roots and same-origin frames, where the element really is (a password
+      // field in a shadow root or an iframe must be known as one); dx, dy: the frame's offset.
       let element = x === null ? document.activeElement : document.elementFromPoint(x, y);
+      let dx = 0;
+      let dy = 0;
+      let opaque = false;
+      for (let depth = 0; element && depth < 16; depth++) {
+        const root = element.shadowRoot;
+        const inner = root && (x === null ? root.activeElement : root.elementFromPoint(x - dx, y - dy));
+        if (inner && inner !== element) {
+          element = inner;
+          continue;
+        }
+        if (element.tagName !== 'IFRAME' && element.tagName !== 'FRAME') break;
+        let doc = null;
+        try {
+          doc = element.contentDocument;
+        } catch (error) {
+          doc = null;
+        }
+        if (!doc) {
+          // Another origin: nothing inside can be read from here.
+          opaque = true;
+          break;
+        }
+        const f = element.getBoundingClientRect();
+        const fx = dx + f.left + element.clientLeft;
+        const fy = dy + f.top + element.clientTop;
+        const next = x === null ? doc.activeElement : doc.elementFromPoint(x - fx, y - fy);
+        if (!next || next === doc.documentElement || next === doc.body && x === null) break;
+        element = next;
+        dx = fx;
+        dy = fy;
+      }
       if (!element || element === document.documentElement) return null;
       const tag = element.tagName.toLowerCase();
       const type = (element.getAttribute('type') || '').toLowerCase();
@@ -426,17 +488,22 @@
         || (tag === 'input' ? inputRoles[type] || 'textbox' : implicitRoles[tag] || '');
       const clean = (text) => (text || '').replace(/\s+/g, ' ').trim();
       const labelled = element.getAttribute('aria-labelledby');
-      const byId = labelled ? labelled.split(/\s+/).map((id) => document.getElementById(id))
+      const scope = element.getRootNode();
+      const byId = labelled ? labelled.split(/\s+/).map((id) => (scope.getElementById ? scope : document).getElementById(id))
         .filter(Boolean).map((e) => e.textContent).join(' ') : '';
       const labels = element.labels ? Array.from(element.labels).map((l) => l.textContent).join(' ') : '';
       const name = clean(element.getAttribute('aria-label') || byId || labels || element.getAttribute('alt')
         || element.getAttribute('title') || element.getAttribute('placeholder')
         || (tag === 'input' ? '' : element.innerText)).slice(0, 200);
-      const password = tag === 'input' && type === 'password';
+      const masked = tag === 'input' &&
+        (element.ownerDocument.defaultView.getComputedStyle(element).webkitTextSecurity || 'none') !== 'none';
+      // Typing into a frame of another origin: it may be a password field (third-party logins
+      // are), and nothing says it is not, so it is treated as one.
+      const password = (tag === 'input' && type === 'password') || masked || (opaque && x === null);
       const text = password ? '' : clean(element.innerText || element.value || '').slice(0, 200);
       const r = element.getBoundingClientRect();
       return { tag, role, name, text, type: type || null, password,
-        bbox: [Math.round(r.left), Math.round(r.top), Math.round(r.width), Math.round(r.height)] };
+        bbox: [Math.round(r.left + dx), Math.round(r.top + dy), Math.round(r.width), Math.round(r.height)] };
     },
   };
   Object.defineProperty(window, '__browserenv', { value: api, enumerable: false });

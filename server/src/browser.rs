@@ -142,6 +142,8 @@ pub struct Incidents {
     pub downloads_denied: Capped<String>,
     /// Navigations to forbidden schemes (`javascript:`, `file:`, `data:`, `chrome:`) that were stopped.
     pub navigations_blocked: Capped<String>,
+    /// Connections refused because they led to a private address: `(host:port, why)`.
+    pub network_refused: Capped<(String, String)>,
     /// Tabs the page opened beyond `MAX_TABS`, closed at once.
     pub tabs_closed: u64,
     /// How many times the page's running script was stopped because it opened dialogs without end.

@@ -69,6 +69,14 @@ pub struct Cli {
     /// namespaces, said at start), `on` (refuse to start without it) or `off`.
     #[arg(long, env = "BROWSER_SANDBOX", value_enum, default_value = "auto")]
     pub sandbox: crate::chromium::sandbox::SandboxSetting,
+    /// Refuse the browsers' connections to loopback, private and link-local addresses (after
+    /// resolving the name), except to the --site and task base URL and
+    /// --private-network-allow: for servers whose network reaches what pages must not.
+    #[arg(long, env = "BROWSER_BLOCK_PRIVATE_NETWORKS")]
+    pub block_private_networks: bool,
+    /// `host:port` entries (comma-separated) a page may reach although they are private.
+    #[arg(long, env = "BROWSER_PRIVATE_NETWORK_ALLOW", value_delimiter = ',')]
+    pub private_network_allow: Vec<String>,
     /// Memory one renderer (one site's pages) may use, in MiB; past it the renderer is stopped and
     /// the session sees `renderer_crashed`. 0: no limit. Our own browsers only.
     #[arg(long, env = "BROWSER_RENDERER_MEMORY_MB", default_value_t = crate::chromium::DEFAULT_RENDERER_MEMORY_MB)]
@@ -265,6 +273,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             );
         }
     }
+    if cli.block_private_networks && chromium_config.remote.is_some() {
+        anyhow::bail!(
+            "BROWSER_BLOCK_PRIVATE_NETWORKS needs browsers of our own: a --browser-url browser's connections do not pass through this server"
+        );
+    }
     if let Some(url) = &chromium_config.remote {
         // The URL may carry a pool's token: it is shown as `token=***` everywhere.
         let shown = chromium::redacted_url(url);
@@ -288,7 +301,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
              fine; an agent may type into a site pretending to be another"
         );
     }
-    let launcher = ChromiumLauncher::new(chromium_config);
+    let mut chromium_config = chromium_config;
     let shutdown = shutdown_signal()?;
     let site = match &cli.site {
         Some(dir) => Some(
@@ -298,20 +311,46 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         ),
         None => None,
     };
+    let task_base = match (&cli.task_base_url, &site) {
+        (Some(base), _) => {
+            Some(url::Url::parse(base).with_context(|| format!("--task-base-url {base}"))?)
+        }
+        (None, Some(site)) => url::Url::parse(&site.url("")).ok(),
+        (None, None) => None,
+    };
+    if cli.block_private_networks {
+        // The configured site (and the tasks' base) stay reachable, though they are on loopback.
+        let mut allowed = cli.private_network_allow.clone();
+        let own = [
+            site.as_ref().and_then(|s| url::Url::parse(&s.url("")).ok()),
+            task_base.clone(),
+        ];
+        for url in own.into_iter().flatten() {
+            if let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) {
+                allowed.push(format!("{host}:{port}"));
+            }
+        }
+        let policy = crate::chromium::egress::EgressPolicy::new(&allowed)
+            .await
+            .map_err(|err| anyhow::anyhow!("BROWSER_PRIVATE_NETWORK_ALLOW: {err}"))?;
+        tracing::info!(
+            "private networks are refused to the browsers (allowed: {})",
+            if allowed.is_empty() {
+                "none".to_string()
+            } else {
+                allowed.join(", ")
+            }
+        );
+        chromium_config.egress = Some(std::sync::Arc::new(policy));
+    }
+    let launcher = ChromiumLauncher::new(chromium_config);
     let mut config = config;
     if let Some(path) = &cli.tasks {
         let tasks = TaskSet::load(path).map_err(anyhow::Error::msg)?;
-        let base = match (&cli.task_base_url, &site) {
-            (Some(base), _) => {
-                Some(url::Url::parse(base).with_context(|| format!("--task-base-url {base}"))?)
-            }
-            (None, Some(site)) => url::Url::parse(&site.url("")).ok(),
-            (None, None) => None,
-        };
         tracing::info!("{} tasks from {}", tasks.tasks.len(), path.display());
         config.tasks = Some(std::sync::Arc::new(TaskCatalog {
             tasks,
-            base_url: base,
+            base_url: task_base,
         }));
     }
     let result = match &cli.unix_dir {

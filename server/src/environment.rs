@@ -408,10 +408,31 @@ impl<L: Launcher> Environment<L> {
             episode.done = true;
         }
         let mut code = error.as_ref().map(|e| e.code().to_string());
+        // A refused connection to the page's own host (not to one of its subresources').
+        let page_authority = url::Url::parse(&facts.url).ok().and_then(|url| {
+            Some(format!(
+                "{}:{}",
+                url.host_str()?
+                    .trim_start_matches('[')
+                    .trim_end_matches(']'),
+                url.port_or_known_default()?
+            ))
+        });
+        let refused_page = incidents
+            .network_refused
+            .kept
+            .iter()
+            .find(|(authority, _)| Some(authority) == page_authority.as_ref())
+            .filter(|_| matches!(error, None | Some(PageError::NavigationFailed(_))));
         if code.is_none() || !episode.done {
             if is_bot_verification(&facts.text) {
                 episode.done = true;
                 code = Some("blocked_by_bot_verification".into());
+            } else if let Some((_, reason)) = refused_page {
+                // The page itself was refused (reset, a link, a redirect): its navigation
+                // failed because it was stopped.
+                code = Some("navigation_blocked".into());
+                error_detail = Some(reason.clone());
             } else if code.is_none() && !incidents.navigations_blocked.is_empty() {
                 code = Some("navigation_blocked".into());
             } else if code.is_none() && !incidents.downloads_denied.is_empty() {
@@ -589,6 +610,15 @@ fn metadata(
         if !list.is_empty() {
             map.insert(name.into(), json!(list.kept));
         }
+    }
+    if !incidents.network_refused.is_empty() {
+        let refused: Vec<&String> = incidents
+            .network_refused
+            .kept
+            .iter()
+            .map(|(_, why)| why)
+            .collect();
+        map.insert("network_refused".into(), json!(refused));
     }
     let more = [
         ("dialogs_more", incidents.dialogs.more),

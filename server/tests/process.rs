@@ -259,6 +259,21 @@ fn an_unreachable_browser_url_stops_the_server_with_a_clear_message() {
 }
 
 #[test]
+fn blocking_private_networks_needs_our_own_browsers() {
+    let output = Command::new(BIN)
+        .args(["--port", "0", "--browser-url", "http://127.0.0.1:1"])
+        .env("BROWSER_BLOCK_PRIVATE_NETWORKS", "true")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("BROWSER_BLOCK_PRIVATE_NETWORKS needs browsers of our own"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_browser_url_token_is_never_shown() {
     let output = Command::new(BIN)
         .args([

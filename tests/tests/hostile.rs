@@ -349,3 +349,122 @@ async fn a_remote_browser_token_is_not_in_reset_errors() {
     assert!(refused.contains("token=***"), "{refused}");
     harness.stop().await;
 }
+
+#[tokio::test]
+async fn private_networks_are_refused_when_asked_except_the_site() {
+    use browserenv_server::site::serve_dir;
+    let pages = browserenv_tests::assets_dir().join("pages");
+    // The configured site, and an "internal service" on loopback that pages must not reach.
+    let site = serve_dir(pages.clone()).await.unwrap();
+    let internal = serve_dir(pages).await.unwrap();
+    let site_url = url::Url::parse(&site.url("")).unwrap();
+    let site_authority = format!(
+        "{}:{}",
+        site_url.host_str().unwrap(),
+        site_url.port().unwrap()
+    );
+    let policy = browserenv_server::chromium::egress::EgressPolicy::new(&[site_authority])
+        .await
+        .unwrap();
+    let chromium = browserenv_server::chromium::ChromiumConfig {
+        egress: Some(std::sync::Arc::new(policy)),
+        ..browserenv_tests::test_chromium()
+    };
+    let harness = Harness::start_with_browser(
+        chromium,
+        browserenv_server::ServerConfig {
+            settings: test_settings(),
+            ..browserenv_server::ServerConfig::default()
+        },
+    )
+    .await;
+    let mut client = harness.client().await;
+    let allowed = client
+        .reset(ResetOptions::new(site.url("index.html")))
+        .await
+        .unwrap();
+    assert_eq!(allowed.observation.error, "", "the site passes the proxy");
+    let internal_port = url::Url::parse(&internal.url("")).unwrap().port().unwrap();
+    let https = browserenv_tests::HttpsPages::start();
+    // By address, by a name that resolves to loopback, and over TLS (a CONNECT tunnel).
+    for (url, authority) in [
+        (
+            internal.url("index.html"),
+            format!("127.0.0.1:{internal_port}"),
+        ),
+        (
+            format!("http://localhost:{internal_port}/index.html"),
+            format!("localhost:{internal_port}"),
+        ),
+        (https.url("form.html"), String::new()),
+    ] {
+        let refused = client.reset(ResetOptions::new(url.clone())).await.unwrap();
+        assert_eq!(
+            refused.observation.error, "navigation_blocked",
+            "{url}: {:?}",
+            refused.observation.metadata
+        );
+        let detail = refused.observation.metadata["error_detail"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(detail.contains(&authority), "{url}: {detail}");
+        assert!(detail.contains("private"), "{url}: {detail}");
+        assert!(
+            !result_title_is(&refused, "Test pages"),
+            "{url} did not load"
+        );
+    }
+    // A link from the site to the internal service.
+    let to = url::form_urlencoded::byte_serialize(internal.url("index.html").as_bytes())
+        .collect::<String>();
+    client
+        .reset(ResetOptions::new(site.url(&format!("golink.html?to={to}"))))
+        .await
+        .unwrap();
+    let clicked = client.step(BrowserAction::click(200, 50)).await.unwrap();
+    assert_eq!(
+        clicked.observation.error, "navigation_blocked",
+        "{:?}",
+        clicked.observation.metadata
+    );
+    // A subresource: the page loads, its request to the internal service does not.
+    let src = url::form_urlencoded::byte_serialize(internal.url("canvas.html").as_bytes())
+        .collect::<String>();
+    let page = client
+        .reset(ResetOptions::new(
+            site.url(&format!("subresource.html?src={src}")),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(page.observation.error, "");
+    let refused = page.observation.metadata["network_refused"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        refused.iter().any(|r| r
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!(":{internal_port}"))),
+        "{:?}",
+        page.observation.metadata
+    );
+    // The site under another name of the same address is the site.
+    let site_port = site_url.port().unwrap();
+    let by_name = client
+        .reset(ResetOptions::new(format!(
+            "http://localhost:{site_port}/index.html"
+        )))
+        .await
+        .unwrap();
+    assert_eq!(
+        by_name.observation.error, "",
+        "{:?}",
+        by_name.observation.metadata
+    );
+    harness.stop().await;
+}
+
+fn result_title_is(result: &browserenv::StepResult, wanted: &str) -> bool {
+    title(result) == wanted
+}

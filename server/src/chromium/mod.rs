@@ -5,6 +5,7 @@
 //! the step path only reads it. Dialogs are answered from those tasks the moment they open: a
 //! dialog can never hold a step hostage.
 
+pub mod egress;
 mod memory;
 mod process;
 pub mod sandbox;
@@ -97,6 +98,9 @@ pub struct ChromiumConfig {
     /// Memory one renderer may use, in MiB (`BROWSER_RENDERER_MEMORY_MB`; 0: no limit; see
     /// `memory.rs`). Our own browsers only.
     pub renderer_memory_mb: u64,
+    /// Refuse connections to private addresses (`BROWSER_BLOCK_PRIVATE_NETWORKS`; egress.rs).
+    /// Our own browsers only.
+    pub egress: Option<Arc<egress::EgressPolicy>>,
 }
 
 impl Default for ChromiumConfig {
@@ -109,6 +113,7 @@ impl Default for ChromiumConfig {
             ignore_https_errors: false,
             sandbox: sandbox::auto(),
             renderer_memory_mb: DEFAULT_RENDERER_MEMORY_MB,
+            egress: None,
         }
     }
 }
@@ -165,17 +170,24 @@ impl Launcher for ChromiumLauncher {
                     )
                 });
         }
+        let proxy = match &config.egress {
+            Some(policy) => Some(
+                egress::EgressProxy::start(policy.clone())
+                    .await
+                    .context("cannot start the egress proxy")?,
+            ),
+            None => None,
+        };
+        let proxy_url = proxy.as_ref().map(egress::EgressProxy::url);
+        let ignore_https_errors = config.ignore_https_errors;
         let process = tokio::task::spawn_blocking(move || {
-            process::ChromiumProcess::launch(
-                &config.executable,
-                &config.profile_root,
-                config.launch_timeout,
-                config.sandbox,
-                config.renderer_memory_mb,
-            )
+            process::ChromiumProcess::launch(&config, proxy_url.as_deref())
         })
         .await??;
-        ChromiumBrowser::connect(Endpoint::Local(process), config.ignore_https_errors).await
+        let mut browser =
+            ChromiumBrowser::connect(Endpoint::Local(process), ignore_https_errors).await?;
+        browser.egress = proxy;
+        Ok(browser)
     }
 }
 
@@ -346,6 +358,9 @@ pub struct ChromiumBrowser {
     frames: Frames,
     /// This session's browser context on a remote browser (None: a local browser's default one).
     context: Option<BrowserContextId>,
+    /// The proxy every connection of this browser goes through, when private networks are
+    /// refused.
+    egress: Option<egress::EgressProxy>,
     // Declared last: dropped after the CDP connection, a local process is killed and its profile
     // removed.
     endpoint: Endpoint,
@@ -550,6 +565,7 @@ impl ChromiumBrowser {
             load_states,
             frames,
             context,
+            egress: None,
             endpoint,
         };
         chromium.verify_viewport().await?;
@@ -1293,6 +1309,9 @@ impl Browser for ChromiumBrowser {
             .unwrap_or_default();
         if let Endpoint::Local(process) = &self.endpoint {
             incidents.renderer_killed = process.take_memory_kill();
+        }
+        if let Some(proxy) = &self.egress {
+            incidents.network_refused = proxy.take_refusals();
         }
         incidents
     }

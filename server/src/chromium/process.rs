@@ -87,13 +87,10 @@ fn spawner() -> &'static Mutex<mpsc::Sender<SpawnRequest>> {
 impl ChromiumProcess {
     /// Start Chromium with a fresh profile and wait for its DevTools endpoint. Blocking: call from
     /// `spawn_blocking`.
-    pub fn launch(
-        executable: &Path,
-        profile_root: &Path,
-        timeout: Duration,
-        sandbox: bool,
-        renderer_memory_mb: u64,
-    ) -> anyhow::Result<Self> {
+    pub fn launch(config: &super::ChromiumConfig, proxy: Option<&str>) -> anyhow::Result<Self> {
+        let (executable, profile_root) = (&config.executable, &config.profile_root);
+        let (timeout, sandbox) = (config.launch_timeout, config.sandbox);
+        let renderer_memory_mb = config.renderer_memory_mb;
         let mut unique = uuid::Uuid::new_v4().simple().to_string();
         unique.truncate(12);
         let profile = profile_root.join(format!("{PROFILE_PREFIX}{}-{unique}", owner_tag()));
@@ -111,6 +108,12 @@ impl ChromiumProcess {
         let mut command = Command::new(executable);
         if !sandbox {
             command.arg("--no-sandbox");
+        }
+        if let Some(proxy) = proxy {
+            // Every connection, loopback ones included (`<-loopback>` removes Chromium's implicit
+            // bypass), goes through the egress proxy (egress.rs).
+            command.arg(format!("--proxy-server={proxy}"));
+            command.arg("--proxy-bypass-list=<-loopback>");
         }
         if renderer_memory_mb > 0 {
             // V8's heap of each renderer; the rest is the watchdog's (memory.rs).

@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod models;
+pub mod observation_error;
 pub mod protocol;
 pub mod tasks;
 pub mod text_layer;
@@ -13,3 +14,4 @@ pub use client::{Client, ClientError, ResetOptions};
 pub use models::{
     BrowserAction, BrowserObservation, BrowserState, FieldError, Key, Op, StepResult,
 };
+pub use observation_error::ObservationError;

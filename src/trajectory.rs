@@ -173,12 +173,10 @@ pub enum Outcome {
 impl Outcome {
     /// The outcome of an episode whose last observation said `done`, from its action and error.
     pub fn of_done_step(op: &str, error: &str) -> Outcome {
-        match (op, error) {
+        match (op, crate::ObservationError::parse(error)) {
             ("finish", _) => Outcome::Finished,
-            (_, "blocked_by_bot_verification") => Outcome::Blocked,
-            (_, "renderer_timeout" | "renderer_crashed" | "browser_disconnected") => {
-                Outcome::Failed
-            }
+            (_, Some(crate::ObservationError::BlockedByBotVerification)) => Outcome::Blocked,
+            (_, Some(error)) if error.page_lost() => Outcome::Failed,
             _ => Outcome::StepLimit,
         }
     }

@@ -11,47 +11,44 @@ use std::time::Duration;
 
 use browserenv::models::Key;
 use browserenv::text_layer::TextRun;
+use browserenv::ObservationError;
 
 /// What went wrong inside the page. These become the observation's `error` code; the episode goes on
 /// unless the failure means the page is gone (see [`PageError::ends_episode`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.kind())]
 pub enum PageError {
-    #[error("page_load_timeout")]
     PageLoadTimeout,
-    #[error("navigation_failed")]
     NavigationFailed(String),
-    #[error("action_timeout")]
     ActionTimeout,
-    #[error("action_failed")]
     ActionFailed(String),
-    #[error("renderer_timeout")]
     RendererTimeout,
-    #[error("renderer_crashed")]
     RendererCrashed,
-    #[error("browser_disconnected")]
     Disconnected(String),
 }
 
 impl PageError {
-    /// The stable snake_case code put in the observation's `error`.
+    /// The observation's `error` string.
     pub fn code(&self) -> &'static str {
+        self.kind().code()
+    }
+
+    /// The observation error this becomes.
+    pub fn kind(&self) -> ObservationError {
         match self {
-            PageError::PageLoadTimeout => "page_load_timeout",
-            PageError::NavigationFailed(_) => "navigation_failed",
-            PageError::ActionTimeout => "action_timeout",
-            PageError::ActionFailed(_) => "action_failed",
-            PageError::RendererTimeout => "renderer_timeout",
-            PageError::RendererCrashed => "renderer_crashed",
-            PageError::Disconnected(_) => "browser_disconnected",
+            PageError::PageLoadTimeout => ObservationError::PageLoadTimeout,
+            PageError::NavigationFailed(_) => ObservationError::NavigationFailed,
+            PageError::ActionTimeout => ObservationError::ActionTimeout,
+            PageError::ActionFailed(_) => ObservationError::ActionFailed,
+            PageError::RendererTimeout => ObservationError::RendererTimeout,
+            PageError::RendererCrashed => ObservationError::RendererCrashed,
+            PageError::Disconnected(_) => ObservationError::BrowserDisconnected,
         }
     }
 
     /// A page that cannot paint or a browser that is gone cannot produce further observations.
     pub fn ends_episode(&self) -> bool {
-        matches!(
-            self,
-            PageError::RendererTimeout | PageError::RendererCrashed | PageError::Disconnected(_)
-        )
+        self.kind().ends_episode()
     }
 }
 

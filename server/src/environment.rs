@@ -16,6 +16,7 @@ use browserenv::models::{
 
 use browserenv::tasks::{Task, TaskSet};
 use browserenv::text_layer::TextLayer;
+use browserenv::ObservationError;
 
 use crate::browser::{Browser, Incidents, Launcher, PageError, SettleOutcome};
 use crate::settings::{EnvSettings, SettleMode};
@@ -407,7 +408,7 @@ impl<L: Launcher> Environment<L> {
         if error.as_ref().is_some_and(PageError::ends_episode) {
             episode.done = true;
         }
-        let mut code = error.as_ref().map(|e| e.code().to_string());
+        let mut code = error.as_ref().map(PageError::kind);
         // A refused connection to the page's own host (not to one of its subresources').
         let page_authority = url::Url::parse(&facts.url).ok().and_then(|url| {
             Some(format!(
@@ -427,16 +428,16 @@ impl<L: Launcher> Environment<L> {
         if code.is_none() || !episode.done {
             if is_bot_verification(&facts.text) {
                 episode.done = true;
-                code = Some("blocked_by_bot_verification".into());
+                code = Some(ObservationError::BlockedByBotVerification);
             } else if let Some((_, reason)) = refused_page {
                 // The page itself was refused (reset, a link, a redirect): its navigation
                 // failed because it was stopped.
-                code = Some("navigation_blocked".into());
+                code = Some(ObservationError::NavigationBlocked);
                 error_detail = Some(reason.clone());
             } else if code.is_none() && !incidents.navigations_blocked.is_empty() {
-                code = Some("navigation_blocked".into());
+                code = Some(ObservationError::NavigationBlocked);
             } else if code.is_none() && !incidents.downloads_denied.is_empty() {
-                code = Some("download_blocked".into());
+                code = Some(ObservationError::DownloadBlocked);
             }
         }
         let max_steps = episode
@@ -483,7 +484,7 @@ impl<L: Launcher> Environment<L> {
                 metadata,
                 screenshot,
                 url: facts.url,
-                error: code.unwrap_or_default(),
+                error: code.map(|c| c.code().to_string()).unwrap_or_default(),
             },
             reward: Some(reward),
             done: episode.done,

@@ -522,7 +522,14 @@ impl App {
                     }
                 }
                 if !error.is_empty() {
-                    self.error(format!("page error: {error}"));
+                    let ended = browserenv::ObservationError::parse(&error)
+                        .is_some_and(browserenv::ObservationError::ends_episode);
+                    let after = if ended {
+                        " (the episode is over: r resets)"
+                    } else {
+                        ""
+                    };
+                    self.error(format!("page error: {error}{after}"));
                 }
                 if let Some((passed, why)) = &verdict {
                     let reward = reward.unwrap_or_default();

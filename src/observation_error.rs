@@ -1,0 +1,139 @@
+//! The observation's `error` codes: the one list the server, the trajectory code and the terminal
+//! UI share, with each code's wire string and whether it ends the episode. The README's table
+//! ("Observation error codes") is held to this list by a test.
+
+use std::fmt;
+
+/// Everything an observation's `error` can say besides `""` (the action worked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ObservationError {
+    /// A reset's page did not finish loading in time (the screenshot shows what loaded).
+    PageLoadTimeout,
+    /// A page could not be loaded (DNS, refused, TLS, an HTTP error status).
+    NavigationFailed,
+    /// A navigation was stopped (a forbidden scheme, a private address).
+    NavigationBlocked,
+    /// The action started a download; downloads are denied.
+    DownloadBlocked,
+    /// The page did not take the input in time (a busy page).
+    ActionTimeout,
+    /// The browser refused the input.
+    ActionFailed,
+    /// A "verify you are human" page.
+    BlockedByBotVerification,
+    /// No screenshot in time (a hung page).
+    RendererTimeout,
+    /// The page's renderer process died.
+    RendererCrashed,
+    /// The browser is gone.
+    BrowserDisconnected,
+}
+
+impl ObservationError {
+    pub const ALL: [ObservationError; 10] = [
+        ObservationError::PageLoadTimeout,
+        ObservationError::NavigationFailed,
+        ObservationError::NavigationBlocked,
+        ObservationError::DownloadBlocked,
+        ObservationError::ActionTimeout,
+        ObservationError::ActionFailed,
+        ObservationError::BlockedByBotVerification,
+        ObservationError::RendererTimeout,
+        ObservationError::RendererCrashed,
+        ObservationError::BrowserDisconnected,
+    ];
+
+    /// The stable snake_case string on the wire.
+    pub fn code(self) -> &'static str {
+        match self {
+            ObservationError::PageLoadTimeout => "page_load_timeout",
+            ObservationError::NavigationFailed => "navigation_failed",
+            ObservationError::NavigationBlocked => "navigation_blocked",
+            ObservationError::DownloadBlocked => "download_blocked",
+            ObservationError::ActionTimeout => "action_timeout",
+            ObservationError::ActionFailed => "action_failed",
+            ObservationError::BlockedByBotVerification => "blocked_by_bot_verification",
+            ObservationError::RendererTimeout => "renderer_timeout",
+            ObservationError::RendererCrashed => "renderer_crashed",
+            ObservationError::BrowserDisconnected => "browser_disconnected",
+        }
+    }
+
+    /// Whether an observation with this error is the episode's last (`done: true`): the page
+    /// cannot be observed any more, or it is a wall the agent cannot pass.
+    pub fn ends_episode(self) -> bool {
+        matches!(
+            self,
+            ObservationError::BlockedByBotVerification
+                | ObservationError::RendererTimeout
+                | ObservationError::RendererCrashed
+                | ObservationError::BrowserDisconnected
+        )
+    }
+
+    /// Whether the page could not be observed any more (the episode failed, not just ended).
+    pub fn page_lost(self) -> bool {
+        self.ends_episode() && self != ObservationError::BlockedByBotVerification
+    }
+
+    /// The code for a wire string (`""` and unknown strings: none).
+    pub fn parse(code: &str) -> Option<ObservationError> {
+        ObservationError::ALL.into_iter().find(|e| e.code() == code)
+    }
+}
+
+impl fmt::Display for ObservationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip() {
+        for error in ObservationError::ALL {
+            assert_eq!(ObservationError::parse(error.code()), Some(error));
+        }
+        assert_eq!(ObservationError::parse(""), None);
+    }
+
+    /// The README's table lists exactly these codes, with the same "ends the episode" column.
+    #[test]
+    fn the_readme_table_is_this_list() {
+        let readme = include_str!("../README.md");
+        let table = readme
+            .split("### Observation error codes")
+            .nth(1)
+            .expect("README has the error code table");
+        let mut listed = Vec::new();
+        for line in table.lines().skip_while(|l| !l.starts_with('|')) {
+            if !line.starts_with('|') {
+                break;
+            }
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let code = cells[1].trim_matches('`');
+            if let Some(error) = ObservationError::parse(code) {
+                let ends = cells[cells.len() - 2];
+                assert_eq!(
+                    ends == "yes",
+                    error.ends_episode(),
+                    "README says {code:?} ends the episode: {ends:?}"
+                );
+                listed.push(error);
+            } else {
+                assert!(
+                    matches!(code, "error" | "---" | "\"\""),
+                    "README lists {code:?}, which is not an observation error"
+                );
+            }
+        }
+        assert_eq!(
+            listed,
+            ObservationError::ALL.to_vec(),
+            "same codes, same order"
+        );
+    }
+}

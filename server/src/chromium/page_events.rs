@@ -1,0 +1,180 @@
+//! A tab made ready to be the page: its probe script, its event watchers (loading, navigation,
+//! failed documents, dialogs) writing its load state and the session's incidents, and `evaluate`.
+
+use super::*;
+
+/// Viewport, probe script, focus and event watchers for a page we are about to drive.
+pub(super) async fn prepare_page(
+    page: Page,
+    incidents: Arc<Mutex<Incidents>>,
+    load_states: &LoadStates,
+    frames: &Frames,
+) -> anyhow::Result<CurrentPage> {
+    let metrics = SetDeviceMetricsOverrideParams::new(VIEWPORT_WIDTH, VIEWPORT_HEIGHT, 1.0, false);
+    page.execute(metrics).await?;
+    page.execute(AddScriptToEvaluateOnNewDocumentParams::new(PROBE_JS))
+        .await?;
+    // Documents that loaded before we attached (a new tab) get the probe now.
+    let _ = evaluate(&page, PROBE_JS.into(), false).await;
+    page.execute(BringToFrontParams::default()).await?;
+    let (tx, rx) = watch::channel(LoadState::default());
+    let tx = Arc::new(tx);
+    if let Ok(mut states) = load_states.lock() {
+        states.insert(page.target_id().clone(), tx.clone());
+    }
+    let main_frame = page.target_id().as_ref().to_string();
+    let mut tasks = Vec::new();
+
+    // Child frames in this tab's renderer (same-site iframes), for telling our downloads apart.
+    let mut attached = page.event_listener::<EventFrameAttached>().await?;
+    let known = frames.clone();
+    tasks.push(tokio::spawn(async move {
+        while let Some(event) = attached.next().await {
+            if let Ok(mut frames) = known.lock() {
+                frames.insert(event.frame_id.as_ref().to_string());
+            }
+        }
+    }));
+
+    let mut started = page.event_listener::<EventFrameStartedLoading>().await?;
+    let (state, frame) = (tx.clone(), main_frame.clone());
+    tasks.push(tokio::spawn(async move {
+        while let Some(event) = started.next().await {
+            if event.frame_id.as_ref() == frame {
+                state.send_modify(|s| {
+                    s.loading = true;
+                    s.navigation_events += 1;
+                });
+            }
+        }
+    }));
+    let mut stopped = page.event_listener::<EventFrameStoppedLoading>().await?;
+    let (state, frame) = (tx.clone(), main_frame.clone());
+    tasks.push(tokio::spawn(async move {
+        while let Some(event) = stopped.next().await {
+            if event.frame_id.as_ref() == frame {
+                state.send_modify(|s| {
+                    s.loading = false;
+                    s.loads_finished += 1;
+                });
+            }
+        }
+    }));
+    let mut navigated = page.event_listener::<EventFrameNavigated>().await?;
+    let (state, sink) = (tx.clone(), incidents.clone());
+    tasks.push(tokio::spawn(async move {
+        while let Some(event) = navigated.next().await {
+            if event.frame.parent_id.is_none() {
+                state.send_modify(|s| s.navigation_events += 1);
+                if let Ok(mut incidents) = sink.lock() {
+                    incidents.navigated = true;
+                }
+            }
+        }
+    }));
+    // A navigation of the main frame that fails (a certificate error, an unreachable host) after
+    // a click: its document request is the main frame's, and it fails with Chromium's net error.
+    let mut requested = page.event_listener::<EventRequestWillBeSent>().await?;
+    let mut failed = page.event_listener::<EventLoadingFailed>().await?;
+    let (sink, frame) = (incidents.clone(), main_frame.clone());
+    tasks.push(tokio::spawn(async move {
+        let mut documents: HashSet<String> = HashSet::new();
+        loop {
+            tokio::select! {
+                Some(event) = requested.next() => {
+                    let main = event.frame_id.as_ref().is_some_and(|f| f.as_ref() == frame);
+                    if main && event.r#type == Some(ResourceType::Document) {
+                        // A document at a time: older ones have ended one way or the other.
+                        documents.clear();
+                        documents.insert(event.request_id.as_ref().to_string());
+                    }
+                }
+                Some(event) = failed.next() => {
+                    let ours = documents.remove(event.request_id.as_ref());
+                    if ours && !event.canceled.unwrap_or(false) {
+                        if let Ok(mut incidents) = sink.lock() {
+                            incidents.navigation_errors.push(event.error_text.clone());
+                        }
+                    }
+                }
+                else => break,
+            }
+        }
+    }));
+    let mut within = page
+        .event_listener::<EventNavigatedWithinDocument>()
+        .await?;
+    let sink = incidents.clone();
+    tasks.push(tokio::spawn(async move {
+        while within.next().await.is_some() {
+            if let Ok(mut incidents) = sink.lock() {
+                incidents.navigated = true;
+            }
+        }
+    }));
+    let mut dialogs = page
+        .event_listener::<EventJavascriptDialogOpening>()
+        .await?;
+    let (dialog_page, sink) = (page.clone(), incidents);
+    tasks.push(tokio::spawn(async move {
+        while let Some(event) = dialogs.next().await {
+            // Accept every dialog (OK / leave page), answering prompts with their default text.
+            let mut answer = HandleJavaScriptDialogParams::new(true);
+            answer.prompt_text = event.default_prompt.clone();
+            let flood = match sink.lock() {
+                Ok(mut incidents) => {
+                    let kind: &str = event.r#type.as_ref();
+                    incidents
+                        .dialogs
+                        .push((kind.to_string(), clip(&event.message)));
+                    let flood = incidents.dialogs.total() % DIALOG_FLOOD == 0;
+                    if flood {
+                        incidents.scripts_stopped += 1;
+                    }
+                    flood
+                }
+                Err(_) => false,
+            };
+            if flood {
+                // A script that opens dialogs without end (each answer opens the next) would
+                // hold the step until its timeout: it is stopped, as a person's browser offers.
+                let page = dialog_page.clone();
+                tokio::spawn(async move {
+                    let stopped = page.execute(TerminateExecutionParams::default()).await;
+                    tracing::debug!("stopping a dialog loop: {:?}", stopped.map(|_| ()));
+                });
+            }
+            let page = dialog_page.clone();
+            tokio::spawn(async move {
+                if let Err(err) = page.execute(answer).await {
+                    tracing::debug!("could not answer a dialog: {err}");
+                }
+            });
+        }
+    }));
+    Ok(CurrentPage {
+        page,
+        load: rx,
+        tasks,
+    })
+}
+
+/// `Runtime.evaluate` in the page's current main-world context (no cached context id, so it never
+/// hits a context destroyed by a navigation that already happened).
+pub(super) async fn evaluate(
+    page: &Page,
+    expression: String,
+    await_promise: bool,
+) -> Result<Value, PageError> {
+    let mut params = EvaluateParams::new(expression);
+    params.return_by_value = Some(true);
+    params.await_promise = Some(await_promise);
+    let reply = page.execute(params).await.map_err(cdp_error)?;
+    if let Some(exception) = &reply.result.exception_details {
+        return Err(PageError::ActionFailed(format!(
+            "script error: {}",
+            exception.text
+        )));
+    }
+    Ok(reply.result.result.value.clone().unwrap_or(Value::Null))
+}

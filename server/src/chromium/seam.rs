@@ -1,0 +1,260 @@
+//! The `Browser` seam implemented on Chromium: each operation of the environment, built from
+//! the rooms next to this one.
+
+use super::*;
+
+impl Browser for ChromiumBrowser {
+    async fn goto(&mut self, url: &str, timeout: Duration) -> Result<(), PageError> {
+        let deadline = Instant::now() + timeout;
+        let finished_before = self.current.load.borrow().loads_finished;
+        let reply = self.exec(NavigateParams::new(url)).await?;
+        self.acted(true);
+        if let Some(error) = &reply.error_text {
+            return Err(PageError::NavigationFailed(error.clone()));
+        }
+        if reply.loader_id.is_none() {
+            return Ok(()); // same-document navigation: nothing to load
+        }
+        if self
+            .wait_load(deadline, |s| {
+                !s.loading && s.loads_finished > finished_before
+            })
+            .await
+        {
+            Ok(())
+        } else if self.current.load.borrow().crashed {
+            Err(PageError::RendererCrashed)
+        } else {
+            Err(PageError::PageLoadTimeout)
+        }
+    }
+
+    async fn click(&mut self, x: i64, y: i64) -> Result<(), PageError> {
+        self.mouse(DispatchMouseEventType::MouseMoved, x, y, None)
+            .await?;
+        self.mouse(DispatchMouseEventType::MousePressed, x, y, None)
+            .await?;
+        self.mouse(DispatchMouseEventType::MouseReleased, x, y, None)
+            .await?;
+        self.acted(true);
+        Ok(())
+    }
+
+    async fn type_text(&mut self, text: &str) -> Result<(), PageError> {
+        // Each character is a real key down and up, as before; they are sent without waiting for
+        // each answer (Chromium handles them in order), so 2,000 characters take well under a
+        // second instead of a round trip per event (10 s, past the action timeout).
+        let mut events = Vec::new();
+        for ch in text.chars() {
+            if ch == '\n' {
+                self.send_keys(std::mem::take(&mut events)).await?;
+                self.press_key(Key::Enter).await?;
+                continue;
+            }
+            let typed = ch.to_string();
+            let mut down = DispatchKeyEventParams::new(DispatchKeyEventType::KeyDown);
+            down.key = Some(typed.clone());
+            down.text = Some(typed.clone());
+            down.unmodified_text = Some(typed.clone());
+            let mut up = DispatchKeyEventParams::new(DispatchKeyEventType::KeyUp);
+            up.key = Some(typed);
+            events.push(down);
+            events.push(up);
+        }
+        self.send_keys(events).await?;
+        self.acted(text.contains('\n'));
+        Ok(())
+    }
+
+    async fn press(&mut self, key: Key) -> Result<(), PageError> {
+        self.press_key(key).await?;
+        self.acted(matches!(key, Key::Enter));
+        Ok(())
+    }
+
+    async fn scroll(&mut self, x: i64, y: i64, dy: i64) -> Result<(), PageError> {
+        self.mouse(DispatchMouseEventType::MouseMoved, x, y, None)
+            .await?;
+        self.mouse(DispatchMouseEventType::MouseWheel, x, y, Some(dy))
+            .await?;
+        self.acted(false);
+        Ok(())
+    }
+
+    async fn back(&mut self) -> Result<bool, PageError> {
+        let (index, entries) = self.history().await?;
+        let previous = usize::try_from(index - 1).ok().and_then(|i| entries.get(i));
+        let Some((entry_id, _)) = previous else {
+            self.acted(false);
+            return Ok(false);
+        };
+        self.exec(NavigateToHistoryEntryParams::new(*entry_id))
+            .await?;
+        self.acted(true);
+        Ok(true)
+    }
+
+    async fn settle(&mut self, bound: Duration) -> Result<SettleOutcome, PageError> {
+        let deadline = Instant::now() + bound;
+        let window = if self.expect_navigation {
+            NAVIGATION_WINDOW
+        } else {
+            Duration::ZERO
+        };
+        loop {
+            if self.is_closed(self.current.page.target_id()) {
+                // The tab closed itself: settle the one a person would be looking at now.
+                self.follow_tabs().await?;
+                if self.is_closed(self.current.page.target_id()) {
+                    return Ok(SettleOutcome::Bounded);
+                }
+            }
+            self.page()?;
+            let mut load = self.current.load.clone();
+            tokio::select! {
+                outcome = self.settle_once(deadline, window) => {
+                    if let Some(outcome) = outcome {
+                        return Ok(outcome);
+                    }
+                }
+                // A page being closed may never answer the probe. (The sender lives as long as
+                // the browser, so this never ends early.)
+                _ = load.wait_for(|s| s.closed) => {}
+            }
+        }
+    }
+
+    async fn follow_tabs(&mut self) -> Result<(), PageError> {
+        let newest = self
+            .new_tabs
+            .lock()
+            .map(|mut tabs| {
+                let newest = tabs.pop();
+                tabs.clear();
+                newest
+            })
+            .unwrap_or(None);
+        if let Some(target) = newest {
+            self.open_new_tab(target).await?;
+        }
+        // The current tab closed itself (window.close()): back to the tab before it, as in a
+        // person's browser.
+        while self.is_closed(self.current.page.target_id()) {
+            let Some(previous) = self.previous_pages.pop() else {
+                break;
+            };
+            if self.is_closed(previous.target_id()) {
+                continue;
+            }
+            self.switch_to(previous).await?;
+        }
+        Ok(())
+    }
+
+    async fn facts(&mut self) -> Result<PageFacts, PageError> {
+        // The URL comes from the browser process, so it is known even when the renderer is hung.
+        let url = self.current_url().await?;
+        let script = format!("{PROBE_JS}; window.__browserenv.facts({MAX_TEXT_CHARS})");
+        let read =
+            tokio::time::timeout(FACTS_TIMEOUT, evaluate(&self.current.page, script, false)).await;
+        let mut facts = PageFacts {
+            url,
+            ..PageFacts::default()
+        };
+        if let Ok(Ok(value)) = read {
+            facts.title = value["title"].as_str().unwrap_or_default().to_string();
+            facts.text = value["text"].as_str().unwrap_or_default().to_string();
+            facts.password_boxes = value["passwords"]
+                .as_array()
+                .map(|boxes| {
+                    boxes
+                        .iter()
+                        .filter_map(|b| serde_json::from_value::<[i64; 4]>(b.clone()).ok())
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let (Some(blocked), Ok(mut incidents)) =
+                (value["blocked"].as_array(), self.incidents.lock())
+            {
+                for link in blocked {
+                    let start = link[0].as_str().unwrap_or_default();
+                    let length = link[1].as_u64().unwrap_or_default() as usize;
+                    incidents.navigations_blocked.push(clipped(start, length));
+                }
+                incidents.navigations_blocked.more += value["blockedMore"].as_u64().unwrap_or(0);
+            }
+        }
+        Ok(facts)
+    }
+
+    async fn element(&mut self, at: Option<(i64, i64)>) -> Result<Option<Value>, PageError> {
+        let (x, y) = match at {
+            Some((x, y)) => (x.to_string(), y.to_string()),
+            None => ("null".into(), "null".into()),
+        };
+        let script = format!("{PROBE_JS}; window.__browserenv.element({x}, {y})");
+        let value = evaluate(self.page()?, script, false).await?;
+        Ok((!value.is_null()).then_some(value))
+    }
+
+    async fn visible_text(&mut self) -> Result<PageText, PageError> {
+        let script = format!(
+            "{PROBE_JS}; window.__browserenv.textRuns({MAX_RUNS}, {})",
+            TEXT_BUDGET.as_millis()
+        );
+        let url = self.current_url().await?;
+        let value = evaluate(self.page()?, script, false).await?;
+        let runs: Vec<TextRun> = serde_json::from_value(value["runs"].clone())
+            .map_err(|err| PageError::ActionFailed(format!("unreadable text runs: {err}")))?;
+        Ok(PageText {
+            url,
+            runs,
+            truncated: value["truncated"].as_bool().unwrap_or(false),
+        })
+    }
+
+    async fn screenshot(&mut self) -> Result<String, PageError> {
+        let params = CaptureScreenshotParams {
+            format: Some(CaptureScreenshotFormat::Png),
+            from_surface: Some(true),
+            capture_beyond_viewport: Some(false),
+            ..CaptureScreenshotParams::default()
+        };
+        let reply = self.exec(params).await?;
+        // Already base64 on the wire from Chromium: pass it through.
+        Ok(reply.data.into())
+    }
+
+    fn is_alive(&self) -> bool {
+        !self.disconnected.load(Ordering::SeqCst)
+    }
+
+    fn take_incidents(&mut self) -> Incidents {
+        let mut incidents = self
+            .incidents
+            .lock()
+            .map(|mut incidents| std::mem::take(&mut *incidents))
+            .unwrap_or_default();
+        if let Endpoint::Local(process) = &self.endpoint {
+            incidents.renderer_killed = process.take_memory_kill();
+        }
+        if let Some(proxy) = &self.egress {
+            incidents.network_refused = proxy.take_refusals();
+        }
+        incidents
+    }
+
+    async fn close(self) {
+        // A remote context is disposed now rather than when the remote notices our connection is
+        // gone. Locally, dropping kills the process group and removes the profile.
+        if let Some(context) = &self.context {
+            let dispose = self.browser.dispose_browser_context(context.clone());
+            match tokio::time::timeout(Duration::from_secs(5), dispose).await {
+                Ok(Ok(())) => {}
+                Ok(Err(err)) => tracing::warn!("cannot dispose the remote browser context: {err}"),
+                Err(_) => tracing::warn!("the remote browser context was not disposed in time"),
+            }
+        }
+        drop(self);
+    }
+}

@@ -1,0 +1,352 @@
+//! From observations to records: each session's open episode, secrets and password masking.
+
+use super::*;
+
+/// Turns a stream of observations into step and episode records: remembers each open episode's
+/// last frame (the "before" of the next step) and writes the episode line when it ends.
+/// Keyed by a session id, so one recorder serves many sessions (the server) or one (the UI).
+pub struct Recorder {
+    writer: TrajectoryWriter,
+    actor: Actor,
+    open: BTreeMap<String, OpenEpisode>,
+    /// Each session's last recorded step, kept after its episode ends so a note can still go on it.
+    last_steps: BTreeMap<String, StepRecord>,
+    /// Mask password inputs in saved screenshots (`--redact`).
+    redact: bool,
+}
+
+/// What is recorded instead of text typed into a password field.
+pub const REDACTED_PASSWORD: &str = "<redacted:password>";
+
+pub(super) struct OpenEpisode {
+    episode_id: String,
+    task: Option<String>,
+    start_url: String,
+    started: String,
+    frame: String,
+    url: String,
+    steps: u64,
+    last: Option<StepRecord>,
+}
+
+/// What a recorder is told. `session` keys the episode; everything else is what the wire carried.
+#[derive(Debug, Clone)]
+pub enum RecordEvent {
+    Reset {
+        session: String,
+        episode_id: String,
+        task: Option<String>,
+        observation: crate::models::StepResult,
+    },
+    Step {
+        session: String,
+        action: crate::models::BrowserAction,
+        observation: crate::models::StepResult,
+        latency_ms: f64,
+        /// Replaces the action's text in the record (a secret typed into the page).
+        recorded_text: Option<String>,
+    },
+    /// Attach a note to the session's last step.
+    Note { session: String, note: String },
+    /// The session stopped (quit, disconnect, reset elsewhere): an open episode is abandoned.
+    End { session: String },
+}
+
+impl Recorder {
+    pub fn new(writer: TrajectoryWriter, actor: Actor) -> Self {
+        Recorder {
+            writer,
+            actor,
+            open: BTreeMap::new(),
+            last_steps: BTreeMap::new(),
+            redact: false,
+        }
+    }
+
+    /// Black out password inputs (from the observation's `password_boxes`) in saved screenshots.
+    pub fn redacting(mut self, redact: bool) -> Self {
+        self.redact = redact;
+        self
+    }
+
+    fn save_frame(
+        writer: &TrajectoryWriter,
+        redact: bool,
+        observation: &crate::models::StepResult,
+    ) -> io::Result<String> {
+        let screenshot = &observation.observation.screenshot;
+        let boxes = password_boxes(&observation.observation.metadata);
+        if !redact || boxes.is_empty() || screenshot.is_empty() {
+            return writer.save_screenshot(screenshot);
+        }
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(screenshot)
+            .map_err(|err| io::Error::new(io::ErrorKind::InvalidData, err))?;
+        writer.save_png(&mask_boxes(&png, &boxes)?)
+    }
+
+    pub fn record(&mut self, event: RecordEvent) -> io::Result<()> {
+        match event {
+            RecordEvent::Reset {
+                session,
+                episode_id,
+                task,
+                observation,
+            } => {
+                self.abandon(&session)?;
+                let frame = Self::save_frame(&self.writer, self.redact, &observation)?;
+                let time = now();
+                self.open.insert(
+                    session,
+                    OpenEpisode {
+                        episode_id,
+                        task,
+                        start_url: observation.observation.url.clone(),
+                        started: time,
+                        frame,
+                        url: observation.observation.url,
+                        steps: 0,
+                        last: None,
+                    },
+                );
+                Ok(())
+            }
+            RecordEvent::Step {
+                session,
+                action,
+                observation,
+                latency_ms,
+                recorded_text,
+            } => self.step(&session, action, observation, latency_ms, recorded_text),
+            RecordEvent::Note { session, note } => {
+                let Some(last) = self.last_steps.get_mut(&session) else {
+                    return Err(io::Error::new(
+                        io::ErrorKind::NotFound,
+                        "no recorded step to attach the note to",
+                    ));
+                };
+                let mut record = last.clone();
+                record.note = Some(note);
+                // Remembered only once on disk, so a note that failed is not carried on.
+                self.writer.rewrite_last_step(&record).map_err(|err| {
+                    io::Error::new(err.kind(), format!("the note was not attached: {err}"))
+                })?;
+                *last = record.clone();
+                if let Some(episode) = self.open.get_mut(&session) {
+                    episode.last = Some(record);
+                }
+                Ok(())
+            }
+            RecordEvent::End { session } => self.abandon(&session),
+        }
+    }
+
+    fn step(
+        &mut self,
+        session: &str,
+        action: crate::models::BrowserAction,
+        observation: crate::models::StepResult,
+        latency_ms: f64,
+        recorded_text: Option<String>,
+    ) -> io::Result<()> {
+        let Some(episode) = self.open.get_mut(session) else {
+            // A step without a recorded reset (recording switched on mid-episode): start here.
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "step without a recorded reset; it starts recording at the next reset",
+            ));
+        };
+        // A frame that cannot be stored (a full disk) costs the step its picture, not the step.
+        let (next_frame, frame_error) =
+            match Self::save_frame(&self.writer, self.redact, &observation) {
+                Ok(frame) => (frame, None),
+                Err(err) => (String::new(), Some(err)),
+            };
+        episode.steps += 1;
+        let mut wire = action.clone();
+        let metadata = &observation.observation.metadata;
+        let into_password = metadata
+            .get("element")
+            .and_then(|e| e.get("password"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if let Some(text) = recorded_text {
+            wire.text = text;
+        } else if into_password && action.op == crate::models::Op::Type {
+            // Whatever goes into a password field never reaches the disk.
+            wire.text = REDACTED_PASSWORD.into();
+        }
+        let record = StepRecord {
+            schema: SCHEMA.into(),
+            episode_id: episode.episode_id.clone(),
+            step: episode.steps,
+            time: now(),
+            actor: self.actor,
+            file_name: std::mem::replace(&mut episode.frame, next_frame.clone()),
+            url: std::mem::replace(&mut episode.url, observation.observation.url.clone()),
+            action: wire.to_value(),
+            next_file_name: next_frame,
+            next_url: observation.observation.url.clone(),
+            error: observation.observation.error.clone(),
+            reward: observation.reward,
+            done: observation.done,
+            latency_ms,
+            task: episode.task.clone(),
+            note: None,
+            element: metadata.get("element").cloned(),
+        };
+        // The episode has moved past the step even if its line is lost: the next step starts
+        // from this observation, as the actor did.
+        let appended = self.writer.append_step(&record).map_err(|err| {
+            io::Error::new(
+                err.kind(),
+                format!(
+                    "step {} of episode {} was not recorded (the steps before it are): {err}",
+                    record.step, record.episode_id
+                ),
+            )
+        });
+        if appended.is_ok() {
+            episode.last = Some(record.clone());
+            self.last_steps.insert(session.to_string(), record.clone());
+        }
+        // A done episode's end is recorded even when its last step could not be.
+        let closed = if observation.done {
+            let outcome = Outcome::of_done_step(action.op.name(), &record.error);
+            let answer = (action.op == crate::models::Op::Finish).then(|| {
+                record.action["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            });
+            self.close(session, outcome, answer)
+        } else {
+            Ok(())
+        };
+        appended?;
+        closed?;
+        match frame_error {
+            Some(err) => Err(io::Error::new(
+                err.kind(),
+                format!(
+                    "step {} of episode {} was recorded without its screenshot: {err}",
+                    record.step, record.episode_id
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn abandon(&mut self, session: &str) -> io::Result<()> {
+        if self.open.contains_key(session) {
+            self.close(session, Outcome::Abandoned, None)?;
+        }
+        Ok(())
+    }
+
+    fn close(&mut self, session: &str, outcome: Outcome, answer: Option<String>) -> io::Result<()> {
+        let Some(episode) = self.open.remove(session) else {
+            return Ok(());
+        };
+        let record = EpisodeRecord {
+            schema: SCHEMA.into(),
+            episode_id: episode.episode_id,
+            actor: self.actor,
+            task: episode.task,
+            start_url: episode.start_url,
+            started: episode.started,
+            ended: now(),
+            steps: episode.steps,
+            outcome,
+            answer,
+            reward: episode.last.as_ref().and_then(|l| l.reward),
+        };
+        self.writer.append_episode(&record)
+    }
+}
+
+pub(super) fn password_boxes(metadata: &serde_json::Map<String, Value>) -> Vec<[i64; 4]> {
+    metadata
+        .get("password_boxes")
+        .and_then(|b| serde_json::from_value(b.clone()).ok())
+        .unwrap_or_default()
+}
+
+/// Paint `[x, y, width, height]` boxes black in a PNG.
+pub fn mask_boxes(png_bytes: &[u8], boxes: &[[i64; 4]]) -> io::Result<Vec<u8>> {
+    let invalid =
+        |err: &dyn std::fmt::Display| io::Error::new(io::ErrorKind::InvalidData, err.to_string());
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
+    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = decoder.read_info().map_err(|e| invalid(&e))?;
+    let mut pixels = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut pixels).map_err(|e| invalid(&e))?;
+    pixels.truncate(info.buffer_size());
+    let channels = info.color_type.samples();
+    let (width, height) = (i64::from(info.width), i64::from(info.height));
+    for [x, y, w, h] in boxes {
+        for row in (*y).max(0)..(y + h).min(height) {
+            for column in (*x).max(0)..(x + w).min(width) {
+                let at = ((row * width + column) as usize) * channels;
+                for value in &mut pixels[at..at + channels.min(3)] {
+                    *value = 0;
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, info.width, info.height);
+    encoder.set_color(info.color_type);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header().map_err(|e| invalid(&e))?;
+    writer.write_image_data(&pixels).map_err(|e| invalid(&e))?;
+    writer.finish().map_err(|e| invalid(&e))?;
+    Ok(out)
+}
+
+/// A recorder on a thread of its own: callers hand it events and never wait for the disk.
+pub struct RecorderHandle {
+    events: std::sync::mpsc::Sender<RecordEvent>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RecorderHandle {
+    /// Start the recorder thread. Write failures are reported through `on_error` (a log line,
+    /// a status message) and recording goes on with the next event.
+    pub fn spawn(
+        mut recorder: Recorder,
+        on_error: impl Fn(io::Error) + Send + 'static,
+    ) -> io::Result<Self> {
+        let (events, inbox) = std::sync::mpsc::channel::<RecordEvent>();
+        let thread = std::thread::Builder::new()
+            .name("trajectory-recorder".into())
+            .spawn(move || {
+                for event in inbox {
+                    if let Err(err) = recorder.record(event) {
+                        on_error(err);
+                    }
+                }
+            })?;
+        Ok(RecorderHandle {
+            events,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn send(&self, event: RecordEvent) {
+        let _ = self.events.send(event);
+    }
+
+    pub fn sender(&self) -> std::sync::mpsc::Sender<RecordEvent> {
+        self.events.clone()
+    }
+
+    /// Wait until every event sent so far is on disk.
+    pub fn finish(mut self) {
+        let (events, _) = std::sync::mpsc::channel();
+        drop(std::mem::replace(&mut self.events, events));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! The format's records: steps, episodes, actors and outcomes, and their timestamps.
+
+use super::*;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Actor {
+    Human,
+    Agent,
+}
+
+/// One step: the frame before, the action, and what followed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub schema: String,
+    pub episode_id: String,
+    /// 1 for the first action after reset.
+    pub step: u64,
+    /// When the observation came back, RFC 3339 UTC.
+    pub time: String,
+    pub actor: Actor,
+    /// The screenshot the actor saw before acting, relative to the recording folder.
+    pub file_name: String,
+    pub url: String,
+    /// The action as sent on the wire (every field, explicit nulls).
+    pub action: Value,
+    /// The screenshot after the action ("" when the page could not paint).
+    pub next_file_name: String,
+    pub next_url: String,
+    pub error: String,
+    pub reward: Option<f64>,
+    pub done: bool,
+    pub latency_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The element under the pointer or in focus (tag, role, name, text, bbox), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub element: Option<Value>,
+}
+
+/// How an episode ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// `finish` was sent (with or without an answer).
+    Finished,
+    /// The step limit ended it.
+    StepLimit,
+    /// A bot-verification page ended it.
+    Blocked,
+    /// The page could not be observed any more (renderer timeout or crash, browser gone).
+    Failed,
+    /// The actor left it (quit, reset, disconnect) before it ended.
+    Abandoned,
+    /// The recorder stopped without writing the end (a crash or a kill); found on the next start.
+    Incomplete,
+}
+
+impl Outcome {
+    /// The outcome of an episode whose last observation said `done`, from its action and error.
+    pub fn of_done_step(op: &str, error: &str) -> Outcome {
+        match (op, crate::ObservationError::parse(error)) {
+            ("finish", _) => Outcome::Finished,
+            (_, Some(crate::ObservationError::BlockedByBotVerification)) => Outcome::Blocked,
+            (_, Some(error)) if error.page_lost() => Outcome::Failed,
+            _ => Outcome::StepLimit,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeRecord {
+    pub schema: String,
+    pub episode_id: String,
+    pub actor: Actor,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    pub start_url: String,
+    pub started: String,
+    pub ended: String,
+    pub steps: u64,
+    pub outcome: Outcome,
+    /// The `finish` text, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// The last reward (1.0 / 0.0 for a task episode).
+    pub reward: Option<f64>,
+}
+
+/// RFC 3339 UTC with milliseconds: `2026-11-30T02:15:46.123Z`.
+pub fn timestamp(at: SystemTime) -> String {
+    let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs() as i64;
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        since.subsec_millis()
+    )
+}
+
+pub fn now() -> String {
+    timestamp(SystemTime::now())
+}

@@ -1,0 +1,30 @@
+//! Typed models of the browser environment, mirroring the Python pydantic models of OpenEnv.
+//!
+//! Actions arrive from an unmodified Python client, so [`BrowserAction::from_value`] validates
+//! them the way pydantic v2 does in lax mode and reports failures in pydantic's error shape.
+
+mod action;
+mod observation;
+mod schema;
+#[cfg(test)]
+mod tests;
+mod validation;
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+pub const VIEWPORT_WIDTH: i64 = 800;
+pub const VIEWPORT_HEIGHT: i64 = 600;
+/// Counted in chars (unicode scalar values), like Python's `len()`.
+pub const MAX_TEXT_CHARS: usize = 2000;
+pub const MAX_SCROLL: i64 = 1200;
+
+pub use action::*;
+pub use observation::*;
+pub use schema::*;
+pub use validation::FieldError;
+
+// The validation helpers, for the rooms (`use super::*`).
+use validation::*;

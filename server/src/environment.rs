@@ -16,7 +16,6 @@ use browserenv::models::{
 
 use browserenv::tasks::{Task, TaskSet};
 use browserenv::text_layer::TextLayer;
-use browserenv::ObservationError;
 
 use crate::browser::{Browser, Incidents, Launcher, PageError, SettleOutcome};
 use crate::settings::{EnvSettings, SettleMode};
@@ -310,7 +309,7 @@ impl<L: Launcher> Environment<L> {
     async fn observe(
         &mut self,
         episode: &mut Episode<L::Browser>,
-        mut error: Option<PageError>,
+        error: Option<PageError>,
         settle: bool,
         mut timings: Timings,
         started: Instant,
@@ -373,80 +372,27 @@ impl<L: Launcher> Environment<L> {
         .await;
         timings.screenshot = shot_started.elapsed();
         let incidents = browser.take_incidents();
-        // A navigation the action started that failed (a certificate error after a click).
-        if error.is_none() {
-            if let Some(failure) = incidents.navigation_errors.first() {
-                error = Some(PageError::NavigationFailed(failure.clone()));
-            }
-        }
-
         let facts = facts.unwrap_or_default();
-        let mut error_detail = None;
-        if let Some(
-            PageError::NavigationFailed(detail)
-            | PageError::ActionFailed(detail)
-            | PageError::Disconnected(detail),
-        ) = &error
-        {
-            error_detail = Some(detail.clone());
-        }
-        if let Some(killed) = &incidents.renderer_killed {
-            error_detail = Some(killed.clone());
-        }
-        let screenshot = match screenshot {
-            Ok(png) => png,
-            Err(err) => {
-                // The seed: no picture means the renderer is gone; end the episode.
-                episode.done = true;
-                error = Some(match err {
-                    PageError::RendererCrashed | PageError::Disconnected(_) => err,
-                    _ => PageError::RendererTimeout,
-                });
-                String::new()
-            }
+        let (screenshot, screenshot_error) = match screenshot {
+            Ok(png) => (png, None),
+            Err(err) => (String::new(), Some(err)),
         };
-        if error.as_ref().is_some_and(PageError::ends_episode) {
-            episode.done = true;
-        }
-        let mut code = error.as_ref().map(PageError::kind);
-        // A refused connection to the page's own host (not to one of its subresources').
-        let page_authority = url::Url::parse(&facts.url).ok().and_then(|url| {
-            Some(format!(
-                "{}:{}",
-                url.host_str()?
-                    .trim_start_matches('[')
-                    .trim_end_matches(']'),
-                url.port_or_known_default()?
-            ))
-        });
-        let refused_page = incidents
-            .network_refused
-            .kept
-            .iter()
-            .find(|(authority, _)| Some(authority) == page_authority.as_ref())
-            .filter(|_| matches!(error, None | Some(PageError::NavigationFailed(_))));
-        if code.is_none() || !episode.done {
-            if is_bot_verification(&facts.text) {
-                episode.done = true;
-                code = Some(ObservationError::BlockedByBotVerification);
-            } else if let Some((_, reason)) = refused_page {
-                // The page itself was refused (reset, a link, a redirect): its navigation
-                // failed because it was stopped.
-                code = Some(ObservationError::NavigationBlocked);
-                error_detail = Some(reason.clone());
-            } else if code.is_none() && !incidents.navigations_blocked.is_empty() {
-                code = Some(ObservationError::NavigationBlocked);
-            } else if code.is_none() && !incidents.downloads_denied.is_empty() {
-                code = Some(ObservationError::DownloadBlocked);
-            }
-        }
         let max_steps = episode
             .task
             .as_ref()
             .map_or(settings.max_steps, |t| t.max_steps);
-        if self.state.step_count >= max_steps {
-            episode.done = true;
-        }
+        let outcome = crate::outcome::judge(&crate::outcome::StepFacts {
+            action: error,
+            screenshot: screenshot_error,
+            incidents: Some(&incidents),
+            url: &facts.url,
+            bot_verification: is_bot_verification(&facts.text),
+            finished: episode.done,
+            step_count: self.state.step_count,
+            max_steps,
+        });
+        episode.done = outcome.done;
+        let (code, error_detail) = (outcome.error, outcome.detail);
         // A task episode is judged when it finishes: 1.0 if its check passes, else 0.0.
         let verdict = match (&episode.task, &episode.answer) {
             (Some(task), Some(answer)) => Some(task.judge(answer, &facts.url, &facts.text)),

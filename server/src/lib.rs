@@ -12,6 +12,7 @@ pub mod cli;
 pub mod environment;
 pub mod fake;
 pub mod init;
+pub mod outcome;
 pub mod pool;
 pub mod recording;
 pub mod registry;

@@ -10,6 +10,7 @@ pub mod browser;
 pub mod chromium;
 pub mod cli;
 pub mod environment;
+#[cfg(any(test, feature = "fake"))]
 pub mod fake;
 pub mod init;
 pub mod outcome;

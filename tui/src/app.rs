@@ -54,7 +54,7 @@ pub struct TaskView {
 
 /// Connection to the server, as the status bar shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Link {
+pub enum LinkState {
     Connecting,
     Connected,
     /// The server is gone or closed the socket; `r` reconnects.
@@ -226,7 +226,7 @@ pub struct App {
     pub help: bool,
     pub grid: bool,
     pub crosshair: (i64, i64),
-    pub link: Link,
+    pub link: LinkState,
     pub observed: Option<Observed>,
     /// The request on the wire, if any.
     pub in_flight: Option<Request>,
@@ -269,7 +269,7 @@ impl App {
             help: false,
             grid: false,
             crosshair: (PAGE_WIDTH / 2, PAGE_HEIGHT / 2),
-            link: Link::Connecting,
+            link: LinkState::Connecting,
             observed: None,
             in_flight: None,
             queue: VecDeque::new(),
@@ -322,7 +322,7 @@ impl App {
     /// server still holds it.
     pub fn episode_in_progress(&self) -> bool {
         self.watching.is_none()
-            && self.link == Link::Connected
+            && self.link == LinkState::Connected
             && self.observed.as_ref().is_some_and(|o| !o.done)
     }
 
@@ -350,7 +350,7 @@ impl App {
             self.error(text);
             return Vec::new();
         }
-        if self.link != Link::Connected {
+        if self.link != LinkState::Connected {
             self.error(format!(
                 "not connected: {} not sent (press r to reconnect)",
                 request.describe()
@@ -484,7 +484,7 @@ impl App {
                 vec![Effect::Redraw]
             }
             Msg::Connected => {
-                self.link = Link::Connected;
+                self.link = LinkState::Connected;
                 if let Some(session) = &self.watching {
                     let text = format!("watching session {session} (read-only; Tab: next session)");
                     self.notice(text);
@@ -575,7 +575,7 @@ impl App {
             Msg::Disconnected(reason) => {
                 self.in_flight = None;
                 self.queue.clear();
-                self.link = Link::Lost(reason.clone());
+                self.link = LinkState::Lost(reason.clone());
                 self.error(format!("disconnected: {reason} (press r to reconnect)"));
                 Vec::new()
             }
@@ -819,8 +819,8 @@ impl App {
                 'w' => self.step(BrowserAction::wait()),
                 'f' => self.line(LineKind::Finish, String::new()),
                 'r' => {
-                    if let Link::Lost(_) = self.link {
-                        self.link = Link::Connecting;
+                    if let LinkState::Lost(_) = self.link {
+                        self.link = LinkState::Connecting;
                         self.notice("reconnecting...");
                         return vec![Effect::Reconnect];
                     }
@@ -1213,7 +1213,7 @@ mod tests {
             "nothing left to lose"
         );
         assert_eq!(key(&mut app, KeyInput::Char('r')), vec![Effect::Reconnect]);
-        assert_eq!(app.link, Link::Connecting);
+        assert_eq!(app.link, LinkState::Connecting);
         // Reconnected: a new episode starts.
         let effects = app.update(Msg::Connected);
         assert!(matches!(

@@ -18,7 +18,7 @@ use crate::graphics::Graphics;
 use crate::input;
 use crate::output::Output;
 use crate::painter::{Encoded, Painter, Wanted};
-use crate::recording::Recording;
+use crate::recording::ActiveRecording;
 use crate::sessions::{spawn_text_fetcher, Sessions, TextEvent, TextWanted};
 use crate::view::{draw, layout};
 
@@ -132,7 +132,7 @@ pub struct LoopOptions {
 #[derive(Debug, Clone)]
 pub struct FrameReport {
     pub observed: Option<crate::app::Observed>,
-    pub link: crate::app::Link,
+    pub link: crate::app::LinkState,
     pub in_flight: bool,
     /// The picture on screen belongs to the latest screenshot.
     pub picture_current: bool,
@@ -161,7 +161,7 @@ pub async fn run<B: Backend>(
     let mut recording = options
         .recorder
         .take()
-        .map(|(handle, errors)| Recording::new(handle, errors));
+        .map(|(handle, errors)| ActiveRecording::new(handle, errors));
     let outcome = drive(terminal, app, input_events, options, &mut recording).await;
     if let Some(recording) = recording {
         recording.finish();
@@ -174,7 +174,7 @@ async fn drive<B: Backend>(
     app: &mut App,
     mut input_events: impl Stream<Item = crossterm::event::Event> + Unpin,
     options: LoopOptions,
-    recording: &mut Option<Recording>,
+    recording: &mut Option<ActiveRecording>,
 ) -> anyhow::Result<Exit> {
     let LoopOptions {
         server,

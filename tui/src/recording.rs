@@ -8,14 +8,14 @@ use tokio::sync::mpsc;
 use crate::app::Request;
 
 /// One recorder session per connection, fed from the link's replies.
-pub struct Recording {
+pub struct ActiveRecording {
     pub handle: RecorderHandle,
     pub errors: mpsc::UnboundedReceiver<String>,
     /// One recorder session per connection: a reconnect starts a new one.
     pub session: String,
 }
 
-impl Recording {
+impl ActiveRecording {
     pub fn reply(
         &self,
         request: Request,
@@ -67,9 +67,9 @@ impl Recording {
     }
 }
 
-impl Recording {
+impl ActiveRecording {
     pub fn new(handle: RecorderHandle, errors: mpsc::UnboundedReceiver<String>) -> Self {
-        Recording {
+        ActiveRecording {
             handle,
             errors,
             session: uuid::Uuid::new_v4().to_string(),

@@ -11,7 +11,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, Wrap};
 use ratatui::Frame;
 
-use crate::app::{App, LineKind, Link, Mode, BINDINGS};
+use crate::app::{App, LineKind, LinkState, Mode, BINDINGS};
 use crate::graphics::Graphics;
 use crate::painter::Slot;
 use crate::picture::{Region, View};
@@ -193,12 +193,12 @@ fn draw_picture(frame: &mut Frame, app: &App, areas: &Areas, slot: &Slot) {
         return;
     }
     match &app.link {
-        Link::Connecting => placeholder(frame, format!("Connecting to {}…", app.server_label)),
-        Link::Lost(reason) => placeholder(
+        LinkState::Connecting => placeholder(frame, format!("Connecting to {}…", app.server_label)),
+        LinkState::Lost(reason) => placeholder(
             frame,
             format!("Disconnected: {reason}. Press r to reconnect, q to quit."),
         ),
-        Link::Connected => placeholder(frame, format!("Opening {}…", app.start_url)),
+        LinkState::Connected => placeholder(frame, format!("Opening {}…", app.start_url)),
     }
 }
 
@@ -265,9 +265,9 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     let on_bar = |fg: Color| Style::default().fg(fg).bg(BAR_BG);
     let mut spans = Vec::new();
     match &app.link {
-        Link::Connecting => spans.push(Span::styled(" connecting ", on_bar(BAR_YELLOW))),
-        Link::Connected => spans.push(Span::styled(" connected ", on_bar(BAR_GREEN))),
-        Link::Lost(_) => spans.push(badge(" disconnected ", WHITE, ALERT_BG)),
+        LinkState::Connecting => spans.push(Span::styled(" connecting ", on_bar(BAR_YELLOW))),
+        LinkState::Connected => spans.push(Span::styled(" connected ", on_bar(BAR_GREEN))),
+        LinkState::Lost(_) => spans.push(badge(" disconnected ", WHITE, ALERT_BG)),
     }
     if let Some(session) = &app.watching {
         let short: String = session.chars().take(13).collect();

@@ -18,6 +18,9 @@ use crate::app::{Msg, Request};
 use crate::connection::{Link, LinkEvent};
 use crate::picture::decode_png;
 
+/// How long the watch stream's WebSocket handshake may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Follow one session's stream; events arrive like a controlled session's replies.
 pub fn watch(server: String, token: Option<String>, session: String) -> Link {
     // Watch links take no requests; the channel only keeps the Link shape.
@@ -45,16 +48,19 @@ pub fn watch(server: String, token: Option<String>, session: String) -> Link {
         let config = WebSocketConfig::default()
             .max_message_size(Some(100 << 20))
             .max_frame_size(Some(100 << 20));
-        let mut socket = match tokio_tungstenite::connect_async_with_config(
-            request,
-            Some(config),
-            false,
-        )
-        .await
-        {
-            Ok((socket, _)) => socket,
-            Err(err) => {
+        // A server that accepts the connection and then says nothing must not hold the UI.
+        let connect = tokio_tungstenite::connect_async_with_config(request, Some(config), false);
+        let mut socket = match tokio::time::timeout(CONNECT_TIMEOUT, connect).await {
+            Ok(Ok((socket, _))) => socket,
+            Ok(Err(err)) => {
                 send(LinkEvent::Msg(Msg::Disconnected(err.to_string()))).await;
+                return;
+            }
+            Err(_) => {
+                send(LinkEvent::Msg(Msg::Disconnected(format!(
+                    "{url}: no answer within {CONNECT_TIMEOUT:?}"
+                ))))
+                .await;
                 return;
             }
         };

@@ -193,6 +193,13 @@ impl Client {
             match self.socket.next().await {
                 Some(Ok(Message::Close(_))) | None => return ClientError::Closed,
                 Some(Err(err)) => return err.into(),
+                // An error frame between requests says why the server ends the session (it was
+                // idle too long, or did not answer pings): that is the reason to report.
+                Some(Ok(Message::Text(text))) => {
+                    if let Ok(ServerMessage::Error(frame)) = ServerMessage::parse(&text) {
+                        return ClientError::Server(frame);
+                    }
+                }
                 // Nothing else is expected between requests; a stray frame is not a reply to
                 // anything we will send, so it is dropped.
                 Some(Ok(_)) => continue,

@@ -3,7 +3,8 @@
 //! Python server's "fresh environment per request" cannot hold a browser between calls.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State, WebSocketUpgrade};
@@ -24,7 +25,7 @@ use crate::environment::{Environment, TaskCatalog};
 use crate::pool::WarmPool;
 use crate::recording::SessionRecorder;
 use crate::registry::{Registration, Registry};
-use crate::settings::EnvSettings;
+use crate::settings::{EnvSettings, PeerTimeouts};
 
 /// How long a text-layer request waits for its session (which may be in the middle of a step).
 const TEXT_ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
@@ -45,6 +46,8 @@ pub struct AppState<L: Launcher> {
     /// The token, and which pages and host names may reach the server.
     pub access: Arc<crate::access::Access>,
     pub registry: Arc<Registry>,
+    /// How long sessions may go without a request, and how WebSocket peers are kept to time.
+    pub timeouts: PeerTimeouts,
 }
 
 /// The connection's remote address, as text (set by `remember_peer`).
@@ -87,29 +90,80 @@ impl<L: Launcher> AppState<L> {
                 _slot: None,
                 recorder: None,
                 registration: None,
+                last_used: Instant::now(),
+                expired_after: None,
             }),
             shutdown,
             recorder: None,
             tasks: None,
             access: Arc::new(crate::access::Access::default()),
             registry: Arc::new(Registry::default()),
+            timeouts: PeerTimeouts::default(),
         }
     }
 }
 
-/// The shared HTTP session. It takes a capacity slot on its first `/reset` and keeps it.
+/// The shared HTTP session. It takes a capacity slot on its first `/reset` and keeps it until no
+/// request has come for the session timeout (`expire_http_session`); the next `/reset` then starts
+/// a new one.
 pub struct HttpSession<L: Launcher> {
     env: Option<Environment<WarmPool<L>>>,
     _slot: Option<Slot>,
     recorder: Option<SessionRecorder>,
     /// Listed in `/sessions` (and watchable) like a WebSocket session.
     registration: Option<Registration>,
+    /// When the last `/reset`, `/step` or `/state` on it was answered.
+    last_used: Instant,
+    /// Set when the session was closed for being idle this long, so `/step` can say why.
+    expired_after: Option<Duration>,
 }
 
 impl<L: Launcher> HttpSession<L> {
     pub async fn close(&mut self) {
         if let Some(env) = self.env.as_mut() {
             env.close().await;
+        }
+    }
+
+    /// Leave the registry (watchers see the end), close the browser, give the slot back.
+    async fn release(&mut self) {
+        self.registration = None;
+        self.close().await;
+        self.env = None;
+        self.recorder = None;
+        self._slot = None;
+    }
+}
+
+/// Release the shared HTTP session once no request has used it for `timeout` (OpenEnv's
+/// `session_timeout`): one `/reset` must not hold a browser and a slot for good. A request in
+/// flight holds the session's lock, so a long step is never cut. Ends with the server.
+pub async fn expire_http_session<L: Launcher>(app: Weak<AppState<L>>, timeout: Duration) {
+    let Some(mut shutdown) = app.upgrade().map(|app| app.shutdown.clone()) else {
+        return;
+    };
+    loop {
+        let deadline = {
+            let Some(app) = app.upgrade() else { return };
+            let session = app.http_session.lock().await;
+            session.env.as_ref().map(|_| session.last_used + timeout)
+        };
+        // With no session, look again after `timeout`: one started meanwhile expires no earlier
+        // than `timeout` after its own last request, which the next look finds.
+        let wake = deadline.unwrap_or_else(|| Instant::now() + timeout);
+        tokio::select! {
+            _ = tokio::time::sleep_until(wake.into()) => {}
+            _ = shutdown.wait_for(|stop| *stop) => return,
+        }
+        let Some(app) = app.upgrade() else { return };
+        let mut session = app.http_session.lock().await;
+        if session.env.is_some() && session.last_used.elapsed() >= timeout {
+            tracing::info!(
+                "closing the HTTP session: no request for {} s (BROWSER_SESSION_TIMEOUT_SECONDS)",
+                timeout.as_secs_f64()
+            );
+            session.release().await;
+            session.expired_after = Some(timeout);
         }
     }
 }
@@ -362,6 +416,7 @@ async fn http_reset<L: Launcher>(
         serve_http_text(&app, &registration);
         session.registration = Some(registration);
         session.recorder = Some(recorder);
+        session.expired_after = None;
     }
     let HttpSession {
         env: Some(env),
@@ -372,7 +427,7 @@ async fn http_reset<L: Launcher>(
     else {
         return execution_error("no HTTP session".into());
     };
-    match env.reset(&kwargs).await {
+    let reply = match env.reset(&kwargs).await {
         Ok(result) => {
             if let Some(recorder) = recorder {
                 recorder.reset(env.state().episode_id, env.task_id(), &result);
@@ -383,7 +438,10 @@ async fn http_reset<L: Launcher>(
             http_reply(&result)
         }
         Err(err) => execution_error(err.0),
-    }
+    };
+    // The idle clock starts when the answer is ready, not when the request came.
+    session.last_used = Instant::now();
+    reply
 }
 
 /// The HTTP session answers text-layer requests whenever no `/reset` or `/step` holds it. The task
@@ -452,10 +510,17 @@ async fn http_step<L: Launcher>(State(app): State<Arc<AppState<L>>>, body: Bytes
         ..
     } = &mut *session
     else {
-        return execution_error("reset before stepping".into());
+        return execution_error(match session.expired_after {
+            Some(after) => format!(
+                "reset before stepping: the HTTP session was closed after {} s without a \
+                 request (BROWSER_SESSION_TIMEOUT_SECONDS)",
+                after.as_secs_f64()
+            ),
+            None => "reset before stepping".into(),
+        });
     };
     let started = std::time::Instant::now();
-    match env.step(&action).await {
+    let reply = match env.step(&action).await {
         Ok(result) => {
             let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
             if let Some(recorder) = recorder {
@@ -474,11 +539,14 @@ async fn http_step<L: Launcher>(State(app): State<Arc<AppState<L>>>, body: Bytes
             http_reply(&result)
         }
         Err(err) => execution_error(err.0),
-    }
+    };
+    session.last_used = Instant::now();
+    reply
 }
 
 async fn http_state<L: Launcher>(State(app): State<Arc<AppState<L>>>) -> Json<Value> {
-    let session = app.http_session.lock().await;
+    let mut session = app.http_session.lock().await;
+    session.last_used = Instant::now();
     let state = session
         .env
         .as_ref()

@@ -11,7 +11,9 @@ use browserenv::tasks::TaskSet;
 
 use crate::chromium::{self, ChromiumConfig, ChromiumLauncher};
 use crate::environment::TaskCatalog;
-use crate::settings::{max_steps_in_range, seconds_in_range, EnvSettings, SettleMode};
+use crate::settings::{
+    max_steps_in_range, seconds_in_range, EnvSettings, PeerTimeouts, SettleMode,
+};
 use crate::ServerConfig;
 
 #[derive(Debug, Clone, Parser)]
@@ -33,6 +35,30 @@ pub struct Cli {
     /// Sessions (browsers) at once; one more connection gets CAPACITY_REACHED.
     #[arg(long, env = "BROWSER_MAX_SESSIONS", default_value_t = 4)]
     pub max_sessions: usize,
+    /// Seconds a session (WebSocket or the shared HTTP one) may go without a request before it is
+    /// ended: browser closed, slot freed, the client told why. 0 = never. OpenEnv's
+    /// `session_timeout`.
+    #[arg(long, env = "BROWSER_SESSION_TIMEOUT_SECONDS", default_value_t = 300.0)]
+    pub session_timeout: f64,
+    /// Seconds between the server's WebSocket pings, 1..=600.
+    #[arg(long, env = "BROWSER_WS_PING_INTERVAL_SECONDS", default_value_t = 20.0)]
+    pub ws_ping_interval: f64,
+    /// Seconds a WebSocket peer has to answer a ping, and to take any one frame, before it is
+    /// dropped, 1..=600.
+    #[arg(long, env = "BROWSER_WS_PING_TIMEOUT_SECONDS", default_value_t = 20.0)]
+    pub ws_ping_timeout: f64,
+    /// Seconds a connection has to send its request headers (a kept-alive one its next request)
+    /// before it is closed, 1..=600.
+    #[arg(
+        long,
+        env = "BROWSER_HEADER_READ_TIMEOUT_SECONDS",
+        default_value_t = 10.0
+    )]
+    pub header_read_timeout: f64,
+    /// Connections open at once (HTTP requests, WebSocket sessions, watchers); one more is
+    /// answered 503 and closed.
+    #[arg(long, env = "BROWSER_MAX_CONNECTIONS", default_value_t = 256)]
+    pub max_connections: usize,
     /// Steps per episode, 1..=200.
     #[arg(long, env = "BROWSER_MAX_STEPS", default_value_t = 20)]
     pub max_steps: u64,
@@ -134,6 +160,39 @@ impl Cli {
                 self.max_sessions
             ));
         }
+        if !(self.max_sessions..=65_536).contains(&self.max_connections) {
+            return Err(format!(
+                "BROWSER_MAX_CONNECTIONS must be between BROWSER_MAX_SESSIONS ({}) and 65536, got {}",
+                self.max_sessions, self.max_connections
+            ));
+        }
+        let session_timeout = seconds_in_range(
+            "BROWSER_SESSION_TIMEOUT_SECONDS",
+            self.session_timeout,
+            0.0,
+            86_400.0,
+        )?;
+        let timeouts = PeerTimeouts {
+            session_timeout: (!session_timeout.is_zero()).then_some(session_timeout),
+            ping_interval: seconds_in_range(
+                "BROWSER_WS_PING_INTERVAL_SECONDS",
+                self.ws_ping_interval,
+                1.0,
+                600.0,
+            )?,
+            ping_timeout: seconds_in_range(
+                "BROWSER_WS_PING_TIMEOUT_SECONDS",
+                self.ws_ping_timeout,
+                1.0,
+                600.0,
+            )?,
+            header_read_timeout: seconds_in_range(
+                "BROWSER_HEADER_READ_TIMEOUT_SECONDS",
+                self.header_read_timeout,
+                1.0,
+                600.0,
+            )?,
+        };
         let settings = EnvSettings {
             max_steps: max_steps_in_range(self.max_steps)?,
             action_wait: seconds_in_range(
@@ -180,6 +239,8 @@ impl Cli {
             allowed_hosts: clean_list(&self.allowed_hosts, "BROWSER_ALLOWED_HOSTS", false)?,
             // Behind a Unix socket only the proxy connects, and it sends its own public name.
             check_host: self.unix_dir.is_none(),
+            timeouts,
+            max_connections: self.max_connections,
         })
     }
 
@@ -360,8 +421,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let listener = tokio::net::UnixListener::bind(&path)
                 .with_context(|| format!("cannot listen on {}", path.display()))?;
             announce(&format!("unix:{}", path.display()), site.as_ref());
-            // A no-op tap gives the Unix listener the peer-address plumbing that TCP has built in.
-            let listener = axum::serve::ListenerExt::tap_io(listener, |_| {});
             crate::serve(listener, launcher, config, shutdown).await
         }
         None => {

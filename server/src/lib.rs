@@ -9,6 +9,7 @@ pub mod app;
 pub mod browser;
 pub mod chromium;
 pub mod cli;
+pub mod connection;
 pub mod environment;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
@@ -34,7 +35,7 @@ use tokio::task::JoinHandle;
 use crate::app::AppState;
 use crate::browser::Launcher;
 use crate::pool::WarmPool;
-use crate::settings::EnvSettings;
+use crate::settings::{EnvSettings, PeerTimeouts};
 use browserenv::trajectory::{Actor, Recorder, RecorderHandle, TrajectoryWriter};
 
 /// Everything about a server except where it listens and how it makes browsers.
@@ -60,6 +61,10 @@ pub struct ServerConfig {
     pub allowed_hosts: Vec<String>,
     /// Check `Host` at all (not behind a Unix socket, where only the proxy connects).
     pub check_host: bool,
+    /// How long sessions and connections may keep the server waiting.
+    pub timeouts: PeerTimeouts,
+    /// `BROWSER_MAX_CONNECTIONS`: connections open at once; one more gets a 503 and is closed.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -75,6 +80,8 @@ impl Default for ServerConfig {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             check_host: true,
+            timeouts: PeerTimeouts::default(),
+            max_connections: 256,
         }
     }
 }
@@ -89,7 +96,6 @@ pub async fn serve<N, L>(
 where
     N: axum::serve::Listener,
     N::Addr: std::fmt::Debug + Clone + Send + Sync + 'static,
-    for<'a> N::Addr: axum::extract::connect_info::Connected<axum::serve::IncomingStream<'a, N>>,
     L: Launcher,
 {
     let recorder = match &config.record_dir {
@@ -107,6 +113,7 @@ where
     );
     app_state.recorder = recorder.as_ref().map(RecorderHandle::sender);
     app_state.tasks = config.tasks.clone();
+    app_state.timeouts = config.timeouts.clone();
     app_state.access = Arc::new(access::Access {
         token: config.token.clone(),
         allowed_origins: config.allowed_origins.clone(),
@@ -116,16 +123,18 @@ where
     let state = Arc::new(app_state);
     let app =
         app::router(state.clone()).layer(axum::middleware::from_fn(app::remember_peer::<N::Addr>));
+    if let Some(timeout) = config.timeouts.session_timeout {
+        tokio::spawn(app::expire_http_session(Arc::downgrade(&state), timeout));
+    }
     let stop_sessions = async move {
         shutdown.await;
         let _ = stop_tx.send(true);
     };
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<N::Addr>(),
-    )
-    .with_graceful_shutdown(stop_sessions)
-    .await?;
+    let limits = connection::ConnectionLimits {
+        max_connections: config.max_connections,
+        header_read_timeout: config.timeouts.header_read_timeout,
+    };
+    connection::serve(listener, app, limits, stop_sessions).await;
     state.http_session.lock().await.close().await;
     drop(state);
     pool.drain().await;

@@ -53,6 +53,37 @@ impl Default for EnvSettings {
     }
 }
 
+/// How long the server waits on its peers before it lets them go: a client that sends nothing, a
+/// socket that answers nothing or takes nothing, a connection that never finishes its request.
+/// Without these bounds an idle or vanished peer holds a browser and a session slot for good.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeerTimeouts {
+    /// `BROWSER_SESSION_TIMEOUT_SECONDS` (OpenEnv's `session_timeout`), default 300, `None`
+    /// (0) for never: a session (WebSocket, or the shared HTTP one) that gets no request for this
+    /// long is ended, its browser closed and its slot freed. A request being answered never counts.
+    pub session_timeout: Option<Duration>,
+    /// `BROWSER_WS_PING_INTERVAL_SECONDS`, default 20 (uvicorn's `--ws-ping-interval`, which
+    /// OpenEnv's Python servers run under): how often a WebSocket peer is pinged.
+    pub ping_interval: Duration,
+    /// `BROWSER_WS_PING_TIMEOUT_SECONDS`, default 20 (uvicorn's `--ws-ping-timeout`): how long a
+    /// peer has to answer a ping, and to take any one frame, before it is dropped.
+    pub ping_timeout: Duration,
+    /// `BROWSER_HEADER_READ_TIMEOUT_SECONDS`, default 10: how long a connection has to send a
+    /// request's headers, and a kept-alive connection its next request, before it is closed.
+    pub header_read_timeout: Duration,
+}
+
+impl Default for PeerTimeouts {
+    fn default() -> Self {
+        PeerTimeouts {
+            session_timeout: Some(Duration::from_secs(300)),
+            ping_interval: Duration::from_secs(20),
+            ping_timeout: Duration::from_secs(20),
+            header_read_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
 /// Check that a number of seconds is within `min..=max` and turn it into a duration.
 pub fn seconds_in_range(name: &str, value: f64, min: f64, max: f64) -> Result<Duration, String> {
     if value.is_finite() && (min..=max).contains(&value) {

@@ -25,12 +25,18 @@ async fn stopped(shutdown: &mut watch::Receiver<bool>) {
     let _ = shutdown.wait_for(|stop| *stop).await;
 }
 
+/// Write one frame within `SEND_TIMEOUT` (false: it did not get through).
+async fn write(sink: &mut Sink, message: Message) -> bool {
+    matches!(
+        tokio::time::timeout(SEND_TIMEOUT, sink.send(message)).await,
+        Ok(Ok(()))
+    )
+}
+
 /// Send one frame, unless the server is stopping or the watcher stopped reading.
 async fn deliver(sink: &mut Sink, text: &str, shutdown: &mut watch::Receiver<bool>) -> bool {
     tokio::select! {
-        sent = tokio::time::timeout(SEND_TIMEOUT, sink.send(Message::Text(text.to_string().into()))) => {
-            matches!(sent, Ok(Ok(())))
-        }
+        sent = write(sink, Message::Text(text.to_string().into())) => sent,
         _ = stopped(shutdown) => false,
     }
 }
@@ -45,23 +51,18 @@ pub async fn run(
     let Some((latest, mut events)) = registry.watch(&id) else {
         let frame = ErrorFrame::new(ErrorCode::SessionError, format!("no session {id:?}"))
             .with_extra("reason", "SESSION_NOT_FOUND".into());
-        let _ = sink
-            .send(Message::Text(ServerMessage::Error(frame).to_text().into()))
-            .await;
-        let _ = sink
-            .send(Message::Close(Some(CloseFrame {
+        let text = ServerMessage::Error(frame).to_text();
+        if write(&mut sink, Message::Text(text.into())).await {
+            let close = Message::Close(Some(CloseFrame {
                 code: 1000,
                 reason: Utf8Bytes::from_static(""),
-            })))
-            .await;
+            }));
+            write(&mut sink, close).await;
+        }
         return;
     };
     if let Some(frame) = latest {
-        if sink
-            .send(Message::Text(frame.to_string().into()))
-            .await
-            .is_err()
-        {
+        if !deliver(&mut sink, &frame, &mut shutdown).await {
             return;
         }
     }
@@ -99,10 +100,9 @@ pub async fn run(
             },
         }
     }
-    let _ = sink
-        .send(Message::Close(Some(CloseFrame {
-            code: 1000,
-            reason: Utf8Bytes::from_static("session ended"),
-        })))
-        .await;
+    let close = Message::Close(Some(CloseFrame {
+        code: 1000,
+        reason: Utf8Bytes::from_static("session ended"),
+    }));
+    write(&mut sink, close).await;
 }

@@ -303,6 +303,11 @@ fn invalid_settings_stop_the_server_with_the_settings_name() {
         ("BROWSER_MAX_STEPS", "0"),
         ("BROWSER_ACTION_WAIT_SECONDS", "11"),
         ("BROWSER_EXPLICIT_WAIT_SECONDS", "-1"),
+        ("BROWSER_SESSION_TIMEOUT_SECONDS", "-5"),
+        ("BROWSER_WS_PING_INTERVAL_SECONDS", "0"),
+        ("BROWSER_WS_PING_TIMEOUT_SECONDS", "601"),
+        ("BROWSER_HEADER_READ_TIMEOUT_SECONDS", "0"),
+        ("BROWSER_MAX_CONNECTIONS", "2"),
     ] {
         let output = Command::new(BIN)
             .args(["--port", "0"])

@@ -410,3 +410,112 @@ impl Drop for HttpsPages {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// A page that keeps a request open to the test, so the test sees when the browser showing it is
+/// gone: the connection closes with the browser's processes. Serve it to one session only.
+pub struct Tether {
+    port: u16,
+    hold: tokio::sync::watch::Receiver<Hold>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Where the page's held request is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// The page has not asked yet.
+    Waiting,
+    /// The request is open.
+    Held,
+    /// Its connection closed: the browser is gone.
+    Released,
+}
+
+const TETHER_PAGE: &str = "<!doctype html><title>Tethered</title><p>Tethered to the test.</p>\
+    <script>addEventListener('load', () => fetch('/hold'))</script>";
+
+impl Tether {
+    pub async fn start() -> Tether {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .expect("the tether listens");
+        let port = listener.local_addr().unwrap().port();
+        let (hold_tx, hold) = tokio::sync::watch::channel(Hold::Waiting);
+        let hold_tx = std::sync::Arc::new(hold_tx);
+        let task = tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let hold_tx = hold_tx.clone();
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut chunk = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let path = String::from_utf8_lossy(&head)
+                        .split_whitespace()
+                        .nth(1)
+                        .unwrap_or("")
+                        .to_string();
+                    if path == "/hold" {
+                        // Never answered: the browser keeps the connection until it dies.
+                        let _ = hold_tx.send(Hold::Held);
+                        while let Ok(n) = stream.read(&mut chunk).await {
+                            if n == 0 {
+                                break;
+                            }
+                        }
+                        let _ = hold_tx.send(Hold::Released);
+                        return;
+                    }
+                    let (status, body) = match path.as_str() {
+                        "/" => ("200 OK", TETHER_PAGE),
+                        _ => ("404 Not Found", ""),
+                    };
+                    let response = format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: text/html\r\ncontent-length: {}\r\n\
+                         cache-control: no-store\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(response.as_bytes()).await;
+                    let _ = stream.shutdown().await;
+                });
+            }
+        });
+        Tether { port, hold, task }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.port)
+    }
+
+    pub fn state(&self) -> Hold {
+        *self.hold.borrow()
+    }
+
+    /// Wait (at most `bound`) until the hold is past `state`; the state then.
+    async fn beyond(&self, state: Hold, bound: Duration) -> Hold {
+        let mut hold = self.hold.clone();
+        let order = |h: Hold| h as u8;
+        let _ = tokio::time::timeout(bound, hold.wait_for(|h| order(*h) > order(state))).await;
+        self.state()
+    }
+
+    /// Whether the page holds its request (within `bound`).
+    pub async fn held(&self, bound: Duration) -> bool {
+        self.beyond(Hold::Waiting, bound).await == Hold::Held
+    }
+
+    /// Whether the browser is gone (within `bound`).
+    pub async fn released(&self, bound: Duration) -> bool {
+        self.beyond(Hold::Held, bound).await == Hold::Released
+    }
+}
+
+impl Drop for Tether {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

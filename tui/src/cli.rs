@@ -8,7 +8,7 @@ use clap::Parser;
 use futures_util::StreamExt;
 use tokio::sync::oneshot;
 
-use browserenv_server::settings::EnvSettings;
+use browserenv_server::settings::{EnvSettings, PeerTimeouts};
 use browserenv_server::ServerConfig;
 
 use anyhow::Context;
@@ -261,6 +261,11 @@ async fn serve(cli: &Cli, tasks: Option<TaskSet>) -> anyhow::Result<Served> {
         },
         max_sessions: 2,
         token: Some(token.clone()),
+        // A person at the keyboard may leave the UI alone for long; the server is theirs alone.
+        timeouts: PeerTimeouts {
+            session_timeout: None,
+            ..PeerTimeouts::default()
+        },
         ..ServerConfig::default()
     };
     let site = cli.site.clone().unwrap_or_else(default_site_dir);

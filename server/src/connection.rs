@@ -1,0 +1,230 @@
+//! Connections: the server's own accept loop. `axum::serve` puts no bound on how long a client may
+//! take to send its request headers and no cap on how many connections are open, so a few silent
+//! or trickling sockets could hold the server's file descriptors and tasks for good.
+//!
+//! Here a connection that does not finish its request headers within the header read timeout is
+//! closed, and so is a kept-alive connection whose next request does not come within it (hyper's
+//! timer covers both). Past `max_connections` a new connection is answered 503 and closed at once;
+//! the connections already open are not touched. A WebSocket keeps its connection's place until
+//! the socket closes: the place travels with the socket through the upgrade.
+
+use std::convert::Infallible;
+use std::fmt::Debug;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::extract::ConnectInfo;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+use tower::ServiceExt;
+
+/// Connections over the cap answered with a 503 at the same time; past this a connection over the
+/// cap is closed without a word, so a flood of connections costs no more than this many tasks.
+const REFUSALS_AT_ONCE: usize = 32;
+/// How long a refused connection may take to get its 503.
+const REFUSAL_TIME: Duration = Duration::from_secs(1);
+/// How long a refused client has to send its request before the 503 goes out anyway.
+const REFUSAL_READ_TIME: Duration = Duration::from_millis(200);
+/// How long shutdown waits for requests still being answered (Docker's stop kills after 10 s).
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// At most one log line per this long about refused connections (a flood must not flood the log).
+const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone)]
+pub struct ConnectionLimits {
+    /// `BROWSER_MAX_CONNECTIONS`: connections open at once (HTTP, WebSocket sessions, watchers).
+    pub max_connections: usize,
+    /// `BROWSER_HEADER_READ_TIMEOUT_SECONDS`.
+    pub header_read_timeout: Duration,
+}
+
+/// Accept and serve connections until `shutdown` resolves, then let the requests in flight finish
+/// (for at most `SHUTDOWN_GRACE`). Every request carries `ConnectInfo<N::Addr>` as with
+/// `axum::serve`'s `into_make_service_with_connect_info`.
+pub async fn serve<N>(
+    mut listener: N,
+    router: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()>,
+) where
+    N: axum::serve::Listener,
+    N::Addr: Debug + Clone + Send + Sync + 'static,
+{
+    let places = Arc::new(Semaphore::new(limits.max_connections));
+    let refusals = Arc::new(Semaphore::new(REFUSALS_AT_ONCE));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    // Every connection task holds a sender; the receiver sees the channel close once all are done.
+    let (open_tx, mut open_rx) = mpsc::channel::<Infallible>(1);
+    let mut last_refusal_log: Option<Instant> = None;
+    tokio::pin!(shutdown);
+    loop {
+        let (io, addr) = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown => break,
+        };
+        let Ok(place) = places.clone().try_acquire_owned() else {
+            if last_refusal_log.is_none_or(|at| at.elapsed() >= REFUSAL_LOG_EVERY) {
+                tracing::warn!(
+                    "refusing connections: {} are open (BROWSER_MAX_CONNECTIONS)",
+                    limits.max_connections
+                );
+                last_refusal_log = Some(Instant::now());
+            }
+            refuse(io, &refusals, limits.max_connections);
+            continue;
+        };
+        let io = Placed { io, _place: place };
+        tokio::spawn(serve_connection(
+            io,
+            addr,
+            router.clone(),
+            limits.header_read_timeout,
+            stop_rx.clone(),
+            open_tx.clone(),
+        ));
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    drop(open_tx);
+    if tokio::time::timeout(SHUTDOWN_GRACE, open_rx.recv())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "requests still running {} s after shutdown began were cut",
+            SHUTDOWN_GRACE.as_secs()
+        );
+    }
+}
+
+async fn serve_connection<I, A>(
+    io: I,
+    addr: A,
+    router: Router,
+    header_read_timeout: Duration,
+    mut stop: watch::Receiver<bool>,
+    _open: mpsc::Sender<Infallible>,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    A: Clone + Send + Sync + 'static,
+{
+    let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+        request.extensions_mut().insert(ConnectInfo(addr.clone()));
+        router.clone().oneshot(request)
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout);
+    let connection = builder
+        .serve_connection(TokioIo::new(io), service)
+        .with_upgrades();
+    tokio::pin!(connection);
+    let result = tokio::select! {
+        result = connection.as_mut() => result,
+        () = stopping(&mut stop) => {
+            // The request in flight is answered; an idle kept-alive connection closes now.
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(err) = result {
+        tracing::debug!("connection ended: {err}");
+    }
+}
+
+/// Resolves once the server stops (the watch value is not kept borrowed across the wait).
+async fn stopping(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stop| *stop).await;
+}
+
+/// Answer a connection over the cap with a 503 and close it, in a task of its own with a deadline.
+fn refuse<I>(mut io: I, refusals: &Arc<Semaphore>, max_connections: usize)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let Ok(turn) = refusals.clone().try_acquire_owned() else {
+        return;
+    };
+    let body = serde_json::json!({
+        "detail": format!(
+            "the server has {max_connections} connections open, its limit \
+             (BROWSER_MAX_CONNECTIONS); try again later"
+        ),
+        "code": "TOO_MANY_CONNECTIONS",
+    })
+    .to_string();
+    let response = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    tokio::spawn(async move {
+        let _turn = turn;
+        let _ = tokio::time::timeout(REFUSAL_TIME, async {
+            // Read the request first and drain the rest after: closing a socket with unread data
+            // resets it, and the reset may reach the client before it has read our answer.
+            let mut scratch = [0u8; 4096];
+            let _ = tokio::time::timeout(REFUSAL_READ_TIME, io.read(&mut scratch)).await;
+            io.write_all(response.as_bytes()).await?;
+            io.shutdown().await?;
+            while io.read(&mut scratch).await? > 0 {}
+            Ok::<(), io::Error>(())
+        })
+        .await;
+    });
+}
+
+/// A connection's IO together with its place under the cap. The place is given back when the IO
+/// is dropped, which for a WebSocket is when the socket closes, since the upgrade moves the IO.
+struct Placed<I> {
+    io: I,
+    _place: OwnedSemaphorePermit,
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for Placed<I> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for Placed<I> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+}

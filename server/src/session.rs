@@ -37,7 +37,7 @@ type Sink = SplitSink<WebSocket, Message>;
 
 pub async fn run<L: Launcher>(socket: WebSocket, app: Arc<AppState<L>>, peer: String) {
     let (mut sink, mut stream) = socket.split();
-    // Capacity: accept the upgrade, say why, close (the wire contract; no HTTP 503 here).
+    // Capacity: accept the upgrade, say why, close (docs/wire.md §2.3; no HTTP 503 here).
     let Some(_slot) = app.capacity.try_acquire() else {
         let frame = ErrorFrame::new(ErrorCode::CapacityReached, "Server at capacity")
             .with_extra("active_sessions", json!(app.capacity.active()))

@@ -30,7 +30,7 @@ RUN ln -s /usr/local/bin/browserenv-server /usr/local/bin/server
 COPY --chown=browserenv assets/site /opt/browserenv/site
 COPY --chown=browserenv assets/tasks /opt/browserenv/tasks
 
-# The seed's settings, with their defaults.
+# The seed's settings, with their defaults (the seed: docs/ARCHITECTURE.md, "Terms").
 ENV BROWSER_MAX_STEPS=20 \
     BROWSER_ACTION_WAIT_SECONDS=1.5 \
     BROWSER_EXPLICIT_WAIT_SECONDS=3 \

@@ -1,6 +1,10 @@
 //! Caller-side crate of the browser environment: the typed models of the OpenEnv wire contract, the
 //! message envelopes, and an async client. Nothing here knows about Chromium or axum, so agents and
 //! the terminal UI can depend on it without pulling in the server.
+//!
+//! The contract these types implement is `docs/wire.md`; `docs/ARCHITECTURE.md` describes the
+//! whole system and defines the terms comments use, such as "the seed" (the original Python
+//! environment this project reimplements).
 
 pub mod client;
 pub mod models;

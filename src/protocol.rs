@@ -1,7 +1,7 @@
 //! OpenEnv message envelopes: the frames of the `/ws` protocol and the error codes, shared by the
 //! server (which parses client frames and writes server frames) and the client (the reverse).
 //!
-//! The exact shapes come from `openenv-wire.md` §2: a step's `data` is the bare action, `done` and
+//! The exact shapes are those of `docs/wire.md` §2: a step's `data` is the bare action, `done` and
 //! `reward` sit beside the observation, and error frames carry a stable code.
 
 use serde_json::{json, Map, Value};

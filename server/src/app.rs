@@ -1,4 +1,4 @@
-//! The HTTP face of the server: every route of the OpenEnv wire contract (openenv-wire.md §3) plus
+//! The HTTP face of the server: every route of the OpenEnv wire contract (docs/wire.md §3) plus
 //! the `/ws` upgrade. HTTP `/reset`, `/step` and `/state` drive one shared HTTP session, because the
 //! Python server's "fresh environment per request" cannot hold a browser between calls.
 
@@ -30,7 +30,8 @@ use crate::settings::{EnvSettings, PeerTimeouts};
 /// How long a text-layer request waits for its session (which may be in the middle of a step).
 const TEXT_ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
 
-/// Incoming frames and bodies up to this size are accepted (the wire doc asks for at least 16 MiB).
+/// Incoming frames and bodies up to this size are accepted (docs/wire.md §2.5 asks for at least
+/// 16 MiB).
 pub const MAX_INCOMING_BYTES: usize = 32 * 1024 * 1024;
 
 pub struct AppState<L: Launcher> {
@@ -266,7 +267,8 @@ async fn openapi() -> Json<Value> {
     Json(openapi_document())
 }
 
-/// A hand-written OpenAPI description of the HTTP routes (the WebSocket protocol is in the README).
+/// A hand-written OpenAPI description of the HTTP routes (the WebSocket protocol is in
+/// docs/wire.md §2).
 pub fn openapi_document() -> Value {
     let step_result = json!({
         "type": "object",

@@ -3,6 +3,10 @@
 //!
 //! `serve` is what both `main` and the tests call; `start` wraps it for in-process use (tests, the
 //! benchmark, the terminal UI's embedded server).
+//!
+//! `docs/ARCHITECTURE.md` follows one step through these modules and says where each concern
+//! lives; it also defines "the seed" (the original Python environment, whose settings, actions,
+//! error codes and end conditions this server keeps). The wire contract is `docs/wire.md`.
 
 pub mod access;
 pub mod app;

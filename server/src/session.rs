@@ -141,7 +141,7 @@ pub async fn run<L: Launcher>(socket: WebSocket, app: Arc<AppState<L>>, peer: St
         sink: Arc::new(Mutex::new(sink)),
         deadline: timeouts.ping_timeout,
     };
-    // Capacity: accept the upgrade, say why, close (the wire contract; no HTTP 503 here).
+    // Capacity: accept the upgrade, say why, close (docs/wire.md §2.3; no HTTP 503 here).
     let Some(slot) = app.capacity.try_acquire() else {
         let frame = ErrorFrame::new(ErrorCode::CapacityReached, "Server at capacity")
             .with_extra("active_sessions", json!(app.capacity.active()))

@@ -2,7 +2,7 @@
 
 The typed ``BrowserClient`` (the seed's client) and ``GenericEnvClient`` must
 work, sync and async, exactly as against the Python reference server; and
-``openenv validate --url`` must pass. See /work/shared/openenv-wire.md.
+``openenv validate --url`` must pass. See docs/wire.md.
 """
 
 from __future__ import annotations

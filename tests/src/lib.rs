@@ -1,5 +1,6 @@
 //! Shared fixtures for the end-to-end tests and the benchmark: an in-process server on real
-//! Chromium, the test pages on their own listener, and PNG helpers.
+//! Chromium, the test pages on their own listener, and PNG helpers. "The seed" in comments is the
+//! original Python environment (`docs/ARCHITECTURE.md`, "Terms").
 
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;

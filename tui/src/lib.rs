@@ -4,6 +4,8 @@
 //! page pixels and prepares screenshots; `graphics` asks the terminal what it can show and encodes
 //! for it; `painter` keeps the picture on screen; `text_overlay` draws the page's text over
 //! half-blocks; `event_loop` ties input, the server link and drawing together.
+//!
+//! How the UI fits with the server (embedded or remote) is in `docs/ARCHITECTURE.md`.
 
 pub mod app;
 pub mod cli;

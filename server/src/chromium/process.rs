@@ -18,7 +18,8 @@ use anyhow::{anyhow, bail, Context};
 /// Prefix of every profile directory: `browserenv-<server pid>-<uuid>`.
 const PROFILE_PREFIX: &str = "browserenv-";
 
-/// The flags that keep Chromium quiet and deterministic on a closed network (measured; see design.md).
+/// The flags that keep Chromium quiet and deterministic on a closed network (measured; see
+/// docs/ARCHITECTURE.md, "Design decisions").
 const FLAGS: &[&str] = &[
     "--headless",
     "--disable-gpu",

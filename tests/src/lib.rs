@@ -207,7 +207,7 @@ impl RemoteChromium {
         ));
         std::fs::create_dir_all(&profile).unwrap();
         let mut command = Command::new(chromium_path());
-        // Deliberately not the server's flags (chromium/process.rs): a remote is someone else's
+        // Deliberately not the server's flags (server/src/chromium/process.rs): a remote is someone else's
         // browser, started the plain way a pool starts one, without our popup and scrolling
         // flags and at another window size and scale, which the server must cope with.
         command

@@ -31,6 +31,9 @@ impl Series {
     fn percentile(&self, p: f64) -> f64 {
         let mut sorted = self.millis.clone();
         sorted.sort_by(f64::total_cmp);
+        if sorted.is_empty() {
+            return f64::NAN;
+        }
         let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
         sorted[rank]
     }
@@ -266,7 +269,7 @@ async fn watcher_delay(rounds: usize, count: usize) -> anyhow::Result<()> {
         .reset(ResetOptions::new(harness.page("long.html")))
         .await?;
     let url = format!("{}/sessions", harness.server.base_url());
-    let sessions: serde_json::Value = serde_json::from_str(&http_get(&url).await?)?;
+    let sessions: serde_json::Value = reqwest::get(&url).await?.error_for_status()?.json().await?;
     let id = sessions[0]["id"].as_str().unwrap_or_default().to_string();
     let seen: Arc<Mutex<HashMap<(usize, u64), Instant>>> = Arc::default();
     let mut tasks = Vec::new();
@@ -309,6 +312,7 @@ async fn watcher_delay(rounds: usize, count: usize) -> anyhow::Result<()> {
             }
         }
     }
+    anyhow::ensure!(!delay.millis.is_empty(), "no watcher saw a step");
     println!("{}", delay.row());
     for task in tasks {
         task.abort();
@@ -316,29 +320,6 @@ async fn watcher_delay(rounds: usize, count: usize) -> anyhow::Result<()> {
     client.close().await?;
     harness.stop().await;
     Ok(())
-}
-
-async fn http_get(url: &str) -> anyhow::Result<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let parsed = url::Url::parse(url)?;
-    let address = format!(
-        "{}:{}",
-        parsed.host_str().unwrap_or("127.0.0.1"),
-        parsed.port().unwrap_or(80)
-    );
-    let mut stream = tokio::net::TcpStream::connect(address).await?;
-    let request = format!(
-        "GET {} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n",
-        parsed.path()
-    );
-    stream.write_all(request.as_bytes()).await?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await?;
-    Ok(response
-        .split("\r\n\r\n")
-        .nth(1)
-        .unwrap_or_default()
-        .to_string())
 }
 
 /// Between timed resets with a spare, time for the spare to launch, as between a real agent's

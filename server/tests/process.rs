@@ -23,16 +23,21 @@ fn spawn_server(tmp: &Path, envs: &[(&str, &str)]) -> (Child, String) {
     spawn_server_under(&[], tmp, envs)
 }
 
-/// Start the binary as the last argument of `wrapper` (e.g. `unshare … --`).
-fn spawn_server_under(wrapper: &[&str], tmp: &Path, envs: &[(&str, &str)]) -> (Child, String) {
-    let mut command = match wrapper.split_first() {
+/// The binary as the last argument of `wrapper` (e.g. `unshare … --`; empty: the binary itself).
+fn server_under(wrapper: &[&str]) -> Command {
+    match wrapper.split_first() {
         Some((program, args)) => {
             let mut command = Command::new(program);
             command.args(args).arg(BIN);
             command
         }
         None => Command::new(BIN),
-    };
+    }
+}
+
+/// Start the binary as the last argument of `wrapper`.
+fn spawn_server_under(wrapper: &[&str], tmp: &Path, envs: &[(&str, &str)]) -> (Child, String) {
+    let mut command = server_under(wrapper);
     let log = std::fs::File::create(tmp.join("server.log")).unwrap();
     let mut child = command
         .env("TMPDIR", tmp)
@@ -525,14 +530,7 @@ async fn as_root_chromium_runs_without_its_sandbox_and_says_why() {
     assert!(server.wait().unwrap().success());
 
     // `on` refuses to start rather than run without it.
-    let mut command = match wrapper.split_first() {
-        Some((program, args)) => {
-            let mut command = Command::new(program);
-            command.args(args).arg(BIN);
-            command
-        }
-        None => Command::new(BIN),
-    };
+    let mut command = server_under(wrapper);
     let refused = command
         .args(["--port", "0", "--no-warm-spare"])
         .env("BROWSER_SANDBOX", "on")

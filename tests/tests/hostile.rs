@@ -80,14 +80,7 @@ async fn a_certificate_error_can_be_ignored_on_request() {
         ignore_https_errors: true,
         ..browserenv_tests::test_chromium()
     };
-    let harness = Harness::start_with_browser(
-        chromium,
-        browserenv_server::ServerConfig {
-            settings: test_settings(),
-            ..browserenv_server::ServerConfig::default()
-        },
-    )
-    .await;
+    let harness = with_browser(chromium, test_settings()).await;
     let mut client = harness.client().await;
     let first = client
         .reset(ResetOptions::new(https.url("form.html")))
@@ -96,6 +89,18 @@ async fn a_certificate_error_can_be_ignored_on_request() {
     assert_eq!(first.observation.error, "");
     assert_eq!(title(&first), "Form");
     harness.stop().await;
+}
+
+/// A server whose browsers are `chromium`, with `settings`.
+async fn with_browser(
+    chromium: browserenv_server::chromium::ChromiumConfig,
+    settings: browserenv_server::settings::EnvSettings,
+) -> Harness {
+    let config = browserenv_server::ServerConfig {
+        settings,
+        ..browserenv_server::ServerConfig::default()
+    };
+    Harness::start_with_browser(chromium, config).await
 }
 
 /// The server's default timeouts: hostile pages load the machine (and the tests run four at a
@@ -262,14 +267,7 @@ async fn a_memory_bomb_is_stopped_at_the_renderer_limit_and_other_sessions_go_on
         renderer_memory_mb: 512,
         ..browserenv_tests::test_chromium()
     };
-    let harness = Harness::start_with_browser(
-        chromium,
-        browserenv_server::ServerConfig {
-            settings: settings.clone(),
-            ..browserenv_server::ServerConfig::default()
-        },
-    )
-    .await;
+    let harness = with_browser(chromium, settings.clone()).await;
     let (mut bystander, _) = harness.open("canvas.html").await;
     // JavaScript objects (V8's heap limit) and array buffers outside it (the watchdog).
     for (page, detail) in [
@@ -348,14 +346,7 @@ async fn a_remote_browser_token_is_not_in_reset_errors() {
         launch_timeout: Duration::from_secs(3),
         ..browserenv_tests::test_chromium()
     };
-    let harness = Harness::start_with_browser(
-        chromium,
-        browserenv_server::ServerConfig {
-            settings: test_settings(),
-            ..browserenv_server::ServerConfig::default()
-        },
-    )
-    .await;
+    let harness = with_browser(chromium, test_settings()).await;
     let mut client = harness.client().await;
     let refused = client
         .reset(ResetOptions::new(harness.page("index.html")))
@@ -388,14 +379,7 @@ async fn private_networks_are_refused_when_asked_except_the_site() {
         egress: Some(std::sync::Arc::new(policy)),
         ..browserenv_tests::test_chromium()
     };
-    let harness = Harness::start_with_browser(
-        chromium,
-        browserenv_server::ServerConfig {
-            settings: test_settings(),
-            ..browserenv_server::ServerConfig::default()
-        },
-    )
-    .await;
+    let harness = with_browser(chromium, test_settings()).await;
     let mut client = harness.client().await;
     let allowed = client
         .reset(ResetOptions::new(site.url("index.html")))

@@ -4,6 +4,7 @@
 
 CHROMIUM ?= /usr/bin/chromium
 VENV ?= .venv
+MCP2_VENV ?= .venv-mcp2
 PORT ?= 8000
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -25,7 +26,7 @@ test: chromium terminals venv
 	# Four tests at a time: each end-to-end test runs its own Chromium, and on two cores more in
 	# parallel only adds contention (same wall time, slower steps, closer to the timeouts).
 	cargo test --workspace -- --test-threads 4  # also builds target/debug/browserenv-server for the Python tests
-	$(VENV)/bin/python -m pytest tests/python -q
+	MCP2_PYTHON=$(MCP2_VENV)/bin/python $(VENV)/bin/python -m pytest tests/python -q
 
 ## Latency, size and memory figures (the README's table).
 bench: chromium
@@ -54,7 +55,7 @@ terminals:
 	  || { echo "Could not install them. Run: sudo apt-get install $(TERMINAL_PACKAGES)"; exit 1; }; \
 	fi
 
-venv: $(VENV)/.installed
+venv: $(VENV)/.installed $(MCP2_VENV)/.installed
 
 $(VENV)/.installed: tests/python/requirements.txt
 	@python3 -m venv $(VENV) 2>/dev/null || { \
@@ -63,4 +64,10 @@ $(VENV)/.installed: tests/python/requirements.txt
 	  && python3 -m venv $(VENV); } \
 	  || { echo "Could not create the venv. Run: sudo apt-get install python3-venv"; exit 1; }
 	$(VENV)/bin/pip install -q -r tests/python/requirements.txt
+	touch $@
+
+# The newest MCP SDK cannot share the venv with fastmcp (it pins mcp 1.x): a venv of its own.
+$(MCP2_VENV)/.installed: tests/python/requirements-mcp2.txt $(VENV)/.installed
+	python3 -m venv $(MCP2_VENV)
+	$(MCP2_VENV)/bin/pip install -q -r tests/python/requirements-mcp2.txt
 	touch $@

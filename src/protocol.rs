@@ -163,6 +163,8 @@ pub enum ClientMessage {
     Step(BrowserAction),
     State,
     Close,
+    /// A JSON-RPC message for the session's MCP tools (OpenEnv's `"mcp"` frame), as sent.
+    Mcp(Value),
 }
 
 impl ClientMessage {
@@ -237,6 +239,12 @@ impl ClientMessage {
                 Ok(ClientMessage::State)
             }
             "close" => Ok(ClientMessage::Close),
+            "mcp" => {
+                check_no_extras(extras(&["type", "data"]))?;
+                Ok(ClientMessage::Mcp(
+                    object.get("data").cloned().unwrap_or(Value::Null),
+                ))
+            }
             other => Err(ErrorFrame::new(
                 ErrorCode::UnknownType,
                 format!("Unknown message type: {other}"),
@@ -251,6 +259,7 @@ impl ClientMessage {
             ClientMessage::Step(action) => json!({"type": "step", "data": action.to_value()}),
             ClientMessage::State => json!({"type": "state"}),
             ClientMessage::Close => json!({"type": "close"}),
+            ClientMessage::Mcp(message) => json!({"type": "mcp", "data": message}),
         };
         value.to_string()
     }
@@ -270,6 +279,8 @@ pub enum ServerMessage {
     Observation(StepResult),
     State(BrowserState),
     Error(ErrorFrame),
+    /// The JSON-RPC answer to an `"mcp"` frame.
+    Mcp(Value),
 }
 
 impl ServerMessage {
@@ -280,6 +291,7 @@ impl ServerMessage {
             }
             ServerMessage::State(state) => json!({"type": "state", "data": state}),
             ServerMessage::Error(error) => json!({"type": "error", "data": error.to_data()}),
+            ServerMessage::Mcp(message) => json!({"type": "mcp", "data": message}),
         };
         value.to_string()
     }
@@ -296,6 +308,7 @@ impl ServerMessage {
                 .map(ServerMessage::State)
                 .map_err(|err| format!("server sent a malformed state: {err}")),
             Some("error") => Ok(ServerMessage::Error(ErrorFrame::from_data(&data))),
+            Some("mcp") => Ok(ServerMessage::Mcp(data)),
             other => Err(format!("server sent an unknown frame type {other:?}")),
         }
     }

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
-use serde_json::json;
+
+use crate::api_error::ApiError;
 
 /// The access rules of one server.
 #[derive(Debug, Clone, Default)]
@@ -119,11 +119,7 @@ impl IntoResponse for Refusal {
                 "HOST_NOT_ALLOWED",
             ),
         };
-        (
-            StatusCode::FORBIDDEN,
-            Json(json!({"detail": detail, "code": code})),
-        )
-            .into_response()
+        ApiError::new(StatusCode::FORBIDDEN, code, detail).into_response()
     }
 }
 
@@ -160,12 +156,7 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
 }
 
 fn unauthorized(detail: &str) -> Response {
-    (
-        StatusCode::UNAUTHORIZED,
-        [(header::WWW_AUTHENTICATE, "Bearer")],
-        Json(json!({"detail": detail, "code": "UNAUTHORIZED"})),
-    )
-        .into_response()
+    ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", detail).into_response()
 }
 
 #[cfg(test)]

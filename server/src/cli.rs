@@ -16,6 +16,13 @@ use crate::settings::{
 };
 use crate::ServerConfig;
 
+/// What the server serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    Serve,
+    Mcp,
+}
+
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "browserenv-server",
@@ -23,6 +30,10 @@ use crate::ServerConfig;
     about = "OpenEnv browser environment server (real headless Chromium)"
 )]
 pub struct Cli {
+    /// `serve`: HTTP and WebSocket on --host and --port. `mcp`: one MCP session over stdin and
+    /// stdout, for desktop assistants; Chromium starts with it, and logs go to stderr.
+    #[arg(value_enum, default_value_t = Mode::Serve)]
+    pub mode: Mode,
     /// Address to bind. Loopback by default: pages in the browser are untrusted.
     #[arg(long, env = "BROWSER_HOST", default_value = "127.0.0.1")]
     pub host: String,
@@ -313,7 +324,12 @@ fn announce(address: &str, site: Option<&crate::site::SiteHandle>) {
 /// Bind, announce the address on stdout (one line, for scripts and tests), serve until a signal.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let config = cli.server_config().map_err(anyhow::Error::msg)?;
-    if config.token.is_none() && cli.unix_dir.is_none() && !cli.insecure && !is_loopback(&cli.host)
+    let listens = cli.mode == Mode::Serve;
+    if listens
+        && config.token.is_none()
+        && cli.unix_dir.is_none()
+        && !cli.insecure
+        && !is_loopback(&cli.host)
     {
         anyhow::bail!(
             "refusing to serve {} without a token: pages and sessions would be open to the network. \
@@ -415,6 +431,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }));
     }
     let result = match &cli.unix_dir {
+        // stdout is the MCP channel: nothing else may be written there.
+        _ if !listens => {
+            if let Some(site) = &site {
+                tracing::info!("static pages at {}", site.url(""));
+            }
+            crate::serve_mcp_stdio(launcher, config, shutdown).await
+        }
         Some(dir) => {
             let path = dir.join(format!("{}.sock", cli.port));
             let _ = std::fs::remove_file(&path);

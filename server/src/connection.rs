@@ -153,13 +153,15 @@ where
     let Ok(turn) = refusals.clone().try_acquire_owned() else {
         return;
     };
-    let body = serde_json::json!({
-        "detail": format!(
+    let body = crate::api_error::ApiError::new(
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        "TOO_MANY_CONNECTIONS",
+        format!(
             "the server has {max_connections} connections open, its limit \
              (BROWSER_MAX_CONNECTIONS); try again later"
         ),
-        "code": "TOO_MANY_CONNECTIONS",
-    })
+    )
+    .body()
     .to_string();
     let response = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
@@ -226,5 +228,38 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Placed<I> {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+}
+
+/// The connection's remote address, as text, for the session registry (set by `remember_peer`;
+/// "unknown" where the listener has none to give).
+#[derive(Debug, Clone)]
+pub struct Peer(pub String);
+
+/// Keep the peer address of every request.
+pub async fn remember_peer<A: std::fmt::Debug + Clone + Send + Sync + 'static>(
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let peer = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<A>>()
+        .map_or_else(|| "unknown".to_string(), |info| format!("{:?}", info.0));
+    request.extensions_mut().insert(Peer(peer));
+    next.run(request).await
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Peer {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(parts
+            .extensions
+            .get::<Peer>()
+            .cloned()
+            .unwrap_or_else(|| Peer("unknown".into())))
     }
 }

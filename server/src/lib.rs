@@ -9,15 +9,19 @@
 //! error codes and end conditions this server keeps). The wire contract is `docs/wire.md`.
 
 pub mod access;
+pub mod api_error;
 pub mod app;
 pub mod browser;
+pub mod capacity;
 pub mod chromium;
 pub mod cli;
 pub mod connection;
 pub mod environment;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
+pub mod http_session;
 pub mod init;
+pub mod mcp;
 pub mod outcome;
 pub mod pool;
 pub mod recording;
@@ -27,6 +31,7 @@ pub mod settings;
 pub mod site;
 pub mod verification;
 pub mod watcher;
+pub mod websocket;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -38,7 +43,9 @@ use tokio::task::JoinHandle;
 
 use crate::app::AppState;
 use crate::browser::Launcher;
+use crate::http_session::HttpSession;
 use crate::pool::WarmPool;
+use crate::session::Sessions;
 use crate::settings::{EnvSettings, PeerTimeouts};
 use browserenv::trajectory::{Actor, Recorder, RecorderHandle, TrajectoryWriter};
 
@@ -102,33 +109,38 @@ where
     N::Addr: std::fmt::Debug + Clone + Send + Sync + 'static,
     L: Launcher,
 {
-    let recorder = match &config.record_dir {
-        Some(dir) => Some(start_recorder(dir, config.redact)?),
-        None => None,
-    };
-    let pool = Arc::new(WarmPool::new(launcher, config.warm_spare));
-    pool.warm_up().await;
+    let core = Core::start(launcher, &config).await?;
     let (stop_tx, stop_rx) = watch::channel(false);
-    let mut app_state = AppState::new(
-        pool.clone(),
-        config.settings.clone(),
-        config.max_sessions,
-        stop_rx,
-    );
-    app_state.recorder = recorder.as_ref().map(RecorderHandle::sender);
-    app_state.tasks = config.tasks.clone();
-    app_state.timeouts = config.timeouts.clone();
-    app_state.access = Arc::new(access::Access {
-        token: config.token.clone(),
-        allowed_origins: config.allowed_origins.clone(),
-        allowed_hosts: config.allowed_hosts.clone(),
-        check_host: config.check_host,
+    let sessions = core.sessions.clone();
+    let mcp = Arc::new(mcp::endpoint::Mcp::new(sessions.clone(), &config.timeouts));
+    let http = Arc::new(HttpSession::new(sessions.clone()));
+    let state = Arc::new(AppState {
+        sessions,
+        http: http.clone(),
+        mcp: mcp.clone(),
+        shutdown: stop_rx.clone(),
+        access: Arc::new(access::Access {
+            token: config.token.clone(),
+            allowed_origins: config.allowed_origins.clone(),
+            allowed_hosts: config.allowed_hosts.clone(),
+            check_host: config.check_host,
+        }),
+        timeouts: config.timeouts.clone(),
     });
-    let state = Arc::new(app_state);
-    let app =
-        app::router(state.clone()).layer(axum::middleware::from_fn(app::remember_peer::<N::Addr>));
+    let app = app::router(state.clone()).layer(axum::middleware::from_fn(
+        connection::remember_peer::<N::Addr>,
+    ));
     if let Some(timeout) = config.timeouts.session_timeout {
-        tokio::spawn(app::expire_http_session(Arc::downgrade(&state), timeout));
+        tokio::spawn(HttpSession::expire(
+            Arc::downgrade(&http),
+            timeout,
+            stop_rx.clone(),
+        ));
+        tokio::spawn(mcp::openenv::OpenEnvMcp::expire(
+            Arc::downgrade(&mcp.openenv),
+            timeout,
+            stop_rx,
+        ));
     }
     let stop_sessions = async move {
         shutdown.await;
@@ -139,20 +151,71 @@ where
         header_read_timeout: config.timeouts.header_read_timeout,
     };
     connection::serve(listener, app, limits, stop_sessions).await;
-    state.http_session.lock().await.close().await;
-    drop(state);
-    pool.drain().await;
-    if let Some(recorder) = recorder {
-        // Everything recorded so far reaches the disk before the server exits.
-        let finished = tokio::task::spawn_blocking(move || recorder.finish());
-        if tokio::time::timeout(std::time::Duration::from_secs(10), finished)
-            .await
-            .is_err()
-        {
-            tracing::warn!("the recorder did not finish within 10 s");
+    http.close().await;
+    mcp.shutdown().await;
+    drop((state, http, mcp));
+    core.finish().await;
+    Ok(())
+}
+
+/// Serve one MCP session over stdin and stdout (`browserenv-server mcp`), until stdin ends.
+pub async fn serve_mcp_stdio<L: Launcher>(
+    launcher: L,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let core = Core::start(launcher, &config).await?;
+    let served = tokio::select! {
+        served = mcp::serve_stdio(core.sessions.clone()) => served,
+        () = shutdown => Ok(()),
+    };
+    core.finish().await;
+    served
+}
+
+/// What every way of serving runs on: the browsers, the recorder, and the sessions made of them.
+struct Core<L: Launcher> {
+    pool: Arc<WarmPool<L>>,
+    recorder: Option<RecorderHandle>,
+    sessions: Arc<Sessions<L>>,
+}
+
+impl<L: Launcher> Core<L> {
+    async fn start(launcher: L, config: &ServerConfig) -> anyhow::Result<Self> {
+        let recorder = match &config.record_dir {
+            Some(dir) => Some(start_recorder(dir, config.redact)?),
+            None => None,
+        };
+        let pool = Arc::new(WarmPool::new(launcher, config.warm_spare));
+        pool.warm_up().await;
+        let sessions = Arc::new(Sessions::new(
+            pool.clone(),
+            config.settings.clone(),
+            config.tasks.clone(),
+            config.max_sessions,
+            recorder.as_ref().map(RecorderHandle::sender),
+        ));
+        Ok(Core {
+            pool,
+            recorder,
+            sessions,
+        })
+    }
+
+    /// Close every browser, and let everything recorded so far reach the disk.
+    async fn finish(self) {
+        drop(self.sessions);
+        self.pool.drain().await;
+        if let Some(recorder) = self.recorder {
+            let finished = tokio::task::spawn_blocking(move || recorder.finish());
+            if tokio::time::timeout(std::time::Duration::from_secs(10), finished)
+                .await
+                .is_err()
+            {
+                tracing::warn!("the recorder did not finish within 10 s");
+            }
         }
     }
-    Ok(())
 }
 
 fn start_recorder(dir: &std::path::Path, redact: bool) -> anyhow::Result<RecorderHandle> {

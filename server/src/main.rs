@@ -6,7 +6,7 @@ fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,chromiumoxide=off".into()),
+                .unwrap_or_else(|_| "info,chromiumoxide=off,rmcp=warn".into()),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -14,16 +14,8 @@ pub struct SessionRecorder {
 }
 
 impl SessionRecorder {
-    /// The session's id (also its id in the registry).
-    pub fn session(&self) -> &str {
-        &self.session
-    }
-
-    pub fn new(events: Option<Sender<RecordEvent>>) -> Self {
-        SessionRecorder {
-            session: uuid::Uuid::new_v4().to_string(),
-            events,
-        }
+    pub fn new(session: String, events: Option<Sender<RecordEvent>>) -> Self {
+        SessionRecorder { session, events }
     }
 
     fn send(&self, event: impl FnOnce(String) -> RecordEvent) {

@@ -38,6 +38,8 @@ pub struct SessionInfo {
     pub step_count: u64,
     pub url: String,
     pub done: bool,
+    /// How its client reaches it: `websocket`, `http` or `mcp`.
+    pub transport: &'static str,
     pub peer: String,
     /// A controller (the WebSocket or HTTP client driving it) is attached.
     pub controller: bool,
@@ -95,7 +97,12 @@ pub struct Registration {
 }
 
 impl Registry {
-    pub fn register(self: &Arc<Self>, id: String, peer: String) -> Registration {
+    pub fn register(
+        self: &Arc<Self>,
+        id: String,
+        transport: &'static str,
+        peer: String,
+    ) -> Registration {
         let (events, _) = broadcast::channel(WATCH_BACKLOG);
         let info = SessionInfo {
             id: id.clone(),
@@ -104,6 +111,7 @@ impl Registry {
             step_count: 0,
             url: String::new(),
             done: false,
+            transport,
             peer,
             controller: true,
             watchers: 0,
@@ -222,14 +230,6 @@ impl Registration {
             }
         }
         requests
-    }
-
-    pub fn detach_controller(&self) {
-        if let Ok(mut sessions) = self.registry.sessions.lock() {
-            if let Some(entry) = sessions.get_mut(&self.id) {
-                entry.info.controller = false;
-            }
-        }
     }
 }
 

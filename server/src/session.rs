@@ -1,412 +1,330 @@
-//! One WebSocket session: one episode owner with its own environment (and so its own browsers).
+//! A session: one client's hold on the browser environment, whatever the transport. It owns the
+//! environment (and so its browsers), a capacity slot, its handle on the recorder and its entry
+//! in the registry, and its `reset`/`step` do a step's bookkeeping (latency, recording,
+//! publishing to watchers) in this one place. The transports (`websocket.rs`, `http_session.rs`,
+//! and any later one) only turn their frames into these calls and the results back.
 //!
-//! A reader task owns the receiving half and keeps reading while a step runs, so pings are answered
-//! and a vanished peer is noticed at once; the session task handles one request at a time, in order,
-//! exactly like the OpenEnv Python server.
-//!
-//! No peer holds a session for good. The reader pings the peer every `ping_interval` and drops one
-//! that sends nothing back within `ping_timeout`; every frame written has the same deadline, so a
-//! peer that stops reading is dropped too; and a session that gets no request for the session
-//! timeout is ended with a `SESSION_ERROR` saying so. Each way, the browser is closed, the slot
-//! freed and the session leaves the registry (its watchers see it end).
+//! A session is shared behind a lock (`SharedSession`): its transport holds it for each request,
+//! and the text-layer requests of the terminal UI (`GET /sessions/{id}/text`) take it between
+//! those requests, never during one.
 
+use std::sync::mpsc::Sender;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use axum::body::Bytes;
-use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
-use futures_util::stream::{SplitSink, SplitStream};
-use futures_util::{SinkExt, StreamExt};
-use serde_json::json;
-use tokio::sync::{mpsc, watch, Mutex};
+use serde_json::{Map, Value};
+use tokio::sync::Mutex;
 
-use browserenv::models::StepResult;
-use browserenv::protocol::{ClientMessage, ErrorCode, ErrorFrame, ServerMessage};
+use browserenv::models::{BrowserAction, BrowserState, StepResult};
+use browserenv::text_layer::TextLayer;
+use browserenv::trajectory::RecordEvent;
 
-use crate::app::AppState;
 use crate::browser::Launcher;
-use crate::environment::EnvError;
+use crate::capacity::{AtCapacity, Capacity, Slot};
+use crate::environment::{EnvError, Environment, TaskCatalog};
+use crate::pool::WarmPool;
 use crate::recording::SessionRecorder;
-use crate::settings::PeerTimeouts;
+use crate::registry::{Registration, Registry};
+use crate::settings::EnvSettings;
 
-/// Frames the reader may hold for the session while it works on a request (each up to 32 MiB).
-/// Past that the reader stops reading, and TCP flow control pushes back on a peer that floods,
-/// instead of the server buffering its frames. Two: the request after the current one is ready.
-const INCOMING_BACKLOG: usize = 2;
-
-/// How long each of the last frames to a peer that is being let go may take (it may not be
-/// reading any more).
-const FAREWELL_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// What the reader hands to the session.
-enum Incoming {
-    Text(Utf8Bytes),
-    Binary,
-}
-
-/// What the session loop handles next.
-enum Next {
-    Client(Incoming),
-    Text(crate::registry::TextReply),
-}
-
-/// Why the peer is no longer there.
+/// How a session's client reaches it; shown in `/sessions`, and the start of its id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Gone {
-    /// It closed the socket, or the connection failed.
-    Left,
-    /// It sent nothing back within `ping_timeout` of a ping.
-    Silent,
-    /// A frame to it could not be written within `ping_timeout`: it stopped reading.
-    Stalled,
+pub enum Transport {
+    WebSocket,
+    Http,
+    Mcp,
 }
 
-/// How a session ended.
-enum Ending {
-    /// The client asked (`close`), or sent what ends a session (a binary frame).
-    Done,
-    /// No request for the session timeout.
-    Idle,
-    Peer(Gone),
-    Shutdown,
-}
-
-/// The sending half, shared by the session (its replies) and the reader (its pings). Every write
-/// has a deadline, so a peer that stops reading cannot hold either of them.
-#[derive(Clone)]
-struct Outbox {
-    sink: Arc<Mutex<SplitSink<WebSocket, Message>>>,
-    deadline: Duration,
-}
-
-impl Outbox {
-    async fn send(&self, message: &ServerMessage) -> Result<(), Gone> {
-        self.write(Message::Text(message.to_text().into()), self.deadline)
-            .await
-    }
-
-    async fn write(&self, message: Message, deadline: Duration) -> Result<(), Gone> {
-        let sent = tokio::time::timeout(deadline, async {
-            self.sink.lock().await.send(message).await
-        })
-        .await;
-        match sent {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(_)) => Err(Gone::Left),
-            Err(_) => Err(Gone::Stalled),
+impl Transport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::WebSocket => "websocket",
+            Transport::Http => "http",
+            Transport::Mcp => "mcp",
         }
     }
 
-    /// A ping, unless a reply is being written (None): that write has its own deadline.
-    async fn ping(&self) -> Option<Result<(), Gone>> {
-        let mut sink = self.sink.try_lock().ok()?;
-        let sent =
-            tokio::time::timeout(self.deadline, sink.send(Message::Ping(Bytes::new()))).await;
-        Some(match sent {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(_)) => Err(Gone::Left),
-            Err(_) => Err(Gone::Stalled),
-        })
+    /// WebSocket sessions keep the bare id they always had.
+    fn id_prefix(self) -> &'static str {
+        match self {
+            Transport::WebSocket => "",
+            Transport::Http => "http-",
+            Transport::Mcp => "mcp-",
+        }
+    }
+}
+
+/// What every session of a server is made from: the browsers, the settings and tasks, the
+/// capacity, the recorder and the registry.
+pub struct Sessions<L: Launcher> {
+    pool: Arc<WarmPool<L>>,
+    settings: EnvSettings,
+    tasks: Option<Arc<TaskCatalog>>,
+    capacity: Arc<Capacity>,
+    /// The recorder thread's inbox, when the server records (`--record-dir`).
+    recorder: Option<Sender<RecordEvent>>,
+    registry: Arc<Registry>,
+}
+
+/// A session behind the lock its transport and its text-layer requests share.
+pub type SharedSession<L> = Arc<Mutex<Session<L>>>;
+
+pub struct Session<L: Launcher> {
+    id: String,
+    env: Environment<WarmPool<L>>,
+    /// These three are let go by `close`, in this order.
+    registration: Option<Registration>,
+    recorder: Option<SessionRecorder>,
+    slot: Option<Slot>,
+}
+
+impl<L: Launcher> Sessions<L> {
+    pub fn new(
+        pool: Arc<WarmPool<L>>,
+        settings: EnvSettings,
+        tasks: Option<Arc<TaskCatalog>>,
+        max_sessions: usize,
+        recorder: Option<Sender<RecordEvent>>,
+    ) -> Self {
+        Sessions {
+            pool,
+            settings,
+            tasks,
+            capacity: Arc::new(Capacity::new(max_sessions)),
+            recorder,
+            registry: Arc::new(Registry::default()),
+        }
     }
 
-    /// The last frames: an error frame saying why (if any), then the close frame.
-    async fn farewell(&self, notice: Option<ErrorFrame>, code: u16, reason: &'static str) {
-        if let Some(frame) = notice {
-            let text = ServerMessage::Error(frame).to_text();
-            if self
-                .write(Message::Text(text.into()), FAREWELL_TIMEOUT)
-                .await
-                .is_err()
-            {
-                return;
-            }
-        }
-        let close = Message::Close(Some(CloseFrame {
-            code,
-            reason: Utf8Bytes::from_static(reason),
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    pub fn capacity(&self) -> &Capacity {
+        &self.capacity
+    }
+
+    pub fn settings(&self) -> &EnvSettings {
+        &self.settings
+    }
+
+    /// A new session, if a slot is free: listed in the registry from now on, answering text-layer
+    /// requests whenever its transport does not hold it.
+    pub fn open(&self, transport: Transport, peer: String) -> Result<SharedSession<L>, AtCapacity> {
+        let slot = self.capacity.try_acquire()?;
+        let id = format!("{}{}", transport.id_prefix(), uuid::Uuid::new_v4());
+        let registration = self.registry.register(id.clone(), transport.as_str(), peer);
+        let text_requests = registration.serve_text();
+        let env = Environment::new(self.pool.clone(), self.settings.clone())
+            .with_tasks(self.tasks.clone());
+        let session = Arc::new(Mutex::new(Session {
+            recorder: Some(SessionRecorder::new(id.clone(), self.recorder.clone())),
+            id,
+            env,
+            registration: Some(registration),
+            slot: Some(slot),
         }));
-        if self.write(close, FAREWELL_TIMEOUT).await.is_ok() {
-            let _ = tokio::time::timeout(FAREWELL_TIMEOUT, async {
-                self.sink.lock().await.close().await
-            })
-            .await;
-        }
+        serve_text(Arc::downgrade(&session), text_requests);
+        Ok(session)
     }
 }
 
-pub async fn run<L: Launcher>(socket: WebSocket, app: Arc<AppState<L>>, peer: String) {
-    let timeouts = app.timeouts.clone();
-    let (sink, stream) = socket.split();
-    let outbox = Outbox {
-        sink: Arc::new(Mutex::new(sink)),
-        deadline: timeouts.ping_timeout,
-    };
-    // Capacity: accept the upgrade, say why, close (docs/wire.md §2.3; no HTTP 503 here).
-    let Some(slot) = app.capacity.try_acquire() else {
-        let frame = ErrorFrame::new(ErrorCode::CapacityReached, "Server at capacity")
-            .with_extra("active_sessions", json!(app.capacity.active()))
-            .with_extra("max_sessions", json!(app.capacity.max()));
-        outbox.farewell(Some(frame), 1000, "").await;
-        return;
-    };
-
-    let (incoming_tx, mut incoming) = mpsc::channel::<Incoming>(INCOMING_BACKLOG);
-    let (gone_tx, mut gone) = watch::channel(None::<Gone>);
-    let reader = tokio::spawn({
-        let (outbox, timeouts) = (outbox.clone(), timeouts.clone());
-        async move {
-            let why = read_frames(stream, &outbox, &timeouts, &incoming_tx).await;
-            // Said before the queue closes, so the session knows why when it sees it closed.
-            let _ = gone_tx.send(Some(why));
+/// Answer the session's text-layer requests until it leaves the registry (which closes the
+/// queue). The task holds the session only weakly: it never keeps a session alive.
+fn serve_text<L: Launcher>(
+    session: std::sync::Weak<Mutex<Session<L>>>,
+    mut requests: tokio::sync::mpsc::Receiver<crate::registry::TextReply>,
+) {
+    tokio::spawn(async move {
+        while let Some(reply) = requests.recv().await {
+            let Some(session) = session.upgrade() else {
+                break;
+            };
+            let text = session.lock().await.visible_text().await;
+            let _ = reply.send(text.map_err(|err| err.0));
         }
     });
+}
 
-    let mut env = app.environment();
-    let recorder = SessionRecorder::new(app.recorder.clone());
-    let registration = app.registry.register(recorder.session().to_string(), peer);
-    let mut text_requests = registration.serve_text();
-    let mut shutdown = app.shutdown.clone();
-    let mut idle_until = deadline(timeouts.session_timeout);
-    let ending = loop {
-        let next = tokio::select! {
-            next = incoming.recv() => next.map(Next::Client),
-            Some(reply) = text_requests.recv() => Some(Next::Text(reply)),
-            () = until(idle_until) => break Ending::Idle,
-            why = departure(&mut gone) => break Ending::Peer(why),
-            _ = shutdown.wait_for(|stop| *stop) => break Ending::Shutdown,
+impl<L: Launcher> Session<L> {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn state(&self) -> BrowserState {
+        self.env.state()
+    }
+
+    fn closed() -> EnvError {
+        EnvError("the session is closed".into())
+    }
+
+    /// Start a new episode (keyword arguments as on the wire), record it and show it to watchers.
+    pub async fn reset(&mut self, kwargs: &Map<String, Value>) -> Result<StepResult, EnvError> {
+        if self.registration.is_none() {
+            return Err(Self::closed());
+        }
+        let result = self.env.reset(kwargs).await?;
+        let episode_id = self.env.state().episode_id;
+        if let Some(recorder) = &self.recorder {
+            recorder.reset(episode_id.clone(), self.env.task_id(), &result);
+        }
+        if let Some(registration) = &self.registration {
+            registration.publish(episode_id, 0, None, &result, 0.0);
+        }
+        Ok(result)
+    }
+
+    /// Apply one action, then record it with its latency and show it to watchers.
+    pub async fn step(&mut self, action: &BrowserAction) -> Result<StepResult, EnvError> {
+        if self.registration.is_none() {
+            return Err(Self::closed());
+        }
+        let started = Instant::now();
+        let result = self.env.step(action).await?;
+        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        if let Some(recorder) = &self.recorder {
+            recorder.step(action, &result, latency_ms);
+        }
+        if let Some(registration) = &self.registration {
+            let state = self.env.state();
+            registration.publish(
+                state.episode_id,
+                state.step_count,
+                Some(action),
+                &result,
+                latency_ms,
+            );
+        }
+        Ok(result)
+    }
+
+    /// The current page's visible text (the terminal UI's text layer); the episode is untouched.
+    pub async fn visible_text(&mut self) -> Result<TextLayer, EnvError> {
+        if self.registration.is_none() {
+            return Err(Self::closed());
+        }
+        self.env.visible_text(&self.id).await
+    }
+
+    /// End the session. It leaves the registry first (its watchers see it end), then its browser
+    /// closes, then the recording ends and the slot is free: a client told that the session ended
+    /// finds all of it released. Closing twice does nothing.
+    pub async fn close(&mut self) {
+        self.registration = None;
+        self.env.close().await;
+        self.recorder = None;
+        self.slot = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::{FakeLauncher, FakeScript};
+    use serde_json::json;
+    use std::time::Duration;
+
+    fn sessions(
+        max: usize,
+    ) -> (
+        Sessions<FakeLauncher>,
+        std::sync::mpsc::Receiver<RecordEvent>,
+    ) {
+        let (events, recorded) = std::sync::mpsc::channel();
+        let settings = EnvSettings {
+            action_wait: Duration::from_millis(10),
+            ..EnvSettings::default()
         };
-        let next = match next {
-            Some(Next::Client(next)) => next,
-            // A text-layer request is answered between the client's own requests, never during
-            // one; it is not the client's, so it does not keep the session from going idle.
-            Some(Next::Text(reply)) => {
-                let _ = reply.send(
-                    env.visible_text(&registration.id)
-                        .await
-                        .map_err(|err| err.0),
-                );
-                continue;
-            }
-            None => break Ending::Peer(gone.borrow().unwrap_or(Gone::Left)),
+        let pool = Arc::new(WarmPool::new(
+            FakeLauncher::new(FakeScript::default()),
+            false,
+        ));
+        let sessions = Sessions::new(pool, settings, None, max, Some(events));
+        (sessions, recorded)
+    }
+
+    fn start(url: &str) -> Map<String, Value> {
+        json!({"start_url": url}).as_object().unwrap().clone()
+    }
+
+    #[tokio::test]
+    async fn a_step_is_recorded_and_published_once_under_the_session_id() {
+        let (sessions, recorded) = sessions(2);
+        let shared = sessions.open(Transport::Http, "peer".into()).unwrap();
+        let mut session = shared.lock().await;
+        let id = session.id().to_string();
+        assert!(id.starts_with("http-"));
+        session.reset(&start("https://a.example/")).await.unwrap();
+        let click = BrowserAction::click(10, 20);
+        session.step(&click).await.unwrap();
+
+        let listed = sessions.registry().get(&id).unwrap();
+        assert_eq!((listed.transport, listed.step_count), ("http", 1));
+        assert_eq!(listed.peer, "peer");
+        let events: Vec<RecordEvent> = recorded.try_iter().collect();
+        assert!(matches!(&events[..], [
+            RecordEvent::Reset { session: a, .. },
+            RecordEvent::Step { session: b, latency_ms, .. },
+        ] if *a == id && *b == id && *latency_ms >= 0.0));
+        let frame: Value = serde_json::from_str(&sessions.registry().latest(&id).unwrap()).unwrap();
+        assert_eq!(frame["data"]["kind"], "step");
+        assert_eq!(frame["data"]["action"]["x"], 10);
+    }
+
+    #[tokio::test]
+    async fn closing_releases_the_registry_entry_the_recording_and_the_slot() {
+        let (sessions, recorded) = sessions(1);
+        let first = sessions.open(Transport::WebSocket, "a".into()).unwrap();
+        let refused = sessions.open(Transport::Mcp, "b".into()).err().unwrap();
+        assert_eq!(refused, AtCapacity { active: 1, max: 1 });
+
+        let mut session = first.lock().await;
+        session.reset(&start("https://a.example/")).await.unwrap();
+        let id = session.id().to_string();
+        session.close().await;
+        assert!(sessions.registry().get(&id).is_none());
+        assert_eq!(sessions.capacity().active(), 0);
+        assert!(
+            matches!(recorded.try_iter().last(), Some(RecordEvent::End { session }) if session == id)
+        );
+        let after = session.step(&BrowserAction::wait()).await;
+        assert_eq!(after.unwrap_err().0, "the session is closed");
+        session.close().await;
+        drop(session);
+
+        let next = sessions.open(Transport::Mcp, "b".into()).unwrap();
+        assert!(next.lock().await.id().starts_with("mcp-"));
+    }
+
+    #[tokio::test]
+    async fn text_requests_are_answered_between_requests() {
+        let (sessions, _recorded) = sessions(1);
+        let shared = sessions.open(Transport::WebSocket, "a".into()).unwrap();
+        let id = shared.lock().await.id().to_string();
+        let ask = || {
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            assert!(sessions
+                .registry()
+                .request_text(&id, reply)
+                .unwrap()
+                .is_ok());
+            answer
         };
-        let text = match next {
-            Incoming::Text(text) => text,
-            Incoming::Binary => {
-                let frame = ErrorFrame::new(
-                    ErrorCode::SessionError,
-                    "Binary frames are not supported; send JSON text frames",
-                );
-                let _ = outbox.send(&ServerMessage::Error(frame)).await;
-                break Ending::Done;
-            }
-        };
-        let reply = match ClientMessage::parse(&text) {
-            Ok(message) => {
-                let work = async {
-                    match message {
-                        ClientMessage::Reset(kwargs) => {
-                            let result = env.reset(&kwargs).await;
-                            if let Ok(result) = &result {
-                                recorder.reset(env.state().episode_id, env.task_id(), result);
-                                registration.publish(env.state().episode_id, 0, None, result, 0.0);
-                            }
-                            Some(observation(result))
-                        }
-                        ClientMessage::Step(action) => {
-                            let started = Instant::now();
-                            let result = env.step(&action).await;
-                            if let Ok(result) = &result {
-                                let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-                                recorder.step(&action, result, latency_ms);
-                                let state = env.state();
-                                registration.publish(
-                                    state.episode_id,
-                                    state.step_count,
-                                    Some(&action),
-                                    result,
-                                    latency_ms,
-                                );
-                            }
-                            Some(observation(result))
-                        }
-                        ClientMessage::State => Some(ServerMessage::State(env.state())),
-                        ClientMessage::Close => None,
-                    }
-                };
-                // A peer that leaves (or a server that stops) mid-step ends the work at once;
-                // dropping the environment's future drops its browser, which kills the process.
-                let reply = tokio::select! {
-                    reply = work => reply,
-                    why = departure(&mut gone) => break Ending::Peer(why),
-                    _ = shutdown.wait_for(|stop| *stop) => break Ending::Shutdown,
-                };
-                match reply {
-                    Some(reply) => reply,
-                    None => break Ending::Done,
-                }
-            }
-            Err(frame) => ServerMessage::Error(frame),
-        };
-        if let Err(why) = outbox.send(&reply).await {
-            break Ending::Peer(why);
-        }
-        // The idle clock runs from the answer: time spent on a request is never idle time.
-        idle_until = deadline(timeouts.session_timeout);
-    };
-    let (notice, close) = farewell_for(&ending, &timeouts);
-    match &ending {
-        Ending::Idle | Ending::Peer(Gone::Silent | Gone::Stalled) => tracing::info!(
-            "session {} ended: {}",
-            registration.id,
-            notice
-                .as_ref()
-                .map_or("it stopped reading", |n| n.message.as_str())
-        ),
-        _ => {}
-    }
-    // The client hears why before the browser closes (which can take a moment); the close frame
-    // follows.
-    if let Some(notice) = notice {
-        let _ = outbox
-            .write(
-                Message::Text(ServerMessage::Error(notice).to_text().into()),
-                FAREWELL_TIMEOUT,
-            )
-            .await;
-    }
-    // Gone from the registry (its watchers see it end), then the browser, then the slot: a client
-    // that gets the close frame finds all three released.
-    drop(text_requests);
-    drop(registration);
-    env.close().await;
-    drop(slot);
-    if matches!(ending, Ending::Idle) {
-        // The session is over, but the socket stays open until the client speaks again (or for
-        // one more timeout), so the error frame is read as the answer to its next request.
-        // OpenEnv's Python client opens a new socket by itself when it finds its socket closed,
-        // and its caller would only hear "reset before stepping" from the new session.
-        tokio::select! {
-            _ = incoming.recv() => {}
-            _ = departure(&mut gone) => {}
-            () = until(deadline(timeouts.session_timeout)) => {}
-            _ = shutdown.wait_for(|stop| *stop) => {}
-        }
-    }
-    if let Some((code, reason)) = close {
-        outbox.farewell(None, code, reason).await;
-    }
-    reader.abort();
-}
+        let before = ask().await.unwrap();
+        assert_eq!(before.unwrap_err(), "no page yet: reset first");
 
-/// What a session that ended this way tells its peer: an error frame saying why, and the close
-/// frame's code and reason. A peer that stopped reading is told nothing (nothing would get through).
-fn farewell_for(
-    ending: &Ending,
-    timeouts: &PeerTimeouts,
-) -> (Option<ErrorFrame>, Option<(u16, &'static str)>) {
-    match ending {
-        Ending::Idle => {
-            let seconds = timeouts.session_timeout.unwrap_or_default().as_secs_f64();
-            let frame = ErrorFrame::new(
-                ErrorCode::SessionError,
-                format!(
-                    "Session ended: no message for {seconds} s (BROWSER_SESSION_TIMEOUT_SECONDS); \
-                     its browser is closed. Connect again for a new session"
-                ),
-            )
-            .with_extra("reason", json!("SESSION_TIMEOUT"))
-            .with_extra("session_timeout", json!(seconds));
-            (Some(frame), Some((1000, "session timeout")))
-        }
-        Ending::Peer(Gone::Silent) => {
-            let seconds = timeouts.ping_timeout.as_secs_f64();
-            let frame = ErrorFrame::new(
-                ErrorCode::SessionError,
-                format!(
-                    "Session ended: no answer to a ping within {seconds} s \
-                     (BROWSER_WS_PING_TIMEOUT_SECONDS); its browser is closed"
-                ),
-            )
-            .with_extra("reason", json!("PING_TIMEOUT"));
-            // 1011 with this reason is what Python's `websockets` sends in the same case.
-            (Some(frame), Some((1011, "keepalive ping timeout")))
-        }
-        Ending::Peer(Gone::Stalled) => (None, None),
-        Ending::Peer(Gone::Left) | Ending::Done | Ending::Shutdown => (None, Some((1000, ""))),
-    }
-}
-
-/// Read the peer's frames into the session's queue, ping it, and return why it is gone.
-async fn read_frames(
-    mut stream: SplitStream<WebSocket>,
-    outbox: &Outbox,
-    timeouts: &PeerTimeouts,
-    incoming: &mpsc::Sender<Incoming>,
-) -> Gone {
-    let mut next_ping = tokio::time::Instant::now() + timeouts.ping_interval;
-    // Set while a ping is unanswered: by then the peer must have sent something, its pong at least.
-    let mut answer_due: Option<tokio::time::Instant> = None;
-    loop {
-        let wake = answer_due.unwrap_or(next_ping);
-        tokio::select! {
-            frame = stream.next() => {
-                answer_due = None;
-                let forwarded = match frame {
-                    // Waiting here while the queue is full is the back-pressure on a flood.
-                    Some(Ok(Message::Text(text))) => incoming.send(Incoming::Text(text)).await,
-                    Some(Ok(Message::Binary(_))) => incoming.send(Incoming::Binary).await,
-                    // Pings are answered by the WebSocket layer as this loop reads.
-                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => Ok(()),
-                    Some(Ok(Message::Close(_)) | Err(_)) | None => return Gone::Left,
-                };
-                if forwarded.is_err() {
-                    // The session is over.
-                    return Gone::Left;
-                }
-            }
-            () = tokio::time::sleep_until(wake) => {
-                if answer_due.is_some() {
-                    return Gone::Silent;
-                }
-                next_ping = tokio::time::Instant::now() + timeouts.ping_interval;
-                match outbox.ping().await {
-                    Some(Ok(())) => {
-                        answer_due = Some(tokio::time::Instant::now() + timeouts.ping_timeout);
-                    }
-                    Some(Err(gone)) => return gone,
-                    // A reply is being written; the next ping comes at the next interval.
-                    None => {}
-                }
-            }
-        }
-    }
-}
-
-/// Resolves with why the peer is gone, once the reader says so.
-async fn departure(gone: &mut watch::Receiver<Option<Gone>>) -> Gone {
-    match gone.wait_for(Option::is_some).await {
-        Ok(why) => why.unwrap_or(Gone::Left),
-        Err(_) => Gone::Left,
-    }
-}
-
-fn deadline(timeout: Option<Duration>) -> Option<tokio::time::Instant> {
-    timeout.map(|timeout| tokio::time::Instant::now() + timeout)
-}
-
-/// Resolves at the deadline; never without one.
-async fn until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
-    }
-}
-
-fn observation(result: Result<StepResult, EnvError>) -> ServerMessage {
-    match result {
-        Ok(result) => ServerMessage::Observation(result),
-        Err(EnvError(message)) => {
-            ServerMessage::Error(ErrorFrame::new(ErrorCode::ExecutionError, message))
-        }
+        // Asked while the transport holds the session (a step in flight): answered after it.
+        let mut held = shared.lock().await;
+        let mut answer = ask();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            answer.try_recv().is_err(),
+            "answered while the transport held the session"
+        );
+        held.reset(&start("https://a.example/")).await.unwrap();
+        drop(held);
+        let layer = answer.await.unwrap().unwrap();
+        assert_eq!(layer.session, id);
     }
 }

@@ -314,9 +314,17 @@ async fn http_routes_follow_the_contract() {
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
     )
     .await;
+    // OpenEnv's JSON-RPC (no MCP handshake): the tools, then an unknown method.
     assert_eq!(status, 200);
-    assert_eq!(reply["error"]["code"], -32603);
     assert_eq!(reply["id"], 1);
+    assert_eq!(reply["result"]["tools"][0]["name"], "reset", "{reply}");
+    let (_, unknown) = post(
+        &server,
+        "/mcp",
+        r#"{"jsonrpc":"2.0","id":2,"method":"nope"}"#,
+    )
+    .await;
+    assert_eq!(unknown["error"]["code"], -32601);
     server.stop().await.unwrap();
 }
 

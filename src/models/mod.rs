@@ -8,6 +8,7 @@ mod observation;
 mod schema;
 #[cfg(test)]
 mod tests;
+mod tools;
 mod validation;
 
 use std::fmt;
@@ -24,6 +25,7 @@ pub const MAX_SCROLL: i64 = 1200;
 pub use action::*;
 pub use observation::*;
 pub use schema::*;
+pub use tools::*;
 pub use validation::FieldError;
 
 // The validation helpers, for the rooms (`use super::*`).

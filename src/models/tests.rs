@@ -598,3 +598,74 @@ fn observation_and_state_serde() {
     let empty: Option<BrowserState> = serde_json::from_value(json!({})).ok();
     assert_eq!(empty, Some(BrowserState::default()));
 }
+
+mod tools {
+    use super::*;
+
+    fn args(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn tool_arguments_become_the_action() {
+        let click = action_from_tool_arguments(Op::Click, &args(json!({"x": 10, "y": "20"})));
+        assert_eq!(click.unwrap(), BrowserAction::click(10, 20));
+        let key = action_from_tool_arguments(Op::Key, &args(json!({"key": "ENTER"})));
+        assert_eq!(key.unwrap(), BrowserAction::key(Key::Enter));
+        let finish = action_from_tool_arguments(Op::Finish, &args(json!({})));
+        assert_eq!(finish.unwrap(), BrowserAction::finish(""));
+        let back = action_from_tool_arguments(Op::Back, &args(json!({})));
+        assert_eq!(back.unwrap(), BrowserAction::back());
+    }
+
+    #[test]
+    fn bad_arguments_get_the_validation_words_under_the_tool_names() {
+        let message = |op, value| {
+            let errors = action_from_tool_arguments(op, &args(value)).unwrap_err();
+            crate::protocol::ErrorFrame::validation(errors).message
+        };
+        assert_eq!(
+            message(Op::Click, json!({"x": 800, "y": 0})),
+            "Invalid message: x: Input should be less than 800"
+        );
+        assert_eq!(
+            message(Op::Click, json!({"x": 1})),
+            "Invalid message: Value error, click needs both x and y"
+        );
+        assert!(message(Op::Key, json!({"key": "F13"})).contains("key must be one of ENTER, TAB"));
+        let long = "a".repeat(MAX_TEXT_CHARS + 1);
+        assert_eq!(
+            message(Op::Finish, json!({"answer": long})),
+            format!(
+                "Invalid message: answer: String should have at most {MAX_TEXT_CHARS} characters"
+            )
+        );
+        assert_eq!(
+            message(Op::Scroll, json!({})),
+            "Invalid message: dy: Field required"
+        );
+        assert_eq!(
+            message(Op::Wait, json!({"op": "click"})),
+            "Invalid message: op: Extra inputs are not permitted"
+        );
+    }
+
+    #[test]
+    fn tool_schemas_hold_the_action_bounds() {
+        let click = action_tool_schema(Op::Click);
+        assert_eq!(click["properties"]["x"]["exclusiveMaximum"], 800);
+        assert_eq!(click["properties"]["y"]["exclusiveMaximum"], 600);
+        assert_eq!(click["required"], json!(["x", "y"]));
+        let key = action_tool_schema(Op::Key);
+        assert_eq!(
+            key["properties"]["key"]["enum"].as_array().unwrap().len(),
+            Key::ALL.len()
+        );
+        let scroll = action_tool_schema(Op::Scroll);
+        assert_eq!(scroll["properties"]["dy"]["maximum"], MAX_SCROLL);
+        for op in Op::ALL {
+            assert_eq!(action_tool_schema(op)["additionalProperties"], false);
+            assert!(action_tool_description(op).contains("800x600"));
+        }
+    }
+}

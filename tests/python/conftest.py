@@ -13,6 +13,7 @@ Environment:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import os
@@ -106,18 +107,18 @@ def _stop(proc: subprocess.Popen) -> int:
     return proc.returncode
 
 
-@pytest.fixture(scope="session")
-def server_url(tmp_path_factory):
-    """Base URL (no trailing slash) of a running browserenv-server."""
+@contextlib.contextmanager
+def launch_server(extra_args: list[str], log_dir: Path):
+    """Run browserenv-server on a free loopback port; yields its base URL (no trailing slash)."""
     binary = server_binary()
     if not binary.is_file():
         pytest.fail(
             f"server binary not found at {binary}: run `cargo build -p browserenv-server` "
             "or set BROWSERENV_SERVER_BIN"
         )
-    cmd = [str(binary), "--host", "127.0.0.1", "--port", "0", "--max-sessions", "3"]
+    cmd = [str(binary), "--host", "127.0.0.1", "--port", "0", *extra_args]
     cmd += shlex.split(os.environ.get("BROWSERENV_SERVER_ARGS", ""))
-    log_path = tmp_path_factory.mktemp("server") / "server.log"
+    log_path = log_dir / "server.log"
     log_file = open(log_path, "wb")
     proc = subprocess.Popen(
         cmd,
@@ -177,3 +178,10 @@ def server_url(tmp_path_factory):
             sys.stderr.write(
                 f"\nbrowserenv-server exited with {code}; log tail:\n{_tail(log_path)}\n"
             )
+
+
+@pytest.fixture(scope="session")
+def server_url(tmp_path_factory):
+    """Base URL (no trailing slash) of a running browserenv-server."""
+    with launch_server(["--max-sessions", "3"], tmp_path_factory.mktemp("server")) as url:
+        yield url

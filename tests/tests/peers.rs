@@ -137,8 +137,10 @@ async fn a_silent_session_is_ended_and_its_slot_reused_while_an_active_one_goes_
         // The silent one is told why it ends.
         let told = next_json(&mut silent).await;
         let took = quiet.elapsed();
+        // The server's clock starts when it has written the answer, a moment before this side
+        // has read it (longer on a loaded machine).
         assert!(
-            took >= timeout - Duration::from_millis(100),
+            took >= timeout - Duration::from_millis(500),
             "ended after {took:?}"
         );
         assert_eq!(told["data"]["code"], "SESSION_ERROR", "{told}");

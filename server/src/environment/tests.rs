@@ -1,0 +1,307 @@
+//! The episode rules, against the fake browser.
+
+use super::*;
+use crate::fake::{FakeLauncher, FakeScript};
+use browserenv::models::Key;
+
+fn settings() -> EnvSettings {
+    EnvSettings {
+        max_steps: 3,
+        action_wait: Duration::from_millis(20),
+        explicit_wait: Duration::from_millis(10),
+        action_timeout: Duration::from_millis(200),
+        screenshot_timeout: Duration::from_millis(200),
+        page_load_timeout: Duration::from_millis(200),
+        ..EnvSettings::default()
+    }
+}
+
+fn kwargs(url: &str) -> Map<String, Value> {
+    let mut map = Map::new();
+    map.insert("start_url".into(), json!(url));
+    map
+}
+
+fn env(script: FakeScript) -> (Environment<FakeLauncher>, Arc<FakeLauncher>) {
+    let launcher = Arc::new(FakeLauncher::new(script));
+    (Environment::new(launcher.clone(), settings()), launcher)
+}
+
+#[tokio::test]
+async fn rejects_bad_start_urls_without_touching_the_episode() {
+    let (mut env, launcher) = env(FakeScript::default());
+    env.reset(&kwargs("https://a.example/")).await.unwrap();
+    for bad in [
+        "file:///etc/passwd",
+        "javascript:alert(1)",
+        "https://user:pw@a.example/",
+        "https://user@a.example/",
+        "ftp://a.example/",
+        "not a url",
+        "http://",
+        "data:text/html,hi",
+        "http:///basic.html",
+        "https:///a.example/",
+        "http:/basic.html",
+        "http:basic.html",
+        "http://@/x",
+    ] {
+        let err = env.reset(&kwargs(bad)).await.unwrap_err();
+        assert_eq!(
+            err.0, "expected an HTTP(S) URL without credentials",
+            "{bad}"
+        );
+    }
+    assert!(env.reset(&Map::new()).await.is_err());
+    assert_eq!(launcher.launched(), 1);
+    // The episode survived the bad input.
+    assert!(env.step(&BrowserAction::wait()).await.is_ok());
+}
+
+#[tokio::test]
+async fn step_before_reset_and_after_done_is_refused() {
+    let (mut env, _) = env(FakeScript::default());
+    assert_eq!(
+        env.step(&BrowserAction::back()).await.unwrap_err().0,
+        "reset before stepping"
+    );
+    env.reset(&kwargs("https://a.example/")).await.unwrap();
+    let result = env.step(&BrowserAction::finish("done")).await.unwrap();
+    assert!(result.done);
+    assert_eq!(
+        env.step(&BrowserAction::back()).await.unwrap_err().0,
+        "reset before stepping"
+    );
+}
+
+#[tokio::test]
+async fn state_counts_steps_and_keeps_the_given_episode_id() {
+    let (mut env, _) = env(FakeScript::default());
+    assert_eq!(env.state(), BrowserState::default());
+    let mut args = kwargs("https://a.example/");
+    args.insert("episode_id".into(), json!("ep-1"));
+    args.insert("seed".into(), json!(7));
+    args.insert("unknown".into(), json!(true));
+    let first = env.reset(&args).await.unwrap();
+    assert_eq!(first.observation.url, "https://a.example/");
+    assert!(!first.done);
+    env.step(&BrowserAction::scroll(100)).await.unwrap();
+    assert_eq!(
+        env.state(),
+        BrowserState {
+            episode_id: Some("ep-1".into()),
+            step_count: 1
+        }
+    );
+    env.reset(&kwargs("https://a.example/")).await.unwrap();
+    let state = env.state();
+    assert_eq!(state.step_count, 0);
+    assert_eq!(state.episode_id.unwrap().len(), 36, "a uuid4");
+}
+
+#[tokio::test]
+async fn step_limit_ends_the_episode() {
+    let (mut env, _) = env(FakeScript::default());
+    env.reset(&kwargs("https://a.example/")).await.unwrap();
+    assert!(!env.step(&BrowserAction::wait()).await.unwrap().done);
+    assert!(!env.step(&BrowserAction::wait()).await.unwrap().done);
+    assert!(env.step(&BrowserAction::wait()).await.unwrap().done);
+}
+
+#[tokio::test]
+async fn scroll_uses_the_last_click_else_the_centre() {
+    let (mut env, launcher) = env(FakeScript::default());
+    env.reset(&kwargs("https://a.example/")).await.unwrap();
+    env.step(&BrowserAction::scroll(300)).await.unwrap();
+    env.step(&BrowserAction::click(10, 20)).await.unwrap();
+    env.step(&BrowserAction::scroll(-300)).await.unwrap();
+    let calls = launcher.calls();
+    assert!(
+        calls.contains(&"scroll 400 300 300".to_string()),
+        "{calls:?}"
+    );
+    assert!(calls.contains(&"click 10 20".to_string()), "{calls:?}");
+    assert!(
+        calls.contains(&"scroll 10 20 -300".to_string()),
+        "{calls:?}"
+    );
+}
+
+#[tokio::test]
+async fn keys_and_text_reach_the_browser() {
+    let (mut env, launcher) = env(FakeScript::default());
+    env.reset(&kwargs("https://a.example/")).await.unwrap();
+    env.step(&BrowserAction::type_text("héllo")).await.unwrap();
+    env.step(&BrowserAction::key(Key::CtrlA)).await.unwrap();
+    let calls = launcher.calls();
+    assert!(calls.contains(&"type héllo".to_string()));
+    assert!(calls.contains(&"press CTRL+A".to_string()));
+}
+
+#[tokio::test]
+async fn bot_verification_ends_the_episode() {
+    let script = FakeScript {
+        page_text: "Verify you are human. Performance & security by Cloudflare".into(),
+        ..FakeScript::default()
+    };
+    let (mut env, _) = env(script);
+    let result = env.reset(&kwargs("https://a.example/")).await.unwrap();
+    assert!(result.done);
+    assert_eq!(result.observation.error, "blocked_by_bot_verification");
+}
+
+#[tokio::test]
+async fn a_hung_screenshot_is_renderer_timeout_and_done() {
+    let script = FakeScript {
+        hang_screenshot: true,
+        ..FakeScript::default()
+    };
+    let (mut env, _) = env(script);
+    let result = env.reset(&kwargs("https://a.example/")).await.unwrap();
+    assert!(result.done);
+    assert_eq!(result.observation.error, "renderer_timeout");
+    assert_eq!(result.observation.screenshot, "");
+}
+
+#[tokio::test]
+async fn a_hung_action_is_reported_and_bounded() {
+    let script = FakeScript {
+        hang_click: true,
+        ..FakeScript::default()
+    };
+    let (mut env, _) = env(script);
+    env.reset(&kwargs("https://a.example/")).await.unwrap();
+    let result = env.step(&BrowserAction::click(1, 1)).await.unwrap();
+    assert_eq!(result.observation.error, "action_timeout");
+    assert!(
+        !result.done,
+        "the page still paints, so the episode goes on"
+    );
+}
+
+#[tokio::test]
+async fn page_load_timeout_is_not_fatal() {
+    let script = FakeScript {
+        hang_goto: true,
+        ..FakeScript::default()
+    };
+    let (mut env, _) = env(script);
+    let result = env.reset(&kwargs("https://a.example/")).await.unwrap();
+    assert_eq!(result.observation.error, "page_load_timeout");
+    assert!(!result.done);
+    assert!(!result.observation.screenshot.is_empty());
+}
+
+#[tokio::test]
+async fn incidents_become_metadata_and_codes() {
+    let mut incidents = Incidents::default();
+    for i in 0..25 {
+        incidents.dialogs.push(("alert".into(), format!("hi {i}")));
+    }
+    incidents
+        .downloads_denied
+        .push("https://a.example/x.bin".into());
+    incidents.tabs_closed = 3;
+    let script = FakeScript {
+        incidents,
+        ..FakeScript::default()
+    };
+    let (mut env, _) = env(script);
+    let result = env.reset(&kwargs("https://a.example/")).await.unwrap();
+    let metadata = &result.observation.metadata;
+    assert_eq!(metadata["dialogs"][0]["type"], "alert");
+    assert_eq!(
+        metadata["dialogs"].as_array().unwrap().len(),
+        crate::browser::INCIDENTS_KEPT
+    );
+    assert_eq!(metadata["dialogs_more"], 15);
+    assert_eq!(metadata["tabs_closed"], 3);
+    assert!(metadata.get("downloads_denied_more").is_none());
+    assert_eq!(result.observation.error, "download_blocked");
+    assert!(metadata["timings_ms"]["total"].is_number());
+    assert_eq!(metadata["title"], "Fake page");
+}
+
+#[tokio::test]
+async fn task_resets_use_the_tasks_start_url_and_step_limit() {
+    let tasks = TaskSet::parse(
+        r#"{"id":"t1","category":"navigation","instruction":"Go","start_url":"start.html","max_steps":2,"check":{"url":"/done"}}"#,
+        "inline",
+    )
+    .unwrap();
+    let catalog = TaskCatalog {
+        tasks,
+        base_url: Some(url::Url::parse("https://site.example/").unwrap()),
+    };
+    let (base, _) = self::env(FakeScript::default());
+    let mut tasked = Environment {
+        settings: EnvSettings {
+            max_steps: 50,
+            ..settings()
+        },
+        ..base
+    }
+    .with_tasks(Some(Arc::new(catalog)));
+    let mut args = Map::new();
+    args.insert("task_id".into(), json!("t1"));
+    let first = tasked.reset(&args).await.unwrap();
+    assert_eq!(first.observation.url, "https://site.example/start.html");
+    assert_eq!(tasked.task_id().as_deref(), Some("t1"));
+    assert!(!tasked.step(&BrowserAction::wait()).await.unwrap().done);
+    let last = tasked.step(&BrowserAction::wait()).await.unwrap();
+    assert!(
+        last.done,
+        "the task's max_steps (2) wins over the server's (50)"
+    );
+    assert_eq!(last.reward, Some(0.0), "not finished: no reward");
+
+    let (mut plain, _) = self::env(FakeScript::default());
+    let err = plain.reset(&args).await.unwrap_err();
+    assert!(err.0.contains("this server has no tasks"), "{}", err.0);
+}
+
+#[tokio::test]
+async fn the_text_layer_is_read_once_per_step_and_needs_a_page() {
+    let (mut env, launcher) = env(FakeScript::default());
+    let err = env.visible_text("s").await.unwrap_err();
+    assert!(err.0.contains("reset first"), "{}", err.0);
+    env.reset(&kwargs("https://a.example/")).await.unwrap();
+    let first = env.visible_text("s").await.unwrap();
+    assert_eq!((first.session.as_str(), first.step), ("s", 0));
+    env.visible_text("s").await.unwrap();
+    let reads = |launcher: &FakeLauncher| {
+        launcher
+            .calls()
+            .iter()
+            .filter(|c| *c == "visible_text")
+            .count()
+    };
+    assert_eq!(reads(&launcher), 1, "the same step is read once");
+    env.step(&BrowserAction::wait()).await.unwrap();
+    assert_eq!(env.visible_text("s").await.unwrap().step, 1);
+    assert_eq!(reads(&launcher), 2);
+    assert_eq!(env.state().step_count, 1, "reading is not a step");
+}
+
+#[tokio::test]
+async fn fixed_mode_sleeps_the_action_wait() {
+    let launcher = Arc::new(FakeLauncher::new(FakeScript::default()));
+    let mut env = Environment::new(
+        launcher.clone(),
+        EnvSettings {
+            settle: SettleMode::Fixed,
+            action_wait: Duration::from_millis(150),
+            ..settings()
+        },
+    );
+    env.reset(&kwargs("https://a.example/")).await.unwrap();
+    let result = env.step(&BrowserAction::scroll(10)).await.unwrap();
+    assert_eq!(result.observation.metadata["settle"], "fixed");
+    assert!(
+        result.observation.metadata["timings_ms"]["settle"]
+            .as_f64()
+            .unwrap()
+            >= 150.0
+    );
+    assert!(!launcher.calls().iter().any(|c| c == "settle"));
+}

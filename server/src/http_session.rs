@@ -1,0 +1,216 @@
+//! The HTTP transport: `/reset`, `/step` and `/state` (docs/wire.md §3) drive one shared HTTP
+//! session, because the Python server's "fresh environment per request" cannot hold a browser
+//! between calls. It is a session like any other (`session.rs`): it takes a capacity slot on its
+//! first `/reset`, is listed and watchable as `http-…`, and is recorded. It keeps the slot until no
+//! request has come for the session timeout; the next `/reset` then starts a new one.
+
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Map, Value};
+use tokio::sync::{watch, Mutex};
+
+use browserenv::models::{BrowserAction, FieldError, StepResult};
+use browserenv::protocol::step_result_body;
+
+use crate::api_error::ApiError;
+use crate::browser::Launcher;
+use crate::connection::Peer;
+use crate::session::{Sessions, SharedSession, Transport};
+
+pub struct HttpSession<L: Launcher> {
+    sessions: Arc<Sessions<L>>,
+    current: Mutex<Current<L>>,
+}
+
+struct Current<L: Launcher> {
+    session: Option<SharedSession<L>>,
+    /// When the last `/reset`, `/step` or `/state` on it was answered.
+    last_used: Instant,
+    /// Set when the session was closed for being idle this long, so `/step` can say why.
+    expired_after: Option<Duration>,
+}
+
+/// The HTTP routes, over the shared session.
+pub fn routes<L: Launcher, S: Clone + Send + Sync + 'static>(
+    http: Arc<HttpSession<L>>,
+) -> Router<S> {
+    Router::new()
+        .route("/reset", post(reset::<L>))
+        .route("/step", post(step::<L>))
+        .route("/state", get(state::<L>))
+        .with_state(http)
+}
+
+impl<L: Launcher> HttpSession<L> {
+    pub fn new(sessions: Arc<Sessions<L>>) -> Self {
+        HttpSession {
+            sessions,
+            current: Mutex::new(Current {
+                session: None,
+                last_used: Instant::now(),
+                expired_after: None,
+            }),
+        }
+    }
+
+    /// End the session (the server is stopping).
+    pub async fn close(&self) {
+        if let Some(session) = self.current.lock().await.session.take() {
+            session.lock().await.close().await;
+        }
+    }
+
+    /// Release the session once no request has used it for `timeout` (OpenEnv's
+    /// `session_timeout`): one `/reset` must not hold a browser and a slot for good. A request in
+    /// flight holds the lock, so a long step is never cut. Ends with the server.
+    pub async fn expire(http: Weak<Self>, timeout: Duration, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            let deadline = {
+                let Some(http) = http.upgrade() else { return };
+                let current = http.current.lock().await;
+                current
+                    .session
+                    .as_ref()
+                    .map(|_| current.last_used + timeout)
+            };
+            // With no session, look again after `timeout`: one started meanwhile expires no
+            // earlier than `timeout` after its own last request, which the next look finds.
+            let wake = deadline.unwrap_or_else(|| Instant::now() + timeout);
+            tokio::select! {
+                _ = tokio::time::sleep_until(wake.into()) => {}
+                _ = shutdown.wait_for(|stop| *stop) => return,
+            }
+            let Some(http) = http.upgrade() else { return };
+            let mut current = http.current.lock().await;
+            if current.session.is_some() && current.last_used.elapsed() >= timeout {
+                tracing::info!(
+                    "closing the HTTP session: no request for {} s \
+                     (BROWSER_SESSION_TIMEOUT_SECONDS)",
+                    timeout.as_secs_f64()
+                );
+                if let Some(session) = current.session.take() {
+                    session.lock().await.close().await;
+                }
+                current.expired_after = Some(timeout);
+            }
+        }
+    }
+}
+
+async fn reset<L: Launcher>(
+    State(http): State<Arc<HttpSession<L>>>,
+    Peer(peer): Peer,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let kwargs = match json_body(&body, true)? {
+        Value::Object(kwargs) => kwargs,
+        other => {
+            return Err(ApiError::unprocessable(vec![FieldError::new(
+                "dict_type",
+                vec![json!("body")],
+                "Input should be a valid dictionary",
+                other,
+            )]))
+        }
+    };
+    let mut current = http.current.lock().await;
+    let session = match &current.session {
+        Some(session) => session.clone(),
+        None => {
+            let session = http
+                .sessions
+                .open(Transport::Http, peer)
+                .map_err(|refused| {
+                    ApiError::from_frame(StatusCode::SERVICE_UNAVAILABLE, &refused.frame())
+                })?;
+            current.session = Some(session.clone());
+            current.expired_after = None;
+            session
+        }
+    };
+    let result = session.lock().await.reset(&kwargs).await;
+    // The idle clock starts when the answer is ready, not when the request came.
+    current.last_used = Instant::now();
+    Ok(reply(&result.map_err(|err| ApiError::execution(err.0))?))
+}
+
+async fn step<L: Launcher>(
+    State(http): State<Arc<HttpSession<L>>>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let request = json_body(&body, false)?;
+    let Some(raw_action) = request.get("action") else {
+        return Err(ApiError::unprocessable(vec![FieldError::new(
+            "missing",
+            vec![json!("body"), json!("action")],
+            "Field required",
+            request.clone(),
+        )]));
+    };
+    let action = BrowserAction::from_value(raw_action).map_err(|errors| {
+        // FastAPI puts the body path in front of the model's own location.
+        let errors = errors
+            .into_iter()
+            .map(|mut error| {
+                error.loc.splice(0..0, [json!("body"), json!("action")]);
+                error
+            })
+            .collect();
+        ApiError::unprocessable(errors)
+    })?;
+    let mut current = http.current.lock().await;
+    let Some(session) = current.session.clone() else {
+        return Err(ApiError::execution(match current.expired_after {
+            Some(after) => format!(
+                "reset before stepping: the HTTP session was closed after {} s without a \
+                 request (BROWSER_SESSION_TIMEOUT_SECONDS)",
+                after.as_secs_f64()
+            ),
+            None => "reset before stepping".into(),
+        }));
+    };
+    let result = session.lock().await.step(&action).await;
+    current.last_used = Instant::now();
+    Ok(reply(&result.map_err(|err| ApiError::execution(err.0))?))
+}
+
+async fn state<L: Launcher>(State(http): State<Arc<HttpSession<L>>>) -> Json<Value> {
+    let mut current = http.current.lock().await;
+    current.last_used = Instant::now();
+    let state = match &current.session {
+        Some(session) => session.lock().await.state(),
+        None => Default::default(),
+    };
+    Json(json!(state))
+}
+
+/// An observation as the HTTP routes answer it: `metadata` always present (null when empty).
+fn reply(result: &StepResult) -> Response {
+    let mut body = step_result_body(result);
+    if body.get("metadata").is_none() {
+        body["metadata"] = Value::Null;
+    }
+    Json(body).into_response()
+}
+
+/// Parse a JSON body; the error is FastAPI's for a body that is not JSON.
+fn json_body(body: &Bytes, allow_empty: bool) -> Result<Value, ApiError> {
+    if allow_empty && body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Object(Map::new()));
+    }
+    serde_json::from_slice(body).map_err(|err| {
+        ApiError::unprocessable(vec![FieldError::new(
+            "json_invalid",
+            vec![json!("body"), json!(err.column())],
+            "JSON decode error",
+            json!({}),
+        )])
+    })
+}

@@ -1,0 +1,154 @@
+//! `/mcp`: one endpoint, two kinds of client. MCP clients speak Streamable HTTP (they accept an
+//! event stream and carry `Mcp-Session-Id` after `initialize`); rmcp serves them. OpenEnv's
+//! `MCPToolClient` posts bare JSON-RPC (`Accept: */*`, OpenEnv's session methods,
+//! `params.session_id`); `openenv.rs` answers it. Which is which is decided here, from the request.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use axum::{Json, Router};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::browser::Launcher;
+use crate::connection::Peer;
+use crate::mcp::handler::BrowserTools;
+use crate::mcp::openenv::{self, OpenEnvMcp};
+use crate::session::Sessions;
+use crate::settings::PeerTimeouts;
+
+pub struct Mcp<L: Launcher> {
+    service: StreamableHttpService<BrowserTools<L>, LocalSessionManager>,
+    pub openenv: Arc<OpenEnvMcp<L>>,
+    stop: CancellationToken,
+}
+
+impl<L: Launcher> Mcp<L> {
+    pub fn new(sessions: Arc<Sessions<L>>, timeouts: &PeerTimeouts) -> Self {
+        let mut manager = LocalSessionManager::default();
+        // An MCP session nobody uses ends like any other session.
+        manager.session_config.keep_alive = timeouts.session_timeout;
+        let stop = CancellationToken::new();
+        let config = StreamableHttpServerConfig::default()
+            // `Host` and `Origin` are checked for every route in `access.rs`, once.
+            .disable_allowed_hosts()
+            .with_max_request_body_bytes(crate::app::MAX_INCOMING_BYTES)
+            .with_cancellation_token(stop.clone());
+        let factory = {
+            let sessions = sessions.clone();
+            move || Ok(BrowserTools::new(sessions.clone(), None))
+        };
+        Mcp {
+            service: StreamableHttpService::new(factory, Arc::new(manager), config),
+            openenv: Arc::new(OpenEnvMcp::new(sessions)),
+            stop,
+        }
+    }
+
+    /// End every MCP session (the server is stopping).
+    pub async fn shutdown(&self) {
+        self.stop.cancel();
+        self.openenv.close_all().await;
+    }
+}
+
+pub fn routes<L: Launcher, S: Clone + Send + Sync + 'static>(mcp: Arc<Mcp<L>>) -> Router<S> {
+    Router::new().route("/mcp", any(entry::<L>)).with_state(mcp)
+}
+
+/// A POST from a client that is not speaking Streamable HTTP: it does not take an event stream,
+/// calls one of OpenEnv's methods, or names an OpenEnv session without an MCP one.
+fn is_openenv(headers: &HeaderMap, request: Option<&Value>) -> bool {
+    let streams = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|accept| accept.contains("text/event-stream"));
+    let method = request
+        .and_then(|r| r.get("method"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let names_session = request
+        .and_then(|r| r.get("params"))
+        .and_then(|p| p.get("session_id"))
+        .is_some();
+    !streams
+        || method.starts_with("openenv/")
+        || (names_session && !headers.contains_key("mcp-session-id"))
+}
+
+async fn entry<L: Launcher>(
+    State(mcp): State<Arc<Mcp<L>>>,
+    Peer(peer): Peer,
+    request: Request,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    if parts.method != Method::POST {
+        let mut response = mcp
+            .service
+            .handle(Request::from_parts(parts.clone(), body))
+            .await
+            .map(Body::new);
+        // rmcp ends a session with 202; the MCP spec's clients expect 200 or 204.
+        if parts.method == Method::DELETE && response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            *response.body_mut() = Body::empty();
+        }
+        return response;
+    }
+    let bytes: Bytes = match axum::body::to_bytes(body, crate::app::MAX_INCOMING_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(_) => return Json(openenv::parse_error()).into_response(),
+    };
+    let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
+    if is_openenv(&parts.headers, parsed.as_ref()) {
+        let answer = match parsed {
+            Some(request) => mcp.openenv.answer(&request, None, &peer).await,
+            None => openenv::parse_error(),
+        };
+        return Json(answer).into_response();
+    }
+    mcp.service
+        .handle(Request::from_parts(parts, Body::from(bytes)))
+        .await
+        .map(Body::new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn headers(accept: &str, session: Option<&str>) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT, accept.parse().unwrap());
+        if let Some(session) = session {
+            headers.insert("mcp-session-id", session.parse().unwrap());
+        }
+        headers
+    }
+
+    #[test]
+    fn openenv_posts_and_mcp_posts_are_told_apart() {
+        let streamable = "application/json, text/event-stream";
+        let call =
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "wait"}});
+        let named = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"session_id": "s"}});
+        let create = json!({"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"});
+        // MCPToolClient: `Accept: */*`.
+        assert!(is_openenv(&headers("*/*", None), Some(&call)));
+        assert!(is_openenv(&headers(streamable, None), Some(&create)));
+        assert!(is_openenv(&headers(streamable, None), Some(&named)));
+        // An MCP client, before and after initialize.
+        let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}});
+        assert!(!is_openenv(&headers(streamable, None), Some(&initialize)));
+        assert!(!is_openenv(&headers(streamable, Some("m")), Some(&call)));
+        assert!(!is_openenv(&headers(streamable, Some("m")), Some(&named)));
+    }
+}

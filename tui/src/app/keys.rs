@@ -1,0 +1,192 @@
+//! What a key does: the `Mode` that decides it (normal, a line editor open, the second key of
+//! `k <key>`, confirming a quit), the normal-mode bindings, and `BINDINGS`, their list for the
+//! help overlay. Keeping the handler and the list in one file keeps them in step.
+
+use browserenv::models::{BrowserAction, Key};
+
+use super::crosshair::{FAST_STEP, STEP};
+use super::{App, Effect, KeyInput, LineKind, LinkState};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    Normal,
+    Line {
+        kind: LineKind,
+        text: String,
+    },
+    /// Waiting for the second keystroke of `k <key>`.
+    KeyPrefix,
+    ConfirmQuit,
+}
+
+impl App {
+    pub(super) fn on_key(&mut self, key: KeyInput) -> Vec<Effect> {
+        if self.help {
+            // Any key closes the help; it never acts on the page.
+            self.help = false;
+            return Vec::new();
+        }
+        match self.mode.clone() {
+            Mode::ConfirmQuit => match key {
+                KeyInput::Char('y') | KeyInput::Char('Y') => vec![Effect::Quit],
+                _ => {
+                    self.mode = Mode::Normal;
+                    self.notice("quit cancelled");
+                    Vec::new()
+                }
+            },
+            Mode::KeyPrefix => {
+                self.mode = Mode::Normal;
+                let named = match key {
+                    KeyInput::Enter => Some(Key::Enter),
+                    KeyInput::Tab => Some(Key::Tab),
+                    KeyInput::Esc => Some(Key::Escape),
+                    KeyInput::Backspace => Some(Key::Backspace),
+                    KeyInput::Char('a') | KeyInput::CtrlA => Some(Key::CtrlA),
+                    KeyInput::Up { .. } => Some(Key::Up),
+                    KeyInput::Down { .. } => Some(Key::Down),
+                    KeyInput::Left { .. } => Some(Key::Left),
+                    KeyInput::Right { .. } => Some(Key::Right),
+                    _ => None,
+                };
+                match named {
+                    Some(named) => self.step(BrowserAction::key(named)),
+                    None => {
+                        self.error("k then: Enter Tab Esc Backspace a(=CTRL+A) or an arrow");
+                        Vec::new()
+                    }
+                }
+            }
+            Mode::Line { kind, text } => self.on_line_key(kind, text, key),
+            Mode::Normal => self.on_normal_key(key),
+        }
+    }
+
+    /// Quit at once, or ask first when an episode would be lost.
+    pub(super) fn quit(&mut self) -> Vec<Effect> {
+        if self.episode_in_progress() {
+            self.mode = Mode::ConfirmQuit;
+            Vec::new()
+        } else {
+            vec![Effect::Quit]
+        }
+    }
+
+    fn on_normal_key(&mut self, key: KeyInput) -> Vec<Effect> {
+        let fast = |f: bool| if f { FAST_STEP } else { STEP };
+        match key {
+            KeyInput::Up { fast: f } => {
+                self.move_crosshair(0, -fast(f));
+                Vec::new()
+            }
+            KeyInput::Down { fast: f } => {
+                self.move_crosshair(0, fast(f));
+                Vec::new()
+            }
+            KeyInput::Left { fast: f } => {
+                self.move_crosshair(-fast(f), 0);
+                Vec::new()
+            }
+            KeyInput::Right { fast: f } => {
+                self.move_crosshair(fast(f), 0);
+                Vec::new()
+            }
+            KeyInput::Enter => {
+                let (x, y) = self.crosshair;
+                self.click_at(x, y)
+            }
+            KeyInput::PageDown => self.step(BrowserAction::scroll(self.scroll_step)),
+            KeyInput::PageUp => self.step(BrowserAction::scroll(-self.scroll_step)),
+            KeyInput::Tab if self.watching.is_some() => vec![Effect::NextSession],
+            KeyInput::Tab => self.step(BrowserAction::key(Key::Tab)),
+            KeyInput::Backspace => self.step(BrowserAction::key(Key::Backspace)),
+            KeyInput::CtrlA => self.step(BrowserAction::key(Key::CtrlA)),
+            KeyInput::CtrlC => self.quit(),
+            KeyInput::Esc => {
+                self.notice = None;
+                Vec::new()
+            }
+            KeyInput::Char(c) => match c {
+                'i' | 't' => self.line(LineKind::Type, String::new()),
+                ':' => self.line(LineKind::Command, String::new()),
+                'k' => {
+                    self.mode = Mode::KeyPrefix;
+                    Vec::new()
+                }
+                'e' => self.step(BrowserAction::key(Key::Enter)),
+                'b' => self.step(BrowserAction::back()),
+                'w' => self.step(BrowserAction::wait()),
+                'f' => self.line(LineKind::Finish, String::new()),
+                'r' => {
+                    if let LinkState::Lost(_) = self.link {
+                        self.link = LinkState::Connecting;
+                        self.notice("reconnecting...");
+                        return vec![Effect::Reconnect];
+                    }
+                    let current = self
+                        .observed
+                        .as_ref()
+                        .map(|o| o.url.clone())
+                        .unwrap_or_else(|| self.start_url.clone());
+                    self.line(LineKind::Reset, current)
+                }
+                'j' => self.step(BrowserAction::scroll(self.scroll_step)),
+                'u' => self.step(BrowserAction::scroll(-self.scroll_step)),
+                'g' => self.toggle_grid(),
+                'z' => self.set_zoom(None),
+                'T' => self.toggle_text(),
+                'R' => self.toggle_recording(),
+                'n' => self.line(LineKind::Note, String::new()),
+                's' => self.line(LineKind::SecretName, String::new()),
+                'N' => self.advance_task(false),
+                'S' => self.advance_task(true),
+                '?' => {
+                    self.help = true;
+                    Vec::new()
+                }
+                'q' => self.quit(),
+                _ => Vec::new(),
+            },
+        }
+    }
+}
+
+/// Every binding, for the help overlay (and the README).
+pub const BINDINGS: &[(&str, &str)] = &[
+    ("mouse click", "click that page pixel"),
+    (
+        "wheel, j/u, PgDn/PgUp",
+        "scroll down / up (--scroll-step px)",
+    ),
+    ("arrows (Shift: x5)", "move the crosshair 10 px (50 px)"),
+    ("Enter", "click at the crosshair"),
+    ("i or t", "type mode: text, Enter sends it"),
+    ("e", "key ENTER"),
+    ("Tab, Backspace, Ctrl+A", "key TAB / BACKSPACE / CTRL+A"),
+    (
+        "k + key",
+        "any of the 9 keys: Enter Tab Esc Bksp a(CTRL+A) arrows",
+    ),
+    ("b / w", "back / wait"),
+    ("s", "secret: type a named value, recorded as <secret:NAME>"),
+    ("f", "finish (asks for an optional answer)"),
+    ("r", "reset (asks for a URL); reconnect when disconnected"),
+    (":", "command line, then Enter:"),
+    ("", "  click X Y · type TEXT · key NAME · scroll DY"),
+    ("", "  back · wait · finish [ANSWER] · reset [URL]"),
+    ("", "  grid · zoom [1|2|4] · text · help · quit"),
+    ("g", "grid lines every 100 px (50 / 25 px when zoomed)"),
+    ("z", "zoom lens: 2x, 4x around the crosshair, then off"),
+    (
+        "T",
+        "text layer on/off (half-blocks: the page's text as characters)",
+    ),
+    (
+        "R / n",
+        "recording on/off (--record DIR) / note on the last step",
+    ),
+    ("N / S", "next task / skip this task (--tasks FILE)"),
+    ("?", "this help"),
+    ("q / Ctrl+C", "quit (asks if an episode is in progress)"),
+    ("Esc", "leave a prompt, clear the message"),
+];

@@ -1,0 +1,184 @@
+//! The terminal UI's model and its pure `update`: every input and every server event becomes a
+//! `Msg`; `update` changes the model and returns the `Effect`s to carry out (frames to send, a
+//! picture to encode, quit). Nothing here touches the terminal or the network, so all of it is
+//! tested directly.
+//!
+//! This file holds `App` (the model's state) and `update`, which only dispatches; the handlers
+//! live by what they handle:
+//! - `msg`: `Msg`, `KeyInput`, `Effect`, what goes in and what comes out;
+//! - `link`: `Request` and its queue, `LinkState`, `Observed`: connect, observations, errors;
+//! - `keys`: `Mode` and what each key does in it, `BINDINGS` for the help;
+//! - `line`: `LineKind`, the one-line editors and what Enter does with their text;
+//! - `crosshair`: the crosshair, mouse clicks and the wheel, zoom, grid, text layer;
+//! - `tasks`: `TaskView`, the task list (N, S, the verdict), recording and notes;
+//! - `tests`: `update` driven message by message.
+
+mod crosshair;
+mod keys;
+mod line;
+mod link;
+mod msg;
+mod tasks;
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+
+use crate::picture::{Region, View, PAGE_HEIGHT, PAGE_WIDTH};
+
+pub use crosshair::{FAST_STEP, STEP};
+pub use keys::{Mode, BINDINGS};
+pub use line::LineKind;
+pub use link::{LinkState, Observed, Request};
+pub use msg::{Effect, KeyInput, Msg};
+pub use tasks::TaskView;
+
+/// Feedback line: what just happened, or what went wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub text: String,
+    pub is_error: bool,
+}
+
+pub struct App {
+    pub mode: Mode,
+    pub help: bool,
+    pub grid: bool,
+    pub crosshair: (i64, i64),
+    pub link: LinkState,
+    pub observed: Option<Observed>,
+    /// The request on the wire, if any.
+    pub in_flight: Option<Request>,
+    /// Requests given while one was in flight, sent in order.
+    pub queue: VecDeque<Request>,
+    pub notice: Option<Notice>,
+    pub start_url: String,
+    pub scroll_step: i64,
+    /// From the embedded server's settings; unknown for a remote server.
+    pub max_steps: Option<u64>,
+    /// Where the picture is drawn and what it shows, set by the layout for mouse mapping.
+    pub picture: Option<View>,
+    /// The zoom lens: 1 (the whole page), 2 or 4.
+    pub zoom: u8,
+    /// The part of the page the lens shows when zoomed; it follows the crosshair.
+    pub lens: Region,
+    /// Draw the page's text over a half-block picture (`T`).
+    pub text_layer: bool,
+    /// Why the server has no text layer, once it said so.
+    pub text_unavailable: Option<String>,
+    pub terminal: (u16, u16),
+    pub spinner: usize,
+    /// Whether the terminal shows the picture as text cells (half-blocks).
+    pub text_picture: bool,
+    pub server_label: String,
+    /// `--record DIR` was given: recording can be switched on and off.
+    pub can_record: bool,
+    pub recording: bool,
+    pub tasks: Vec<TaskView>,
+    /// The task of the current (or last) episode.
+    pub task_index: Option<usize>,
+    /// Watch mode: the session followed, read-only.
+    pub watching: Option<String>,
+}
+
+impl App {
+    pub fn new(start_url: String, server_label: String) -> Self {
+        App {
+            mode: Mode::Normal,
+            help: false,
+            grid: false,
+            crosshair: (PAGE_WIDTH / 2, PAGE_HEIGHT / 2),
+            link: LinkState::Connecting,
+            observed: None,
+            in_flight: None,
+            queue: VecDeque::new(),
+            notice: None,
+            start_url,
+            scroll_step: 200,
+            max_steps: None,
+            picture: None,
+            zoom: 1,
+            lens: Region::PAGE,
+            text_layer: true,
+            text_unavailable: None,
+            terminal: (80, 24),
+            spinner: 0,
+            text_picture: true,
+            server_label,
+            can_record: false,
+            recording: false,
+            tasks: Vec::new(),
+            task_index: None,
+            watching: None,
+        }
+    }
+
+    /// An episode a person would lose by quitting: reset happened, it has not ended, and the
+    /// server still holds it.
+    pub fn episode_in_progress(&self) -> bool {
+        self.watching.is_none()
+            && self.link == LinkState::Connected
+            && self.observed.as_ref().is_some_and(|o| !o.done)
+    }
+
+    fn notice(&mut self, text: impl Into<String>) {
+        self.notice = Some(Notice {
+            text: text.into(),
+            is_error: false,
+        });
+    }
+
+    fn error(&mut self, text: impl Into<String>) {
+        self.notice = Some(Notice {
+            text: text.into(),
+            is_error: true,
+        });
+    }
+
+    pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
+        match msg {
+            Msg::Key(key) => self.on_key(key),
+            Msg::Click { column, row } => self.on_click(column, row),
+            Msg::ClickPixel { x, y } => self.on_click_pixel(x, y),
+            Msg::Paste(pasted) => self.on_paste(pasted),
+            Msg::Wheel(direction) => self.on_wheel(direction),
+            Msg::Resize { width, height } => {
+                self.terminal = (width, height);
+                vec![Effect::Redraw]
+            }
+            Msg::Connected => self.on_connected(),
+            Msg::Observation {
+                url,
+                title,
+                error,
+                done,
+                step,
+                latency,
+                reward,
+                verdict,
+                max_steps,
+            } => self.on_observation(Observed {
+                url,
+                title,
+                error,
+                done,
+                step,
+                latency,
+                reward,
+                verdict,
+                max_steps,
+            }),
+            Msg::ServerError { code, message } => self.on_server_error(code, message),
+            Msg::Disconnected(reason) => self.on_disconnected(reason),
+            Msg::RecorderError(error) => {
+                self.error(format!("recording: {error}"));
+                Vec::new()
+            }
+            Msg::TextUnavailable(reason) => self.on_text_unavailable(reason),
+            Msg::Tick => {
+                self.spinner = self.spinner.wrapping_add(1);
+                Vec::new()
+            }
+        }
+    }
+}

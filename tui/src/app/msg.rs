@@ -1,0 +1,87 @@
+//! What goes into `App::update` and what comes out: `Msg` (every input and server event),
+//! `KeyInput` (keys as the UI understands them) and `Effect` (what the event loop is to do).
+
+use std::time::Duration;
+
+use super::Request;
+
+/// Everything the UI reacts to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Msg {
+    /// A key, already decoded by `input.rs`.
+    Key(KeyInput),
+    /// A left click at a terminal cell.
+    Click {
+        column: u16,
+        row: u16,
+    },
+    /// A left click at a terminal pixel (SGR-Pixels mouse reports), 0-based.
+    ClickPixel {
+        x: u32,
+        y: u32,
+    },
+    /// Pasted text (bracketed paste): goes into the open line editor.
+    Paste(String),
+    /// Wheel: +1 down, -1 up.
+    Wheel(i64),
+    Resize {
+        width: u16,
+        height: u16,
+    },
+    Connected,
+    Observation {
+        url: String,
+        title: String,
+        error: String,
+        done: bool,
+        step: u64,
+        latency: Duration,
+        reward: Option<f64>,
+        verdict: Option<(bool, String)>,
+        max_steps: Option<u64>,
+    },
+    /// An error frame: the session goes on.
+    ServerError {
+        code: String,
+        message: String,
+    },
+    Disconnected(String),
+    /// Writing the recording failed (the UI goes on; the message says what was lost).
+    RecorderError(String),
+    /// The server offers no text layer (said once; the picture goes on alone).
+    TextUnavailable(String),
+    Tick,
+}
+
+/// Keys as the UI understands them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyInput {
+    Char(char),
+    Enter,
+    Esc,
+    Tab,
+    Backspace,
+    CtrlA,
+    CtrlC,
+    Up { fast: bool },
+    Down { fast: bool },
+    Left { fast: bool },
+    Right { fast: bool },
+    PageUp,
+    PageDown,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    Send(Request),
+    /// Attach a note to the last recorded step.
+    Note(String),
+    /// Recording switched on or off.
+    Record(bool),
+    /// Watch mode: follow the next live session.
+    NextSession,
+    /// Re-encode the current picture (grid toggled or the picture's size changed).
+    Redraw,
+    Reconnect,
+    Quit,
+}

@@ -1,0 +1,385 @@
+//! Tests of `App::update`, driven the way the event loop drives it: messages in, effects out.
+//! `connected_app` is a model just past its first reset, with a picture at a known place so
+//! clicks map to known page pixels.
+
+use std::time::Duration;
+
+use browserenv::models::{BrowserAction, Key};
+
+use super::*;
+use crate::picture::{Region, View};
+
+fn connected_app() -> App {
+    let mut app = App::new("http://127.0.0.1:1/".into(), "test".into());
+    app.picture = Some(View {
+        cells: ratatui::layout::Rect::new(4, 1, 80, 30),
+        pixels: (800, 600),
+        cell: (10, 20),
+        region: Region::PAGE,
+    });
+    let effects = app.update(Msg::Connected);
+    assert_eq!(
+        effects,
+        vec![Effect::Send(Request::Reset("http://127.0.0.1:1/".into()))]
+    );
+    app.update(observation("http://127.0.0.1:1/", false));
+    app
+}
+
+fn observation(url: &str, done: bool) -> Msg {
+    Msg::Observation {
+        url: url.into(),
+        title: "T".into(),
+        error: String::new(),
+        done,
+        step: 0,
+        latency: Duration::from_millis(80),
+        reward: Some(0.0),
+        verdict: None,
+        max_steps: None,
+    }
+}
+
+fn key(app: &mut App, key: KeyInput) -> Vec<Effect> {
+    app.update(Msg::Key(key))
+}
+
+fn sent(effects: &[Effect]) -> Vec<BrowserAction> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Send(Request::Step(action)) => Some(action.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn finish_step(app: &mut App) -> Vec<Effect> {
+    app.update(observation("http://127.0.0.1:1/", false))
+}
+
+#[test]
+fn a_click_on_the_picture_clicks_the_mapped_pixel() {
+    let mut app = connected_app();
+    let effects = app.update(Msg::Click {
+        column: 43,
+        row: 16,
+    });
+    assert_eq!(sent(&effects), vec![BrowserAction::click(395, 310)]);
+    assert_eq!(app.crosshair, (395, 310));
+    finish_step(&mut app);
+    assert!(
+        app.update(Msg::Click { column: 2, row: 16 }).is_empty(),
+        "on the ruler"
+    );
+    assert!(
+        app.update(Msg::Click {
+            column: 50,
+            row: 31
+        })
+        .is_empty(),
+        "below the picture"
+    );
+}
+
+#[test]
+fn arrows_move_the_crosshair_and_enter_clicks_there() {
+    let mut app = connected_app();
+    key(&mut app, KeyInput::Right { fast: false });
+    key(&mut app, KeyInput::Down { fast: true });
+    assert_eq!(app.crosshair, (410, 350));
+    for _ in 0..30 {
+        key(&mut app, KeyInput::Left { fast: true });
+    }
+    assert_eq!(app.crosshair, (0, 350), "clamped to the page");
+    assert_eq!(
+        sent(&key(&mut app, KeyInput::Enter)),
+        vec![BrowserAction::click(0, 350)]
+    );
+}
+
+#[test]
+fn type_mode_sends_text_on_enter_and_esc_cancels() {
+    let mut app = connected_app();
+    key(&mut app, KeyInput::Char('i'));
+    for c in "hi q".chars() {
+        assert!(
+            key(&mut app, KeyInput::Char(c)).is_empty(),
+            "q types, it does not quit"
+        );
+    }
+    key(&mut app, KeyInput::Backspace);
+    app.update(Msg::Paste("!".into()));
+    assert_eq!(
+        sent(&key(&mut app, KeyInput::Enter)),
+        vec![BrowserAction::type_text("hi !")]
+    );
+    finish_step(&mut app);
+    key(&mut app, KeyInput::Char('t'));
+    key(&mut app, KeyInput::Char('x'));
+    assert!(key(&mut app, KeyInput::Esc).is_empty());
+    assert_eq!(app.mode, Mode::Normal);
+}
+
+#[test]
+fn every_key_is_one_or_two_keystrokes() {
+    let cases: Vec<(Vec<KeyInput>, Key)> = vec![
+        (vec![KeyInput::Char('e')], Key::Enter),
+        (vec![KeyInput::Tab], Key::Tab),
+        (vec![KeyInput::Backspace], Key::Backspace),
+        (vec![KeyInput::CtrlA], Key::CtrlA),
+        (vec![KeyInput::Char('k'), KeyInput::Enter], Key::Enter),
+        (vec![KeyInput::Char('k'), KeyInput::Esc], Key::Escape),
+        (vec![KeyInput::Char('k'), KeyInput::Char('a')], Key::CtrlA),
+        (
+            vec![KeyInput::Char('k'), KeyInput::Up { fast: false }],
+            Key::Up,
+        ),
+        (
+            vec![KeyInput::Char('k'), KeyInput::Down { fast: false }],
+            Key::Down,
+        ),
+        (
+            vec![KeyInput::Char('k'), KeyInput::Left { fast: false }],
+            Key::Left,
+        ),
+        (
+            vec![KeyInput::Char('k'), KeyInput::Right { fast: false }],
+            Key::Right,
+        ),
+        (vec![KeyInput::Char('k'), KeyInput::Tab], Key::Tab),
+        (
+            vec![KeyInput::Char('k'), KeyInput::Backspace],
+            Key::Backspace,
+        ),
+    ];
+    for (keys, expected) in cases {
+        let mut app = connected_app();
+        let mut effects = Vec::new();
+        for k in &keys {
+            effects = key(&mut app, *k);
+        }
+        assert_eq!(
+            sent(&effects),
+            vec![BrowserAction::key(expected)],
+            "{keys:?}"
+        );
+    }
+}
+
+#[test]
+fn back_wait_scroll_finish_and_reset() {
+    let mut app = connected_app();
+    assert_eq!(
+        sent(&key(&mut app, KeyInput::Char('b'))),
+        vec![BrowserAction::back()]
+    );
+    finish_step(&mut app);
+    assert_eq!(
+        sent(&key(&mut app, KeyInput::Char('w'))),
+        vec![BrowserAction::wait()]
+    );
+    finish_step(&mut app);
+    app.scroll_step = 150;
+    assert_eq!(
+        sent(&app.update(Msg::Wheel(1))),
+        vec![BrowserAction::scroll(150)]
+    );
+    finish_step(&mut app);
+    assert_eq!(
+        sent(&key(&mut app, KeyInput::PageUp)),
+        vec![BrowserAction::scroll(-150)]
+    );
+    finish_step(&mut app);
+    key(&mut app, KeyInput::Char('f'));
+    for c in "42".chars() {
+        key(&mut app, KeyInput::Char(c));
+    }
+    assert_eq!(
+        sent(&key(&mut app, KeyInput::Enter)),
+        vec![BrowserAction::finish("42")]
+    );
+    finish_step(&mut app);
+    key(&mut app, KeyInput::Char('r'));
+    assert_eq!(
+        app.mode,
+        Mode::Line {
+            kind: LineKind::Reset,
+            text: "http://127.0.0.1:1/".into()
+        },
+        "prefilled with the current URL"
+    );
+    assert_eq!(
+        key(&mut app, KeyInput::Enter),
+        vec![Effect::Send(Request::Reset("http://127.0.0.1:1/".into()))]
+    );
+}
+
+#[test]
+fn command_line_runs_exact_actions_and_reports_mistakes() {
+    let mut app = connected_app();
+    key(&mut app, KeyInput::Char(':'));
+    for c in "click 320 180".chars() {
+        key(&mut app, KeyInput::Char(c));
+    }
+    assert_eq!(
+        sent(&key(&mut app, KeyInput::Enter)),
+        vec![BrowserAction::click(320, 180)]
+    );
+    finish_step(&mut app);
+    key(&mut app, KeyInput::Char(':'));
+    for c in "click 900 1".chars() {
+        key(&mut app, KeyInput::Char(c));
+    }
+    assert!(key(&mut app, KeyInput::Enter).is_empty());
+    assert!(app.notice.as_ref().unwrap().is_error);
+    assert!(app.notice.as_ref().unwrap().text.contains("less than 800"));
+}
+
+#[test]
+fn input_during_a_step_is_queued_and_sent_in_order() {
+    let mut app = connected_app();
+    key(&mut app, KeyInput::Char('b'));
+    assert!(key(&mut app, KeyInput::Char('w')).is_empty());
+    assert!(app.update(Msg::Wheel(1)).is_empty());
+    assert_eq!(app.queue.len(), 2);
+    assert!(app.notice.as_ref().unwrap().text.starts_with("queued"));
+    let effects = finish_step(&mut app);
+    assert_eq!(sent(&effects), vec![BrowserAction::wait()]);
+    let effects = finish_step(&mut app);
+    assert_eq!(sent(&effects), vec![BrowserAction::scroll(200)]);
+    assert!(app.queue.is_empty());
+}
+
+#[test]
+fn quitting_asks_while_an_episode_is_in_progress() {
+    let mut app = connected_app();
+    assert!(key(&mut app, KeyInput::Char('q')).is_empty());
+    assert_eq!(app.mode, Mode::ConfirmQuit);
+    assert!(key(&mut app, KeyInput::Char('n')).is_empty());
+    assert_eq!(app.mode, Mode::Normal);
+    key(&mut app, KeyInput::CtrlC);
+    assert_eq!(key(&mut app, KeyInput::Char('y')), vec![Effect::Quit]);
+    // After the episode ended, quit is immediate.
+    let mut done = connected_app();
+    done.update(observation("http://127.0.0.1:1/", true));
+    assert_eq!(key(&mut done, KeyInput::Char('q')), vec![Effect::Quit]);
+}
+
+#[test]
+fn errors_show_and_the_session_goes_on() {
+    let mut app = connected_app();
+    key(&mut app, KeyInput::Char('b'));
+    app.update(Msg::ServerError {
+        code: "EXECUTION_ERROR".into(),
+        message: "reset before stepping".into(),
+    });
+    assert!(app.in_flight.is_none());
+    assert_eq!(
+        app.notice.as_ref().unwrap().text,
+        "EXECUTION_ERROR: reset before stepping"
+    );
+    assert_eq!(
+        sent(&key(&mut app, KeyInput::Char('b'))),
+        vec![BrowserAction::back()]
+    );
+}
+
+#[test]
+fn a_lost_server_refuses_input_visibly_and_r_reconnects() {
+    let mut app = connected_app();
+    app.update(Msg::Disconnected("connection reset".into()));
+    assert!(key(&mut app, KeyInput::Char('b')).is_empty());
+    assert!(app
+        .notice
+        .as_ref()
+        .unwrap()
+        .text
+        .starts_with("not connected"));
+    assert_eq!(
+        key(&mut app, KeyInput::Char('q')),
+        vec![Effect::Quit],
+        "nothing left to lose"
+    );
+    assert_eq!(key(&mut app, KeyInput::Char('r')), vec![Effect::Reconnect]);
+    assert_eq!(app.link, LinkState::Connecting);
+    // Reconnected: a new episode starts.
+    let effects = app.update(Msg::Connected);
+    assert!(matches!(
+        effects.as_slice(),
+        [Effect::Send(Request::Reset(_))]
+    ));
+}
+
+#[test]
+fn help_shows_on_question_mark_and_any_key_closes_it() {
+    let mut app = connected_app();
+    key(&mut app, KeyInput::Char('?'));
+    assert!(app.help);
+    assert!(
+        app.update(Msg::Click {
+            column: 43,
+            row: 16
+        })
+        .is_empty(),
+        "no clicks under help"
+    );
+    assert!(
+        key(&mut app, KeyInput::Char('b')).is_empty(),
+        "the key only closes help"
+    );
+    assert!(!app.help);
+}
+
+#[test]
+fn zoom_cycles_and_the_lens_follows_the_crosshair() {
+    let mut app = connected_app();
+    assert_eq!(app.region(), Region::PAGE);
+    key(&mut app, KeyInput::Char('z'));
+    assert_eq!((app.zoom, app.region()), (2, Region::lens(2, (400, 300))));
+    // Clicks map through the lens: its first cell is its corner, not the page's.
+    app.picture = app.picture.map(|p| View {
+        region: app.region(),
+        ..p
+    });
+    let effects = app.update(Msg::Click { column: 4, row: 1 });
+    assert_eq!(sent(&effects), vec![BrowserAction::click(202, 155)]);
+    finish_step(&mut app);
+    for _ in 0..10 {
+        key(&mut app, KeyInput::Right { fast: true });
+    }
+    assert_eq!(app.crosshair, (702, 155));
+    assert_eq!(app.region().x, 400, "the lens moved along");
+    key(&mut app, KeyInput::Char('z'));
+    assert_eq!(app.zoom, 4);
+    key(&mut app, KeyInput::Char('z'));
+    assert_eq!((app.zoom, app.region()), (1, Region::PAGE));
+}
+
+#[test]
+fn the_text_layer_toggles_and_a_missing_one_is_said_once() {
+    let mut app = connected_app();
+    assert!(app.wants_text(), "on by default under half-blocks");
+    assert_eq!(key(&mut app, KeyInput::Char('T')), vec![Effect::Redraw]);
+    assert!(!app.wants_text());
+    key(&mut app, KeyInput::Char('T'));
+    app.update(Msg::TextUnavailable("no /sessions route".into()));
+    assert!(!app.wants_text());
+    assert!(app.notice.as_ref().unwrap().text.contains("no text layer"));
+    app.notice = None;
+    app.update(Msg::TextUnavailable("no /sessions route".into()));
+    assert_eq!(app.notice, None, "said once");
+    // Pixel pictures carry no text layer.
+    app.text_picture = false;
+    assert!(key(&mut app, KeyInput::Char('T')).is_empty());
+    assert!(app.notice.as_ref().unwrap().is_error);
+}
+
+#[test]
+fn grid_toggles_and_asks_for_a_redraw() {
+    let mut app = connected_app();
+    assert_eq!(key(&mut app, KeyInput::Char('g')), vec![Effect::Redraw]);
+    assert!(app.grid);
+    key(&mut app, KeyInput::Char('g'));
+    assert!(!app.grid);
+}

@@ -57,3 +57,40 @@ def test_health_stays_open_and_other_routes_answer_401_json(guarded_server):
         opener.open(f"{guarded_server}/metadata", timeout=5)
     assert denied.value.code == 401
     assert b'"UNAUTHORIZED"' in denied.value.read()
+
+
+def test_mcp_needs_the_token_too(guarded_server):
+    import asyncio
+
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from openenv.core.mcp_client import MCPToolClient
+    import httpx
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    refused = urllib.request.Request(
+        f"{guarded_server}/mcp",
+        data=b'{"jsonrpc":"2.0","id":1,"method":"openenv/session/create","params":{}}',
+        headers={"Content-Type": "application/json"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as denied:
+        opener.open(refused, timeout=5)
+    assert denied.value.code == 401
+
+    async def with_token():
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with httpx.AsyncClient(headers=headers, trust_env=False) as http:
+            async with streamable_http_client(f"{guarded_server}/mcp", http_client=http) as (
+                read,
+                write,
+                _,
+            ):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    listed = await session.list_tools()
+        async with MCPToolClient(base_url=guarded_server, headers=headers) as env:
+            openenv_tools = await env.list_tools()
+        return [t.name for t in listed.tools], [t.name for t in openenv_tools]
+
+    mcp_tools, openenv_tools = asyncio.run(asyncio.wait_for(with_token(), 60))
+    assert mcp_tools[0] == "reset" and openenv_tools == mcp_tools

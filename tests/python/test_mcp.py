@@ -48,6 +48,18 @@ def sessions(base_url: str) -> list[dict]:
         return json.loads(response.read())
 
 
+def post_status(url: str, body: bytes, headers: dict) -> int:
+    import urllib.error
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(urllib.request.Request(url, data=body, headers=headers), timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
 def wait_until(check, what: str, timeout: float = 10.0):
     deadline = time.monotonic() + timeout
     while not check():
@@ -138,11 +150,27 @@ def test_the_mcp_sdk_over_streamable_http_is_a_session_like_any_other(mcp_server
                     async with websockets.connect(f"{base_url.replace('http', 'ws')}/ws") as third:
                         refused = json.loads(await third.recv())
                         assert refused["data"]["code"] == "CAPACITY_REACHED", refused
-                facts = await drive(session)
-                return facts, listed[0]["id"]
+                # Watchable like any other: a watcher sees its steps as they happen.
+                watch_url = f"{base_url.replace('http', 'ws')}/sessions/{listed[0]['id']}/watch"
+                async with websockets.connect(watch_url, max_size=None) as watcher:
+                    facts = await drive(session)
+                    seen = []
+                    while "finish" not in seen:
+                        event = json.loads(await asyncio.wait_for(watcher.recv(), 30))
+                        if event["data"]["kind"] == "step":
+                            seen.append(event["data"]["action"]["op"])
+                assert seen == ["click", "back", "finish"], seen
+                return facts, listed[0]["id"], mcp_session_id()
 
-    facts, session_id = asyncio.run(asyncio.wait_for(run(), 120))
+    facts, session_id, mcp_session_id = asyncio.run(asyncio.wait_for(run(), 120))
     assert facts["reward"] == 1.0
+    # A call without initialize, and one on the session that is gone: HTTP errors, nothing else
+    # is touched.
+    streamable = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    listing = b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}'
+    assert post_status(f"{base_url}/mcp", listing, streamable) == 400
+    gone = {**streamable, "Mcp-Session-Id": mcp_session_id}
+    wait_until(lambda: post_status(f"{base_url}/mcp", listing, gone) == 404, "the MCP session to go")
     # The client's DELETE ended the session: it leaves the list, and its episode is on disk.
     wait_until(lambda: not sessions(base_url), "the MCP session to end")
     wait_until(lambda: (record / "episodes.jsonl").exists(), "the episode line")

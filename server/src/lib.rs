@@ -142,9 +142,13 @@ where
             stop_rx,
         ));
     }
-    let stop_sessions = async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
+    let stop_sessions = {
+        let mcp = mcp.clone();
+        async move {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+            mcp.stop();
+        }
     };
     let limits = connection::ConnectionLimits {
         max_connections: config.max_connections,

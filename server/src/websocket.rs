@@ -221,8 +221,8 @@ pub async fn run<L: Launcher>(socket: WebSocket, context: Context<L>, peer: Stri
                         ClientMessage::Close => return None,
                     })
                 };
-                // A peer that leaves (or a server that stops) mid-step ends the work at once;
-                // dropping the environment's future drops its browser, which kills the process.
+                // A peer that leaves (or a server that stops) mid-step ends the work at once:
+                // the step's future is dropped, and the browser is closed below.
                 let reply = tokio::select! {
                     reply = work => reply,
                     why = departure(&mut gone) => break Ending::Peer(why),

@@ -262,3 +262,44 @@ def test_openenv_json_rpc_errors_leave_other_sessions_alone(mcp_server):
     closed = post('{"jsonrpc":"2.0","id":6,"method":"openenv/session/close","params":{"session_id":"%s"}}' % session_id)
     assert closed["result"] == {"session_id": session_id, "closed": True}
     assert sessions(base_url) == []
+
+
+def test_stopping_the_server_ends_open_mcp_sessions_at_once():
+    import re
+    import signal
+
+    server = subprocess.Popen(
+        [str(server_binary()), "--port", "0", "--no-warm-spare"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    base_url = re.search(r"(http://\S+)", server.stdout.readline()).group(1)
+    opened = asyncio.Event()
+
+    async def hold():
+        async with streamable_http_client(f"{base_url}/mcp") as (read, write, _):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                await session.call_tool("reset", {"start_url": f"{base_url}/health"})
+                opened.set()
+                await asyncio.sleep(60)
+
+    async def run():
+        holder = asyncio.create_task(hold())
+        await asyncio.wait_for(opened.wait(), 60)
+        started = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        await asyncio.get_running_loop().run_in_executor(None, server.wait, 30)
+        took = time.monotonic() - started
+        holder.cancel()
+        return took
+
+    try:
+        took = asyncio.run(run())
+    finally:
+        if server.poll() is None:
+            server.kill()
+    # Its event stream does not hold the graceful shutdown (10 s) until its deadline.
+    assert server.returncode == 0
+    assert took < 8, f"the server took {took:.1f} s to stop"

@@ -51,9 +51,15 @@ impl<L: Launcher> Mcp<L> {
         }
     }
 
+    /// End the MCP sessions and their event streams when shutdown begins: an open stream would
+    /// otherwise hold the graceful shutdown until its deadline.
+    pub fn stop(&self) {
+        self.stop.cancel();
+    }
+
     /// End every MCP session (the server is stopping).
     pub async fn shutdown(&self) {
-        self.stop.cancel();
+        self.stop();
         self.openenv.close_all().await;
     }
 }

@@ -16,17 +16,13 @@ use browserenv::models::{action_schema, observation_schema, state_schema};
 
 use crate::api_error::ApiError;
 use crate::browser::Launcher;
-use crate::connection::Peer;
+use crate::connection::{Peer, MAX_INCOMING_BYTES};
 use crate::http_session::HttpSession;
 use crate::session::Sessions;
 use crate::settings::PeerTimeouts;
 
 /// How long a text-layer request waits for its session (which may be in the middle of a step).
 const TEXT_ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
-
-/// Incoming frames and bodies up to this size are accepted (docs/wire.md §2.5 asks for at least
-/// 16 MiB).
-pub const MAX_INCOMING_BYTES: usize = 32 * 1024 * 1024;
 
 pub struct AppState<L: Launcher> {
     pub sessions: Arc<Sessions<L>>,

@@ -46,8 +46,8 @@ pub struct Cli {
     /// Sessions (browsers) at once; one more connection gets CAPACITY_REACHED.
     #[arg(long, env = "BROWSER_MAX_SESSIONS", default_value_t = 4)]
     pub max_sessions: usize,
-    /// Seconds a session (WebSocket or the shared HTTP one) may go without a request before it is
-    /// ended: browser closed, slot freed, the client told why. 0 = never. OpenEnv's
+    /// Seconds a session (WebSocket, MCP, or the shared HTTP one) may go without a request
+    /// before it is ended: browser closed, slot freed, the client told why. 0 = never. OpenEnv's
     /// `session_timeout`.
     #[arg(long, env = "BROWSER_SESSION_TIMEOUT_SECONDS", default_value_t = 300.0)]
     pub session_timeout: f64,

@@ -32,6 +32,10 @@ const REFUSALS_AT_ONCE: usize = 32;
 const REFUSAL_TIME: Duration = Duration::from_secs(1);
 /// How long a refused client has to send its request before the 503 goes out anyway.
 const REFUSAL_READ_TIME: Duration = Duration::from_millis(200);
+/// Incoming frames and bodies up to this size are accepted (docs/wire.md §2.5 asks for at least
+/// 16 MiB).
+pub const MAX_INCOMING_BYTES: usize = 32 * 1024 * 1024;
+
 /// How long shutdown waits for requests still being answered (Docker's stop kills after 10 s).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// At most one log line per this long about refused connections (a flood must not flood the log).

@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::browser::Launcher;
-use crate::connection::Peer;
+use crate::connection::{Peer, MAX_INCOMING_BYTES};
 use crate::mcp::handler::BrowserTools;
 use crate::mcp::openenv::{self, OpenEnvMcp};
 use crate::session::Sessions;
@@ -38,7 +38,7 @@ impl<L: Launcher> Mcp<L> {
         let config = StreamableHttpServerConfig::default()
             // `Host` and `Origin` are checked for every route in `access.rs`, once.
             .disable_allowed_hosts()
-            .with_max_request_body_bytes(crate::app::MAX_INCOMING_BYTES)
+            .with_max_request_body_bytes(MAX_INCOMING_BYTES)
             .with_cancellation_token(stop.clone());
         let factory = {
             let sessions = sessions.clone();
@@ -108,7 +108,7 @@ async fn entry<L: Launcher>(
         }
         return response;
     }
-    let bytes: Bytes = match axum::body::to_bytes(body, crate::app::MAX_INCOMING_BYTES).await {
+    let bytes: Bytes = match axum::body::to_bytes(body, MAX_INCOMING_BYTES).await {
         Ok(bytes) => bytes,
         Err(_) => return Json(openenv::parse_error()).into_response(),
     };

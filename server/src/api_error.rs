@@ -5,10 +5,44 @@
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
 use browserenv::models::FieldError;
 use browserenv::protocol::ErrorFrame;
+
+/// An error answer: what failed, and this server's code for it. A refusal may add keys of its own
+/// (`CAPACITY_REACHED` adds `active_sessions` and `max_sessions`).
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody {
+    #[schema(example = "reset before stepping")]
+    pub detail: String,
+    /// `EXECUTION_ERROR`, `CAPACITY_REACHED`, `SESSION_NOT_FOUND`, `UNAUTHORIZED`, ...
+    #[schema(example = "EXECUTION_ERROR")]
+    pub code: String,
+}
+
+/// A 422, in FastAPI's shape: one entry per field that does not validate.
+#[derive(Serialize, ToSchema)]
+#[schema(as = HTTPValidationError)]
+pub struct ValidationErrors {
+    #[schema(value_type = Vec<ValidationError>)]
+    pub detail: Vec<FieldError>,
+}
+
+/// One field error of a 422 (`browserenv::models::FieldError`), with FastAPI's locations:
+/// `["body", "action", "x"]`, or `["body", column]` for a body that is not JSON.
+#[derive(ToSchema)]
+pub struct ValidationError {
+    /// `missing`, `value_error`, `json_invalid`, `dict_type`, ...
+    #[schema(rename = "type")]
+    pub kind: String,
+    /// Strings and integers.
+    pub loc: Vec<Value>,
+    pub msg: String,
+    pub input: Value,
+}
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -23,7 +57,10 @@ impl ApiError {
     pub fn new(status: StatusCode, code: &str, detail: impl Into<String>) -> Self {
         ApiError {
             status,
-            body: json!({"detail": detail.into(), "code": code}),
+            body: body(&ErrorBody {
+                detail: detail.into(),
+                code: code.into(),
+            }),
             bearer_challenge: status == StatusCode::UNAUTHORIZED,
         }
     }
@@ -32,7 +69,7 @@ impl ApiError {
     pub fn unprocessable(errors: Vec<FieldError>) -> Self {
         ApiError {
             status: StatusCode::UNPROCESSABLE_ENTITY,
-            body: json!({"detail": errors}),
+            body: body(&ValidationErrors { detail: errors }),
             bearer_challenge: false,
         }
     }
@@ -68,6 +105,10 @@ impl ApiError {
     pub fn body(&self) -> &Value {
         &self.body
     }
+}
+
+fn body(body: &impl Serialize) -> Value {
+    serde_json::to_value(body).expect("error bodies serialize")
 }
 
 impl IntoResponse for ApiError {

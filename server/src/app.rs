@@ -7,17 +7,22 @@ use std::sync::Arc;
 use axum::extract::{DefaultBodyLimit, State, WebSocketUpgrade};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
-use serde_json::{json, Value};
+use axum::{Extension, Json, Router};
+use serde_json::Value;
 use tokio::sync::watch;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use browserenv::models::{action_schema, observation_schema, state_schema};
 
 use crate::api_error::ApiError;
+use crate::api_error::ErrorBody;
 use crate::browser::Launcher;
 use crate::connection::{Peer, MAX_INCOMING_BYTES};
 use crate::http_session::HttpSession;
+use crate::openapi::{Health, Metadata, Schemas};
+use crate::registry::SessionInfo;
 use crate::session::Sessions;
 use crate::settings::PeerTimeouts;
 
@@ -37,24 +42,10 @@ pub struct AppState<L: Launcher> {
 }
 
 pub fn router<L: Launcher>(state: Arc<AppState<L>>) -> Router {
-    let guarded = Router::new()
-        .route("/metadata", get(metadata))
-        .route("/schema", get(schema))
-        .route("/openapi.json", get(openapi))
-        .merge(crate::mcp::endpoint::routes(state.mcp.clone()))
-        .merge(crate::http_session::routes(state.http.clone()))
-        .route("/ws", get(ws_upgrade::<L>))
-        .route("/sessions", get(list_sessions::<L>))
-        .route("/sessions/{id}", get(session_info::<L>))
-        .route("/sessions/{id}/watch", get(watch_session::<L>))
-        .route("/sessions/{id}/text", get(session_text::<L>))
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.access.clone(),
-            crate::access::require_token,
-        ));
-    Router::new()
-        .route("/health", get(health))
-        .merge(guarded)
+    let (routes, api) = routes(&state).split_for_parts();
+    let document = Arc::new(crate::openapi::document(api));
+    routes
+        .layer(Extension(document))
         .layer(DefaultBodyLimit::max(MAX_INCOMING_BYTES))
         .layer(axum::middleware::from_fn_with_state(
             state.access.clone(),
@@ -63,103 +54,109 @@ pub fn router<L: Launcher>(state: Arc<AppState<L>>) -> Router {
         .with_state(state)
 }
 
-async fn health() -> Json<Value> {
-    Json(json!({"status": "healthy"}))
+/// Every route, each registered from its handler's `#[utoipa::path]` (method and path included),
+/// so the OpenAPI document lists exactly what is served (`openapi.rs`).
+fn routes<L: Launcher>(state: &Arc<AppState<L>>) -> OpenApiRouter<Arc<AppState<L>>> {
+    let guarded = OpenApiRouter::new()
+        .routes(routes!(metadata))
+        .routes(routes!(schema))
+        .routes(routes!(openapi))
+        .merge(crate::mcp::endpoint::routes(state.mcp.clone()))
+        .merge(crate::http_session::routes(state.http.clone()))
+        .routes(routes!(ws_upgrade))
+        .routes(routes!(list_sessions))
+        .routes(routes!(session_info))
+        .routes(routes!(watch_session))
+        .routes(routes!(session_text))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.access.clone(),
+            crate::access::require_token,
+        ));
+    OpenApiRouter::with_openapi(crate::openapi::ApiDoc::openapi())
+        .routes(routes!(health))
+        .merge(guarded)
 }
 
-async fn metadata() -> Json<Value> {
-    Json(json!({
-        "name": "browserenv",
-        "description": "A real headless Chromium behind the OpenEnv reset/step/state protocol: \
+#[utoipa::path(
+    get,
+    path = "/health",
+    tag = "openenv",
+    summary = "Liveness",
+    description = "Launchers (Docker, HF Sandbox) poll it. The only route without a token.",
+    security(()),
+    responses((status = 200, description = "healthy", body = Health)),
+)]
+async fn health() -> Json<Health> {
+    Json(Health { status: "healthy" })
+}
+
+#[utoipa::path(
+    get,
+    path = "/metadata",
+    tag = "openenv",
+    summary = "Environment metadata",
+    responses((status = 200, description = "name, description, this README, version, author", body = Metadata)),
+)]
+async fn metadata() -> Json<Metadata> {
+    Json(Metadata {
+        name: "browserenv",
+        description: "A real headless Chromium behind the OpenEnv reset/step/state protocol: \
             800x600 screenshots, trusted pointer and key events, one private browser per session.",
-        "readme_content": include_str!("../../README.md"),
-        "version": env!("CARGO_PKG_VERSION"),
-        "author": "browserenv developers",
-        "documentation_url": null,
-    }))
-}
-
-async fn schema() -> Json<Value> {
-    Json(json!({
-        "action": action_schema(),
-        "observation": observation_schema(),
-        "state": state_schema(),
-    }))
-}
-
-async fn openapi() -> Json<Value> {
-    Json(openapi_document())
-}
-
-/// A hand-written OpenAPI description of the HTTP routes (the WebSocket protocol is in
-/// docs/wire.md §2).
-pub fn openapi_document() -> Value {
-    let step_result = json!({
-        "type": "object",
-        "properties": {
-            "observation": {"$ref": "#/components/schemas/BrowserObservation"},
-            "reward": {"type": ["number", "null"]},
-            "done": {"type": "boolean"},
-            "metadata": {"type": ["object", "null"]}
-        },
-        "required": ["observation", "reward", "done"]
-    });
-    let reply = |description: &str, schema: Value| json!({"description": description, "content": {"application/json": {"schema": schema}}});
-    json!({
-        "openapi": "3.1.0",
-        "info": {
-            "title": "browserenv",
-            "version": env!("CARGO_PKG_VERSION"),
-            "description": "OpenEnv browser environment. Agents normally use the /ws WebSocket; \
-                the HTTP /reset, /step and /state routes drive one shared HTTP session."
-        },
-        "paths": {
-            "/health": {"get": {"summary": "Liveness", "responses": {"200": reply("healthy", json!({"type": "object"}))}}},
-            "/metadata": {"get": {"summary": "Environment metadata", "responses": {"200": reply("metadata", json!({"type": "object"}))}}},
-            "/schema": {"get": {"summary": "JSON Schemas of action, observation and state", "responses": {"200": reply("schemas", json!({"type": "object"}))}}},
-            "/reset": {"post": {
-                "summary": "Start a new episode in the shared HTTP session",
-                "requestBody": {"content": {"application/json": {"schema": {
-                    "type": "object",
-                    "properties": {
-                        "start_url": {"type": "string"},
-                        "episode_id": {"type": ["string", "null"]},
-                        "seed": {"type": ["integer", "null"]}
-                    },
-                    "required": ["start_url"],
-                    "additionalProperties": true
-                }}}},
-                "responses": {"200": reply("first observation", step_result.clone()), "400": reply("environment error", json!({"type": "object"})), "422": reply("validation error", json!({"type": "object"}))}
-            }},
-            "/step": {"post": {
-                "summary": "Apply one action in the shared HTTP session",
-                "requestBody": {"content": {"application/json": {"schema": {
-                    "type": "object",
-                    "properties": {
-                        "action": {"$ref": "#/components/schemas/BrowserAction"},
-                        "timeout_s": {"type": ["number", "null"]}
-                    },
-                    "required": ["action"]
-                }}}},
-                "responses": {"200": reply("next observation", step_result), "400": reply("environment error", json!({"type": "object"})), "422": reply("validation error", json!({"type": "object"}))}
-            }},
-            "/state": {"get": {"summary": "Episode metadata of the shared HTTP session", "responses": {"200": reply("state", json!({"$ref": "#/components/schemas/BrowserState"}))}}},
-            "/mcp": {"post": {"summary": "MCP: Streamable HTTP for MCP clients (initialize, tools/list, tools/call; GET and DELETE too), and OpenEnv's JSON-RPC (openenv/session/create, tools/*, openenv/session/close)", "responses": {"200": reply("JSON-RPC reply, or an event stream for MCP clients", json!({"type": "object"}))}}}
-        },
-        "components": {"schemas": {
-            "BrowserAction": action_schema(),
-            "BrowserObservation": observation_schema(),
-            "BrowserState": state_schema()
-        }}
+        readme_content: include_str!("../../README.md"),
+        version: env!("CARGO_PKG_VERSION"),
+        author: "browserenv developers",
+        documentation_url: None,
     })
 }
 
+#[utoipa::path(
+    get,
+    path = "/schema",
+    tag = "openenv",
+    summary = "JSON Schemas of action, observation and state",
+    description = "In pydantic's shapes, the same as `components.schemas` of this document.",
+    responses((status = 200, description = "schemas", body = Schemas)),
+)]
+async fn schema() -> Json<Schemas> {
+    Json(Schemas {
+        action: action_schema(),
+        observation: observation_schema(),
+        state: state_schema(),
+    })
+}
+
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    tag = "openenv",
+    summary = "This document",
+    description = "OpenAPI 3.1, generated from the routes. The WebSocket protocol of `/ws` is in \
+        docs/wire.md §2.",
+    responses((status = 200, description = "the OpenAPI document", body = Object)),
+)]
+async fn openapi(Extension(document): Extension<Arc<Value>>) -> Json<Value> {
+    Json(Value::clone(&document))
+}
+
 /// `/ws`, or `/ws?session_id=…` to drive a session made with OpenEnv's `openenv/session/create`.
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 struct WsQuery {
+    /// Drive this session (made with OpenEnv's `openenv/session/create` on `/mcp`) instead of a
+    /// new one.
     session_id: Option<String>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/ws",
+    tag = "openenv",
+    summary = "The OpenEnv WebSocket: one session per connection",
+    description = "Upgrades to a WebSocket speaking OpenEnv's frames (`reset`, `step`, `state`, \
+        `close`, `mcp`; docs/wire.md §2). The session and its browser end with the socket.",
+    params(WsQuery),
+    responses((status = 101, description = "switching to the WebSocket protocol")),
+)]
 async fn ws_upgrade<L: Launcher>(
     State(app): State<Arc<AppState<L>>>,
     Peer(peer): Peer,
@@ -179,16 +176,36 @@ async fn ws_upgrade<L: Launcher>(
         .on_upgrade(move |socket| crate::websocket::run(socket, context, peer))
 }
 
-async fn list_sessions<L: Launcher>(State(app): State<Arc<AppState<L>>>) -> Json<Value> {
-    Json(json!(app.sessions.registry().list()))
+#[utoipa::path(
+    get,
+    path = "/sessions",
+    tag = "sessions",
+    summary = "The live sessions",
+    description = "WebSocket ones, MCP ones as `mcp-…`, and the shared HTTP session as `http-…` \
+        once it has reset.",
+    responses((status = 200, description = "the sessions", body = Vec<SessionInfo>)),
+)]
+async fn list_sessions<L: Launcher>(State(app): State<Arc<AppState<L>>>) -> Json<Vec<SessionInfo>> {
+    Json(app.sessions.registry().list())
 }
 
+#[utoipa::path(
+    get,
+    path = "/sessions/{id}",
+    tag = "sessions",
+    summary = "One live session",
+    params(("id" = String, Path, description = "A session id from `/sessions`")),
+    responses(
+        (status = 200, description = "the session", body = SessionInfo),
+        (status = 404, description = "`SESSION_NOT_FOUND`", body = ErrorBody),
+    ),
+)]
 async fn session_info<L: Launcher>(
     State(app): State<Arc<AppState<L>>>,
     axum::extract::Path(id): axum::extract::Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SessionInfo>, ApiError> {
     match app.sessions.registry().get(&id) {
-        Some(info) => Ok(Json(json!(info))),
+        Some(info) => Ok(Json(info)),
         None => Err(ApiError::unknown_session(&id)),
     }
 }
@@ -196,6 +213,23 @@ async fn session_info<L: Launcher>(
 /// `/sessions/{id}/text`: the visible text of the session's current page with its boxes (the
 /// terminal UI's text layer). Read-only and outside the wire contract; the session answers between
 /// its own requests, so a step in flight delays the answer but is never disturbed.
+#[utoipa::path(
+    get,
+    path = "/sessions/{id}/text",
+    tag = "sessions",
+    summary = "The visible text of a session's current page (the terminal UI's text layer)",
+    description = "`{\"session\",\"episode_id\",\"step\",\"url\",\"runs\":[{\"text\",\"x\",\"y\",\
+        \"width\",\"height\",\"size\",\"color\":[r,g,b],\"bold\",\"link\",\"kind\"}],\"truncated\"}`: \
+        one run per line of text in viewport pixels, top to bottom. Answered between the session's \
+        own steps; observations are unchanged.",
+    params(("id" = String, Path, description = "A session id from `/sessions`")),
+    responses(
+        (status = 200, description = "the text layer", body = Object),
+        (status = 400, description = "`EXECUTION_ERROR`: no page yet (before the first reset)", body = ErrorBody),
+        (status = 404, description = "`SESSION_NOT_FOUND`", body = ErrorBody),
+        (status = 503, description = "`SESSION_BUSY`: no answer within 15 s", body = ErrorBody),
+    ),
+)]
 async fn session_text<L: Launcher>(
     State(app): State<Arc<AppState<L>>>,
     axum::extract::Path(id): axum::extract::Path<String>,
@@ -224,6 +258,20 @@ async fn session_text<L: Launcher>(
 
 /// `/sessions/{id}/watch`: a read-only stream of the session's events. An unknown id is a 404 for
 /// plain HTTP, and an error frame then close for a WebSocket.
+#[utoipa::path(
+    get,
+    path = "/sessions/{id}/watch",
+    tag = "sessions",
+    summary = "A read-only WebSocket stream of a session's resets and steps",
+    description = "The newest event at once, then `{\"type\":\"event\",\"data\":{...}}` per reset \
+        and step. An unknown id gets an error frame then close 1000 on a WebSocket.",
+    params(("id" = String, Path, description = "A session id from `/sessions`")),
+    responses(
+        (status = 101, description = "switching to the WebSocket protocol"),
+        (status = 404, description = "`SESSION_NOT_FOUND` (plain HTTP)", body = ErrorBody),
+        (status = 426, description = "`UPGRADE_REQUIRED`: watch streams are WebSockets", body = ErrorBody),
+    ),
+)]
 async fn watch_session<L: Launcher>(
     State(app): State<Arc<AppState<L>>>,
     axum::extract::Path(id): axum::extract::Path<String>,

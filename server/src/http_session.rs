@@ -11,17 +11,20 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde_json::{json, Map, Value};
 use tokio::sync::{watch, Mutex};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use browserenv::models::{BrowserAction, FieldError, StepResult};
 use browserenv::protocol::step_result_body;
 
-use crate::api_error::ApiError;
+use crate::api_error::{ApiError, ErrorBody, ValidationErrors};
 use crate::browser::Launcher;
 use crate::connection::Peer;
+use crate::openapi::raw::BrowserState;
+use crate::openapi::{ResetRequest, StepReply, StepRequest};
 use crate::session::{Sessions, SharedSession, Transport};
 
 pub struct HttpSession<L: Launcher> {
@@ -40,11 +43,11 @@ struct Current<L: Launcher> {
 /// The HTTP routes, over the shared session.
 pub fn routes<L: Launcher, S: Clone + Send + Sync + 'static>(
     http: Arc<HttpSession<L>>,
-) -> Router<S> {
-    Router::new()
-        .route("/reset", post(reset::<L>))
-        .route("/step", post(step::<L>))
-        .route("/state", get(state::<L>))
+) -> OpenApiRouter<S> {
+    OpenApiRouter::new()
+        .routes(routes!(reset))
+        .routes(routes!(step))
+        .routes(routes!(state))
         .with_state(http)
 }
 
@@ -104,6 +107,25 @@ impl<L: Launcher> HttpSession<L> {
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/reset",
+    tag = "openenv",
+    summary = "Start a new episode in the shared HTTP session",
+    description = "The shared HTTP session takes a capacity slot at its first `/reset` and keeps \
+        it until no `/reset`, `/step` or `/state` has come for `BROWSER_SESSION_TIMEOUT_SECONDS`. \
+        Agents should prefer `/ws`: one session per connection.",
+    request_body(content = Option<ResetRequest>, description = "reset keyword arguments at the top level; \
+        an empty body counts as `{}`", example = json!({"start_url": "https://example.com", "episode_id": "e1"})),
+    responses(
+        (status = 200, description = "the first observation", body = StepReply),
+        (status = 400, description = "`EXECUTION_ERROR`: the environment failed (no or a refused \
+            `start_url`, an unknown `task_id`, the browser did not start)", body = ErrorBody),
+        (status = 422, description = "the body is not JSON, or not an object", body = ValidationErrors),
+        (status = 503, description = "`CAPACITY_REACHED`: no session slot is free (with \
+            `active_sessions` and `max_sessions`)", body = ErrorBody),
+    ),
+)]
 async fn reset<L: Launcher>(
     State(http): State<Arc<HttpSession<L>>>,
     Peer(peer): Peer,
@@ -141,6 +163,20 @@ async fn reset<L: Launcher>(
     Ok(reply(&result.map_err(|err| ApiError::execution(err.0))?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/step",
+    tag = "openenv",
+    summary = "Apply one action in the shared HTTP session",
+    request_body(content = StepRequest, description = "the action, wrapped", example = json!({"action": {"op": "click", "x": 400, "y": 300}, "timeout_s": 5})),
+    responses(
+        (status = 200, description = "the next observation", body = StepReply),
+        (status = 400, description = "`EXECUTION_ERROR`: `reset before stepping` (also after the \
+            session expired), or the environment failed", body = ErrorBody),
+        (status = 422, description = "the body is not JSON, has no `action`, or the action does \
+            not validate (locations `[\"body\", \"action\", ...]`)", body = ValidationErrors),
+    ),
+)]
 async fn step<L: Launcher>(
     State(http): State<Arc<HttpSession<L>>>,
     body: Bytes,
@@ -181,6 +217,14 @@ async fn step<L: Launcher>(
     Ok(reply(&result.map_err(|err| ApiError::execution(err.0))?))
 }
 
+#[utoipa::path(
+    get,
+    path = "/state",
+    tag = "openenv",
+    summary = "Episode metadata of the shared HTTP session",
+    description = "`{\"episode_id\": null, \"step_count\": 0}` before its first reset.",
+    responses((status = 200, description = "the state", body = BrowserState)),
+)]
 async fn state<L: Launcher>(State(http): State<Arc<HttpSession<L>>>) -> Json<Value> {
     let mut current = http.current.lock().await;
     current.last_used = Instant::now();

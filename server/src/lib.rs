@@ -22,6 +22,7 @@ pub mod fake;
 pub mod http_session;
 pub mod init;
 pub mod mcp;
+pub mod openapi;
 pub mod outcome;
 pub mod pool;
 pub mod recording;

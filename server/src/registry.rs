@@ -30,7 +30,7 @@ pub type TextReply = oneshot::Sender<Result<TextLayer, String>>;
 pub type Subscription = (Option<Arc<str>>, broadcast::Receiver<Arc<str>>);
 
 /// What `GET /sessions` shows of a session.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct SessionInfo {
     pub id: String,
     pub episode_id: Option<String>,

@@ -328,6 +328,86 @@ async fn http_routes_follow_the_contract() {
     server.stop().await.unwrap();
 }
 
+/// Every `$ref` in `value`.
+fn refs<'a>(value: &'a Value, found: &mut Vec<&'a str>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(target)) = map.get("$ref") {
+                found.push(target);
+            }
+            map.values().for_each(|v| refs(v, found));
+        }
+        Value::Array(items) => items.iter().for_each(|v| refs(v, found)),
+        _ => {}
+    }
+}
+
+/// The document is generated from the routes (`server/src/openapi.rs`): every operation it lists
+/// is served (a fake route answers 404, or 405 for a wrong method), the models keep their
+/// pydantic shapes, and every reference resolves.
+#[tokio::test]
+async fn the_openapi_document_matches_the_routes() {
+    use browserenv::models::{action_schema, observation_schema, state_schema};
+    let server = server(quick(), 2).await;
+    let (status, doc) = get(&server, "/openapi.json").await;
+    assert_eq!(status, 200);
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["info"]["version"], env!("CARGO_PKG_VERSION"));
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(schemas["BrowserAction"], action_schema());
+    assert_eq!(schemas["BrowserObservation"], observation_schema());
+    assert_eq!(schemas["BrowserState"], state_schema());
+    let mut found = Vec::new();
+    refs(&doc, &mut found);
+    assert!(found.contains(&"#/components/schemas/BrowserAction"));
+    for target in found {
+        let name = target.strip_prefix("#/components/schemas/").unwrap();
+        assert!(schemas[name].is_object(), "{target} does not resolve");
+    }
+    let http = reqwest::Client::new();
+    let mut operations = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            let concrete = path.replace("{id}", "nobody");
+            let request = http.request(
+                method.to_uppercase().parse().unwrap(),
+                format!("{}{concrete}", server.base_url()),
+            );
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let body = response.text().await.unwrap();
+            // A session route may answer 404, but with its own code, not the router's empty 404.
+            assert!(
+                status != 405 && (status != 404 || body.contains("SESSION_NOT_FOUND")),
+                "{method} {path}: {status} {body}"
+            );
+            operations.push(format!("{method} {path}"));
+        }
+    }
+    operations.sort();
+    assert_eq!(
+        operations,
+        [
+            "delete /mcp",
+            "get /health",
+            "get /mcp",
+            "get /metadata",
+            "get /openapi.json",
+            "get /schema",
+            "get /sessions",
+            "get /sessions/{id}",
+            "get /sessions/{id}/text",
+            "get /sessions/{id}/watch",
+            "get /state",
+            "get /ws",
+            "post /mcp",
+            "post /reset",
+            "post /step",
+        ]
+    );
+    server.stop().await.unwrap();
+}
+
 #[tokio::test]
 async fn http_session_resets_steps_and_validates() {
     let server = server(quick(), 2).await;

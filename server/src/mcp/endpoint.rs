@@ -9,17 +9,19 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::any;
-use axum::{Json, Router};
+use axum::Json;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::browser::Launcher;
 use crate::connection::{Peer, MAX_INCOMING_BYTES};
 use crate::mcp::handler::BrowserTools;
 use crate::mcp::openenv::{self, OpenEnvMcp};
+use crate::openapi::JsonRpcRequest;
 use crate::session::Sessions;
 use crate::settings::PeerTimeouts;
 
@@ -64,8 +66,69 @@ impl<L: Launcher> Mcp<L> {
     }
 }
 
-pub fn routes<L: Launcher, S: Clone + Send + Sync + 'static>(mcp: Arc<Mcp<L>>) -> Router<S> {
-    Router::new().route("/mcp", any(entry::<L>)).with_state(mcp)
+/// `/mcp` for the methods the MCP spec gives it (rmcp answers 405 to any other); all three go to
+/// [`entry`], each documented on its own.
+pub fn routes<L: Launcher, S: Clone + Send + Sync + 'static>(mcp: Arc<Mcp<L>>) -> OpenApiRouter<S> {
+    OpenApiRouter::new()
+        .routes(routes!(post_mcp, get_mcp, delete_mcp))
+        .with_state(mcp)
+}
+
+#[utoipa::path(
+    post,
+    path = "/mcp",
+    tag = "mcp",
+    summary = "JSON-RPC: MCP's Streamable HTTP, or OpenEnv's session methods and tools",
+    description = "MCP clients (`Accept: application/json, text/event-stream`) speak Streamable \
+        HTTP: `initialize`, then `tools/list` and `tools/call` with the `Mcp-Session-Id` it \
+        answered. OpenEnv's `MCPToolClient` posts bare JSON-RPC: `openenv/session/create`, \
+        `tools/list`, `tools/call` (with `params.session_id`), `openenv/session/close`. \
+        OpenEnv's calls are always HTTP 200: `-32700` parse error, `-32600` invalid request \
+        (docs/wire.md §6).",
+    request_body(content = JsonRpcRequest, description = "a JSON-RPC 2.0 request", example = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})),
+    params(("Mcp-Session-Id" = Option<String>, Header, description = "The MCP session, after `initialize`")),
+    responses(
+        (status = 200, description = "the JSON-RPC reply, or an event stream for MCP clients", content(
+            (Object = "application/json"),
+            (String = "text/event-stream"),
+        )),
+        (status = 202, description = "a notification or response from an MCP client, accepted"),
+    ),
+)]
+async fn post_mcp<L: Launcher>(
+    state: State<Arc<Mcp<L>>>,
+    peer: Peer,
+    request: Request,
+) -> Response {
+    entry(state, peer, request).await
+}
+
+#[utoipa::path(
+    get,
+    path = "/mcp",
+    tag = "mcp",
+    summary = "MCP: the event stream of an MCP session (server-to-client messages)",
+    params(("Mcp-Session-Id" = String, Header, description = "The MCP session")),
+    responses((status = 200, description = "an event stream", content_type = "text/event-stream", body = String)),
+)]
+async fn get_mcp<L: Launcher>(state: State<Arc<Mcp<L>>>, peer: Peer, request: Request) -> Response {
+    entry(state, peer, request).await
+}
+
+#[utoipa::path(
+    delete,
+    path = "/mcp",
+    tag = "mcp",
+    summary = "MCP: end an MCP session",
+    params(("Mcp-Session-Id" = String, Header, description = "The MCP session")),
+    responses((status = 204, description = "the session ended")),
+)]
+async fn delete_mcp<L: Launcher>(
+    state: State<Arc<Mcp<L>>>,
+    peer: Peer,
+    request: Request,
+) -> Response {
+    entry(state, peer, request).await
 }
 
 /// A POST from a client that is not speaking Streamable HTTP: it does not take an event stream,

@@ -133,10 +133,9 @@ impl<L: Launcher> ServerHandler for BrowserTools<L> {
         };
         match tools::call(&session, &request.name, request.arguments.as_ref()).await {
             Ok(outcome) => Ok(outcome.into_result().into()),
-            Err(ToolFailure::Unknown(name)) => Err(ErrorData::invalid_params(
-                ToolFailure::Unknown(name).message(),
-                None,
-            )),
+            Err(failure @ ToolFailure::Unknown(_)) => {
+                Err(ErrorData::invalid_params(failure.message(), None))
+            }
             Err(failure) => Ok(tools::failure_result(&failure).into()),
         }
     }

@@ -60,6 +60,12 @@ fn error_with(id: &Value, code: i64, message: impl Into<String>, data: Value) ->
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into(), "data": data}})
 }
 
+/// OpenEnv's answer when no session slot is free: the wire's refusal, its counts as `data`.
+fn at_capacity(id: &Value, refused: &crate::capacity::AtCapacity) -> Value {
+    let frame = refused.frame();
+    error_with(id, SERVER_ERROR, frame.message, Value::Object(frame.extra))
+}
+
 /// A body that is not JSON.
 pub fn parse_error() -> Value {
     error(&Value::Null, PARSE_ERROR, "Parse error")
@@ -153,10 +159,7 @@ impl<L: Launcher> OpenEnvMcp<L> {
                         );
                         reply(&id, json!({"session_id": session_id}))
                     }
-                    Err(refused) => {
-                        let frame = refused.frame();
-                        error_with(&id, SERVER_ERROR, frame.message, Value::Object(frame.extra))
-                    }
+                    Err(refused) => at_capacity(&id, &refused),
                 },
             },
             "openenv/session/close" => {
@@ -220,15 +223,7 @@ impl<L: Launcher> OpenEnvMcp<L> {
                     // OpenEnv runs a call without a session on an environment of its own.
                     (None, None) => match self.sessions.open(Transport::Mcp, peer.to_string()) {
                         Ok(session) => (session, true),
-                        Err(refused) => {
-                            let frame = refused.frame();
-                            return error_with(
-                                &id,
-                                SERVER_ERROR,
-                                frame.message,
-                                Value::Object(frame.extra),
-                            );
-                        }
+                        Err(refused) => return at_capacity(&id, &refused),
                     },
                 };
                 let outcome = tools::call(&session, name, arguments).await;

@@ -164,10 +164,26 @@ pub enum SettleOutcome {
     Bounded,
 }
 
-/// Makes fresh private browsers (a new profile each).
+/// Makes fresh private browsers: a browser for an episode, as private as a new profile.
 pub trait Launcher: Send + Sync + 'static {
     type Browser: Browser;
     fn launch(&self) -> impl Future<Output = anyhow::Result<Self::Browser>> + Send;
+    /// End `previous`'s episode and give the session's next one, just as private, on the same
+    /// browser when that is cheaper than `launch` (a new context instead of a new process).
+    /// `None`: `previous` is closed and the caller launches.
+    fn renew(
+        &self,
+        previous: Self::Browser,
+    ) -> impl Future<Output = Option<Self::Browser>> + Send {
+        async move {
+            previous.close().await;
+            None
+        }
+    }
+    /// Let go of what is kept for later episodes (a shared browser), at the server's stop.
+    fn shutdown(&self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
 }
 
 /// One private browser. Every method acts on the current page (the newest tab). Implementations bound

@@ -118,6 +118,15 @@ pub struct Cli {
     /// the session sees `renderer_crashed`. 0: no limit. Our own browsers only.
     #[arg(long, env = "BROWSER_RENDERER_MEMORY_MB", default_value_t = crate::chromium::DEFAULT_RENDERER_MEMORY_MB)]
     pub renderer_memory_mb: u64,
+    /// How sessions are kept apart: `process` (a Chromium per session) or `context` (sessions
+    /// are browser contexts of one shared Chromium: less memory, one crash ends them all). Every
+    /// episode gets a fresh context either way.
+    #[arg(long, env = "BROWSER_ISOLATION", value_enum, default_value = "process")]
+    pub isolation: crate::chromium::Isolation,
+    /// Episodes one Chromium serves (each in a fresh context) before a fresh Chromium replaces
+    /// it; 1 launches a new Chromium for every episode.
+    #[arg(long, env = "BROWSER_EPISODES_PER_BROWSER", default_value_t = crate::chromium::DEFAULT_EPISODES_PER_BROWSER)]
+    pub episodes_per_browser: u32,
     /// Load pages with invalid certificates instead of failing them (`navigation_failed` with the
     /// `net::ERR_CERT_…` detail otherwise). For test sites with self-signed certificates only.
     #[arg(long, env = "BROWSER_IGNORE_HTTPS_ERRORS")]
@@ -165,6 +174,12 @@ pub struct Cli {
 impl Cli {
     /// Validate every setting; the error names the setting, as the seed's construction does.
     pub fn server_config(&self) -> Result<ServerConfig, String> {
+        if !(1..=MAX_EPISODES_PER_BROWSER).contains(&self.episodes_per_browser) {
+            return Err(format!(
+                "BROWSER_EPISODES_PER_BROWSER must be between 1 and {MAX_EPISODES_PER_BROWSER}, got {}",
+                self.episodes_per_browser
+            ));
+        }
         if !(1..=64).contains(&self.max_sessions) {
             return Err(format!(
                 "BROWSER_MAX_SESSIONS must be between 1 and 64, got {}",
@@ -263,10 +278,15 @@ impl Cli {
             ignore_https_errors: self.ignore_https_errors,
             sandbox,
             renderer_memory_mb: self.renderer_memory_mb,
+            isolation: self.isolation,
+            episodes_per_browser: self.episodes_per_browser,
             ..ChromiumConfig::default()
         }
     }
 }
+
+/// Past this many episodes a browser is as good as never replaced.
+const MAX_EPISODES_PER_BROWSER: u32 = 100_000;
 
 /// A comma-separated setting as a list: blanks dropped; origins must look like `scheme://host`.
 fn clean_list(values: &[String], name: &str, origins: bool) -> Result<Vec<String>, String> {

@@ -176,12 +176,20 @@ impl<L: Launcher> Environment<L> {
             Some(Value::String(id)) => id.clone(),
             Some(other) => other.to_string(),
         };
-        // The seed closes the previous episode first; bad input above has not touched it.
-        self.close().await;
-        let browser = self.launcher.launch().await.map_err(|err| {
-            tracing::error!("browser launch failed: {err:#}");
-            EnvError(format!("the browser failed to start: {err:#}"))
-        })?;
+        // The seed closes the previous episode first; bad input above has not touched it. Its
+        // browser may serve the next episode in a fresh context (`Launcher::renew`).
+        self.text = None;
+        let renewed = match self.episode.take() {
+            Some(previous) => self.launcher.renew(previous.browser).await,
+            None => None,
+        };
+        let browser = match renewed {
+            Some(browser) => browser,
+            None => self.launcher.launch().await.map_err(|err| {
+                tracing::error!("browser launch failed: {err:#}");
+                EnvError(format!("the browser failed to start: {err:#}"))
+            })?,
+        };
         self.state = BrowserState {
             episode_id: Some(episode_id),
             step_count: 0,

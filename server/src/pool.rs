@@ -52,6 +52,7 @@ impl<L: Launcher> WarmPool<L> {
                 browser.close().await;
             }
         }
+        self.inner.shutdown().await;
     }
 }
 
@@ -87,6 +88,11 @@ impl<L: Launcher> Launcher for WarmPool<L> {
             },
             None => self.inner.launch().await,
         }
+    }
+
+    /// Renewing is the inner launcher's; when it cannot, the spare serves the next episode.
+    async fn renew(&self, previous: L::Browser) -> Option<L::Browser> {
+        self.inner.renew(previous).await
     }
 }
 

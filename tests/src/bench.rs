@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use browserenv::models::Key;
 use browserenv::{BrowserAction, Client, ResetOptions};
+use browserenv_server::chromium::{ChromiumConfig, Isolation, DEFAULT_EPISODES_PER_BROWSER};
 use browserenv_server::settings::EnvSettings;
 use browserenv_server::ServerConfig;
-use browserenv_tests::{test_settings, Harness, RemoteChromium};
+use browserenv_tests::{test_chromium, test_settings, Harness, RemoteChromium};
 
 struct Series {
     name: String,
@@ -126,6 +127,13 @@ async fn main() -> anyhow::Result<()> {
         println!("{}", scroll.row());
         client.close().await?;
         harness.stop().await;
+        return Ok(());
+    }
+    // BENCH_ONLY=reset: the reset rows of each isolation mode, and where a step's time goes.
+    if std::env::var("BENCH_ONLY").as_deref() == Ok("reset") {
+        println!("| measure | n | median ms | p95 ms |");
+        println!("|---|---|---|---|");
+        back_to_back_resets(rounds).await?;
         return Ok(());
     }
     // BENCH_ONLY=tui: just the terminal UI's rows (its frames on real screenshots).
@@ -346,6 +354,79 @@ async fn resets(
         .await?;
     }
     Ok(series)
+}
+
+/// A server on real Chromium with `isolation`, `episodes_per_browser` and the warm spare as given.
+async fn server_with(
+    isolation: Isolation,
+    episodes_per_browser: u32,
+    warm_spare: bool,
+    settings: EnvSettings,
+) -> Harness {
+    let chromium = ChromiumConfig {
+        isolation,
+        episodes_per_browser,
+        ..test_chromium()
+    };
+    Harness::start_with_browser(
+        chromium,
+        ServerConfig {
+            settings,
+            warm_spare,
+            max_sessions: 10,
+            ..ServerConfig::default()
+        },
+    )
+    .await
+}
+
+/// Resets one right after the other, as an agent that trains runs its episodes: with a new
+/// Chromium per episode (the spare is used up by the first), with a context per episode on the
+/// session's Chromium, and with sessions sharing one Chromium.
+async fn back_to_back_resets(rounds: usize) -> anyhow::Result<()> {
+    let modes = [
+        (
+            "reset back to back, new Chromium per episode (BROWSER_EPISODES_PER_BROWSER=1)",
+            Isolation::Process,
+            1,
+        ),
+        (
+            "reset back to back, new context per episode (BROWSER_ISOLATION=process, default)",
+            Isolation::Process,
+            DEFAULT_EPISODES_PER_BROWSER,
+        ),
+        (
+            "reset back to back, shared Chromium (BROWSER_ISOLATION=context)",
+            Isolation::Context,
+            DEFAULT_EPISODES_PER_BROWSER,
+        ),
+    ];
+    for (name, isolation, episodes) in modes {
+        let harness = server_with(isolation, episodes, true, test_settings()).await;
+        let mut client = harness.client().await;
+        // The session's first reset (its browser's launch, or the shared one's) is not timed.
+        client
+            .reset(ResetOptions::new(harness.page("long.html")))
+            .await?;
+        tokio::time::sleep(SPARE_PAUSE).await;
+        let mut series = Series::new(name);
+        let mut phases: Vec<serde_json::Value> = Vec::new();
+        for _ in 0..rounds.clamp(10, 30) {
+            let result = timed(
+                &mut series,
+                client.reset(ResetOptions::new(harness.page("long.html"))),
+            )
+            .await?;
+            phases.push(result.observation.metadata["timings_ms"].clone());
+        }
+        println!("{}", series.row());
+        if std::env::var_os("BENCH_PHASES").is_some() {
+            eprintln!("{name}: {phases:?}");
+        }
+        client.close().await?;
+        harness.stop().await;
+    }
+    Ok(())
 }
 
 /// Timed scroll steps down and up a page, and their screenshots.

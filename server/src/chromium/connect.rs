@@ -4,85 +4,56 @@
 use super::*;
 
 impl ChromiumBrowser {
-    pub(super) async fn connect(
-        endpoint: Endpoint,
-        ignore_https_errors: bool,
+    /// A new episode on `host`: its own browser context (with its own egress proxy when private
+    /// networks are refused), downloads denied, the browser-level watchers, a first tab prepared
+    /// and its viewport checked.
+    pub(super) async fn open(
+        host: Arc<Host>,
+        egress_policy: Option<Arc<egress::EgressPolicy>>,
     ) -> anyhow::Result<Self> {
-        let config = HandlerConfig {
-            // We set the viewport ourselves: chromiumoxide's emulation also turns on touch emulation.
-            viewport: None,
-            request_timeout: Duration::from_secs(30),
-            // chromiumoxide's default tells every page to ignore certificate errors.
-            ignore_https_errors,
-            ..HandlerConfig::default()
+        let egress = match egress_policy {
+            Some(policy) => Some(
+                egress::EgressProxy::start(policy)
+                    .await
+                    .context("cannot start the egress proxy")?,
+            ),
+            None => None,
         };
-        let (browser, mut handler) =
-            CdpBrowser::connect_with_config(endpoint.websocket_url(), config)
-                .await
-                .context("cannot connect to chromium's DevTools endpoint")?;
-        let disconnected = Arc::new(AtomicBool::new(false));
-        let gone = disconnected.clone();
-        // From here on, failing (or being cancelled by the launch timeout) drops `tasks`, which
-        // closes the CDP socket: nothing is left connected, and a remote context is disposed.
-        let mut tasks = Tasks::default();
-        tasks.0.push(tokio::spawn(async move {
-            while let Some(event) = handler.next().await {
-                match event {
-                    // The socket is gone (the browser died): stop, so pending commands fail now
-                    // instead of at their timeout.
-                    Err(CdpError::Ws(err)) => {
-                        tracing::debug!("cdp connection lost: {err}");
-                        break;
-                    }
-                    // Single messages chromiumoxide could not decode (Chromium 156 renamed a
-                    // Network field); the connection goes on.
-                    Err(err) => tracing::trace!("cdp handler: {err}"),
-                    Ok(()) => {}
-                }
-            }
-            gone.store(true, Ordering::SeqCst);
-        }));
-
-        // On a remote browser, this session's own context: cookies, storage and cache as private
-        // as a fresh profile, and disposed with the session (also if our connection just drops).
-        let context = match endpoint {
-            Endpoint::Local(_) => None,
-            Endpoint::Remote(_) => {
-                let params = CreateBrowserContextParams {
-                    dispose_on_detach: Some(true),
-                    ..CreateBrowserContextParams::default()
-                };
-                Some(
-                    browser
-                        .create_browser_context(params)
-                        .await
-                        .context("cannot create a browser context")?,
-                )
-            }
+        let browser = &host.cdp;
+        // Disposed with the episode, or by the browser when our connection drops.
+        let params = CreateBrowserContextParams {
+            dispose_on_detach: Some(true),
+            // Every connection, loopback ones included (`<-loopback>` removes Chromium's
+            // implicit bypass), goes through the egress proxy (egress.rs).
+            proxy_server: egress.as_ref().map(egress::EgressProxy::url),
+            proxy_bypass_list: egress.as_ref().map(|_| "<-loopback>".to_string()),
+            ..CreateBrowserContextParams::default()
         };
+        let context = browser
+            .create_browser_context(params)
+            .await
+            .context("cannot create a browser context")?;
+        // From here on, failing disposes the context again (see `Abandon`).
+        let abandon = Abandon(Some((host.clone(), context.clone())));
         browser
             .execute(SetDownloadBehaviorParams {
                 behavior: SetDownloadBehaviorBehavior::Deny,
-                browser_context_id: context.clone(),
+                browser_context_id: Some(context.clone()),
                 download_path: None,
                 events_enabled: Some(true),
             })
             .await
             .context("cannot deny downloads")?;
+        let mut tasks = Tasks::default();
 
         let incidents = Arc::new(Mutex::new(Incidents::default()));
         let new_tabs = Arc::new(Mutex::new(Vec::new()));
-        let first = match &context {
-            Some(context) => {
-                let mut params = CreateTargetParams::new("about:blank");
-                params.browser_context_id = Some(context.clone());
-                browser
-                    .new_page(params)
-                    .await
-                    .context("cannot open a tab in the browser context")?
-            }
-            None => first_page(&browser).await?,
-        };
+        let mut params = CreateTargetParams::new("about:blank");
+        params.browser_context_id = Some(context.clone());
+        let first = browser
+            .new_page(params)
+            .await
+            .context("cannot open a tab in the browser context")?;
         let load_states: LoadStates = Arc::new(Mutex::new(HashMap::new()));
         let frames: Frames = Arc::new(Mutex::new(HashSet::from([first
             .target_id()
@@ -91,15 +62,14 @@ impl ChromiumBrowser {
         let mut downloads = browser.event_listener::<EventDownloadWillBegin>().await?;
         let sink = incidents.clone();
         let known_frames = frames.clone();
-        let shared = context.is_some();
         tasks.0.push(tokio::spawn(async move {
             while let Some(event) = downloads.next().await {
-                // A remote browser is shared: report only downloads started in one of our frames.
-                // They are denied in our context either way.
-                let ours = !shared
-                    || known_frames
-                        .lock()
-                        .is_ok_and(|frames| frames.contains(event.frame_id.as_ref()));
+                // The browser is shared (by episodes, sessions, or a remote's other users): report
+                // only downloads started in one of our frames. They are denied in our context
+                // either way.
+                let ours = known_frames
+                    .lock()
+                    .is_ok_and(|frames| frames.contains(event.frame_id.as_ref()));
                 if !ours {
                     continue;
                 }
@@ -114,14 +84,14 @@ impl ChromiumBrowser {
         let mut known: HashSet<TargetId> = HashSet::from([first.target_id().clone()]);
         // Our tabs that are open now, to hold them to MAX_TABS.
         let open_tabs = Arc::new(Mutex::new(HashSet::from([first.target_id().clone()])));
-        let own_context = context.clone();
+        let own_context = Some(context.clone());
         let own_frames = frames.clone();
         let (open, closer, sink) = (open_tabs.clone(), first.clone(), incidents.clone());
         tasks.0.push(tokio::spawn(async move {
             while let Some(event) = created.next().await {
                 let info = &event.target_info;
-                // Other sessions' tabs on a shared remote browser are not ours to follow.
-                let ours = own_context.is_none() || info.browser_context_id == own_context;
+                // Other episodes' tabs on a shared browser are not ours to follow.
+                let ours = info.browser_context_id == own_context;
                 if ours {
                     // Tabs (before we follow them) and out-of-process frames: a frame's id is
                     // its target's.
@@ -182,8 +152,10 @@ impl ChromiumBrowser {
         }));
 
         let current = prepare_page(first, incidents.clone(), &load_states, &frames).await?;
+        let disconnected = host.disconnected.clone();
         let mut chromium = ChromiumBrowser {
-            browser,
+            host,
+            context,
             _tasks: tasks,
             current,
             previous_pages: Vec::new(),
@@ -194,12 +166,22 @@ impl ChromiumBrowser {
             disconnected,
             load_states,
             frames,
-            context,
-            egress: None,
-            endpoint,
+            egress,
         };
         chromium.verify_viewport().await?;
+        abandon.keep();
         Ok(chromium)
+    }
+
+    /// Dispose this episode's context (its tabs, cookies, storage, cache, service workers) now
+    /// rather than when the connection ends; a host no other episode holds closes with it.
+    pub(super) async fn dispose(self) {
+        let dispose = self.host.cdp.dispose_browser_context(self.context.clone());
+        match tokio::time::timeout(Duration::from_secs(5), dispose).await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => tracing::warn!("cannot dispose the browser context: {err}"),
+            Err(_) => tracing::warn!("the browser context was not disposed in time"),
+        }
     }
 
     /// The seed waits until the page reports exactly 800x600 at scale 1 before navigating.
@@ -224,20 +206,29 @@ impl ChromiumBrowser {
 
     /// The browser's process id, when we launched it.
     pub fn pid(&self) -> Option<u32> {
-        match &self.endpoint {
-            Endpoint::Local(process) => Some(process.pid()),
-            Endpoint::Remote(_) => None,
+        self.host.pid()
+    }
+}
+
+/// A context being opened, disposed unless the opening finishes (`keep`): an episode that failed
+/// to open leaves nothing behind on a browser that goes on serving others.
+struct Abandon(Option<(Arc<Host>, BrowserContextId)>);
+
+impl Abandon {
+    fn keep(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        if let Some((host, context)) = self.0.take() {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    let _ = host.cdp.dispose_browser_context(context).await;
+                });
+            }
         }
     }
 }
 
-/// The tab Chromium opened at start (about:blank), or a new one.
-pub(super) async fn first_page(browser: &CdpBrowser) -> anyhow::Result<Page> {
-    for _ in 0..40 {
-        if let Some(page) = browser.pages().await?.into_iter().next() {
-            return Ok(page);
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    Ok(browser.new_page("about:blank").await?)
-}

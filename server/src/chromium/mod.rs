@@ -14,6 +14,7 @@
 
 mod connect;
 pub mod egress;
+mod host;
 mod input;
 mod memory;
 mod navigation;
@@ -71,10 +72,12 @@ use crate::browser::{
     clip, clipped, Browser, Incidents, Launcher, PageError, PageFacts, PageText, SettleOutcome,
 };
 
+pub use host::Isolation;
 pub use process::{clean_leftovers, kill_all, live_count, shutdown_all};
 pub use remote::{redacted_url, remote_version, without_secrets_of};
 
 // The rooms' shared helpers, for every room (`use super::*`).
+use host::{Endpoint, Host};
 use page_events::{evaluate, prepare_page};
 
 const PROBE_JS: &str = include_str!("probe.js");
@@ -95,6 +98,10 @@ pub const DEFAULT_RENDERER_MEMORY_MB: u64 = 2048;
 const DIALOG_FLOOD: u64 = 20;
 /// Tabs a session keeps open; a page that opens more gets them closed at once (a popup flood).
 pub const MAX_TABS: usize = 8;
+/// `BROWSER_EPISODES_PER_BROWSER`'s default: a context per episode makes episodes cheap, and a
+/// fresh browser now and then sheds what a long-lived one accumulates (caches of the browser
+/// process, leaked renderer-side memory).
+pub const DEFAULT_EPISODES_PER_BROWSER: u32 = 100;
 const FACTS_TIMEOUT: Duration = Duration::from_secs(2);
 /// Walking the page for its text layer stops after this long (the answer says it was cut).
 const TEXT_BUDGET: Duration = Duration::from_millis(500);
@@ -119,6 +126,11 @@ pub struct ChromiumConfig {
     /// Refuse connections to private addresses (`BROWSER_BLOCK_PRIVATE_NETWORKS`; egress.rs).
     /// Our own browsers only.
     pub egress: Option<Arc<egress::EgressPolicy>>,
+    /// Whether sessions get a Chromium each or share one (`BROWSER_ISOLATION`; see `host.rs`).
+    pub isolation: Isolation,
+    /// Episodes one browser serves before it is replaced by a fresh one
+    /// (`BROWSER_EPISODES_PER_BROWSER`; 1: a new browser for every episode).
+    pub episodes_per_browser: u32,
 }
 
 impl Default for ChromiumConfig {
@@ -132,50 +144,36 @@ impl Default for ChromiumConfig {
             sandbox: sandbox::auto(),
             renderer_memory_mb: DEFAULT_RENDERER_MEMORY_MB,
             egress: None,
-        }
-    }
-}
-
-/// Where a session's browser lives, and what closing it means.
-enum Endpoint {
-    /// Our own process: closing kills it and removes its profile.
-    Local(process::ChromiumProcess),
-    /// A browser context on a remote Chromium: closing disposes the context, the browser stays.
-    Remote(String),
-}
-
-impl Endpoint {
-    fn websocket_url(&self) -> &str {
-        match self {
-            Endpoint::Local(process) => &process.websocket_url,
-            Endpoint::Remote(url) => url,
+            isolation: Isolation::Process,
+            episodes_per_browser: DEFAULT_EPISODES_PER_BROWSER,
         }
     }
 }
 
 pub struct ChromiumLauncher {
     config: ChromiumConfig,
+    /// With context isolation: the host every session's episodes open on.
+    shared: tokio::sync::Mutex<Option<Arc<Host>>>,
 }
 
 impl ChromiumLauncher {
     pub fn new(config: ChromiumConfig) -> Self {
-        ChromiumLauncher { config }
+        ChromiumLauncher {
+            config,
+            shared: Default::default(),
+        }
     }
 
     pub fn config(&self) -> &ChromiumConfig {
         &self.config
     }
-}
 
-impl Launcher for ChromiumLauncher {
-    type Browser = ChromiumBrowser;
-
-    async fn launch(&self) -> anyhow::Result<ChromiumBrowser> {
+    /// A new host: our own Chromium, or a connection to the remote one.
+    async fn new_host(&self) -> anyhow::Result<Arc<Host>> {
         let config = self.config.clone();
         if let Some(url) = config.remote {
             let shown = redacted_url(&url);
-            let connect =
-                ChromiumBrowser::connect(Endpoint::Remote(url.clone()), config.ignore_https_errors);
+            let connect = Host::connect(Endpoint::Remote(url.clone()), config.ignore_https_errors);
             return tokio::time::timeout(config.launch_timeout, connect)
                 .await
                 .map_err(|_| {
@@ -188,24 +186,72 @@ impl Launcher for ChromiumLauncher {
                     )
                 });
         }
-        let proxy = match &config.egress {
-            Some(policy) => Some(
-                egress::EgressProxy::start(policy.clone())
-                    .await
-                    .context("cannot start the egress proxy")?,
-            ),
-            None => None,
-        };
-        let proxy_url = proxy.as_ref().map(egress::EgressProxy::url);
         let ignore_https_errors = config.ignore_https_errors;
-        let process = tokio::task::spawn_blocking(move || {
-            process::ChromiumProcess::launch(&config, proxy_url.as_deref())
-        })
-        .await??;
-        let mut browser =
-            ChromiumBrowser::connect(Endpoint::Local(process), ignore_https_errors).await?;
-        browser.egress = proxy;
-        Ok(browser)
+        let process =
+            tokio::task::spawn_blocking(move || process::ChromiumProcess::launch(&config)).await??;
+        Host::connect(Endpoint::Local(process), ignore_https_errors).await
+    }
+
+    /// An episode on `host`, counted against its episodes.
+    async fn open_on(&self, host: Arc<Host>) -> anyhow::Result<ChromiumBrowser> {
+        host.count_episode();
+        let remote = host.is_remote();
+        let open = ChromiumBrowser::open(host, self.config.egress.clone());
+        if !remote {
+            return open.await;
+        }
+        tokio::time::timeout(self.config.launch_timeout, open)
+            .await
+            .map_err(|_| anyhow::anyhow!("the remote browser did not open a context in time"))?
+    }
+
+    /// The shared host, replaced when it is gone or has served its episodes. The old one closes
+    /// when the last episode on it does.
+    async fn shared_host(&self) -> anyhow::Result<Arc<Host>> {
+        let mut shared = self.shared.lock().await;
+        match &*shared {
+            Some(host) if host.has_room(self.config.episodes_per_browser) => Ok(host.clone()),
+            _ => {
+                let host = self.new_host().await?;
+                *shared = Some(host.clone());
+                Ok(host)
+            }
+        }
+    }
+}
+
+impl Launcher for ChromiumLauncher {
+    type Browser = ChromiumBrowser;
+
+    async fn launch(&self) -> anyhow::Result<ChromiumBrowser> {
+        let host = match self.config.isolation {
+            Isolation::Process => self.new_host().await?,
+            Isolation::Context => self.shared_host().await?,
+        };
+        self.open_on(host).await
+    }
+
+    /// Process isolation: the next episode opens on the session's own browser while it has room.
+    /// Context isolation: on the shared host, through `launch` (so a warm spare context is used).
+    async fn renew(&self, previous: ChromiumBrowser) -> Option<ChromiumBrowser> {
+        let host = previous.host.clone();
+        previous.close().await;
+        if self.config.isolation == Isolation::Context
+            || !host.has_room(self.config.episodes_per_browser)
+        {
+            return None;
+        }
+        match self.open_on(host).await {
+            Ok(browser) => Some(browser),
+            Err(err) => {
+                tracing::warn!("cannot open a new context on the session's browser: {err:#}");
+                None
+            }
+        }
+    }
+
+    async fn shutdown(&self) {
+        self.shared.lock().await.take();
     }
 }
 
@@ -246,9 +292,11 @@ struct CurrentPage {
 }
 
 pub struct ChromiumBrowser {
-    browser: CdpBrowser,
-    /// The CDP connection's handler and the browser-level event watchers; held so that they end
-    /// with this browser.
+    /// The browser this episode's context lives on, shared with other episodes (see `host.rs`).
+    host: Arc<Host>,
+    /// This episode's browser context: cookies, storage and cache as private as a fresh profile.
+    context: BrowserContextId,
+    /// The browser-level event watchers of this episode; held so that they end with it.
     _tasks: Tasks,
     current: CurrentPage,
     /// Older tabs stay open, as in a person's browser (unwatched); the newest is last.
@@ -257,18 +305,13 @@ pub struct ChromiumBrowser {
     new_tabs: Arc<Mutex<Vec<TargetId>>>,
     last_action: Instant,
     expect_navigation: bool,
-    /// Set when the CDP connection ends.
+    /// The host's: set when the CDP connection ends.
     disconnected: Arc<AtomicBool>,
     load_states: LoadStates,
     frames: Frames,
-    /// This session's browser context on a remote browser (None: a local browser's default one).
-    context: Option<BrowserContextId>,
-    /// The proxy every connection of this browser goes through, when private networks are
+    /// The proxy every connection of this context goes through, when private networks are
     /// refused.
     egress: Option<egress::EgressProxy>,
-    // Declared last: dropped after the CDP connection, a local process is killed and its profile
-    // removed.
-    endpoint: Endpoint,
 }
 
 fn cdp_error(err: CdpError) -> PageError {

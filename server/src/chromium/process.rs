@@ -88,7 +88,7 @@ fn spawner() -> &'static Mutex<mpsc::Sender<SpawnRequest>> {
 impl ChromiumProcess {
     /// Start Chromium with a fresh profile and wait for its DevTools endpoint. Blocking: call from
     /// `spawn_blocking`.
-    pub fn launch(config: &super::ChromiumConfig, proxy: Option<&str>) -> anyhow::Result<Self> {
+    pub fn launch(config: &super::ChromiumConfig) -> anyhow::Result<Self> {
         let (executable, profile_root) = (&config.executable, &config.profile_root);
         let (timeout, sandbox) = (config.launch_timeout, config.sandbox);
         let renderer_memory_mb = config.renderer_memory_mb;
@@ -109,12 +109,6 @@ impl ChromiumProcess {
         let mut command = Command::new(executable);
         if !sandbox {
             command.arg("--no-sandbox");
-        }
-        if let Some(proxy) = proxy {
-            // Every connection, loopback ones included (`<-loopback>` removes Chromium's implicit
-            // bypass), goes through the egress proxy (egress.rs).
-            command.arg(format!("--proxy-server={proxy}"));
-            command.arg("--proxy-bypass-list=<-loopback>");
         }
         if renderer_memory_mb > 0 {
             // V8's heap of each renderer; the rest is the watchdog's (memory.rs).

@@ -235,9 +235,7 @@ impl Browser for ChromiumBrowser {
             .lock()
             .map(|mut incidents| std::mem::take(&mut *incidents))
             .unwrap_or_default();
-        if let Endpoint::Local(process) = &self.endpoint {
-            incidents.renderer_killed = process.take_memory_kill();
-        }
+        incidents.renderer_killed = self.host.take_memory_kill();
         if let Some(proxy) = &self.egress {
             incidents.network_refused = proxy.take_refusals();
         }
@@ -245,16 +243,6 @@ impl Browser for ChromiumBrowser {
     }
 
     async fn close(self) {
-        // A remote context is disposed now rather than when the remote notices our connection is
-        // gone. Locally, dropping kills the process group and removes the profile.
-        if let Some(context) = &self.context {
-            let dispose = self.browser.dispose_browser_context(context.clone());
-            match tokio::time::timeout(Duration::from_secs(5), dispose).await {
-                Ok(Ok(())) => {}
-                Ok(Err(err)) => tracing::warn!("cannot dispose the remote browser context: {err}"),
-                Err(_) => tracing::warn!("the remote browser context was not disposed in time"),
-            }
-        }
-        drop(self);
+        self.dispose().await;
     }
 }

@@ -49,7 +49,7 @@ impl ChromiumBrowser {
     pub(super) async fn open_new_tab(&mut self, target: TargetId) -> Result<(), PageError> {
         let mut page = None;
         for _ in 0..80 {
-            if let Ok(found) = self.browser.get_page(target.clone()).await {
+            if let Ok(found) = self.host.cdp.get_page(target.clone()).await {
                 page = Some(found);
                 break;
             }

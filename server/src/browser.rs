@@ -171,10 +171,7 @@ pub trait Launcher: Send + Sync + 'static {
     /// End `previous`'s episode and give the session's next one, just as private, on the same
     /// browser when that is cheaper than `launch` (a new context instead of a new process).
     /// `None`: `previous` is closed and the caller launches.
-    fn renew(
-        &self,
-        previous: Self::Browser,
-    ) -> impl Future<Output = Option<Self::Browser>> + Send {
+    fn renew(&self, previous: Self::Browser) -> impl Future<Output = Option<Self::Browser>> + Send {
         async move {
             previous.close().await;
             None

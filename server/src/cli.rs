@@ -166,7 +166,8 @@ pub struct Cli {
     /// Base URL for the tasks' relative start URLs (default: the --site URL).
     #[arg(long, env = "BROWSER_TASK_BASE_URL")]
     pub task_base_url: Option<String>,
-    /// Do not keep a browser launched ahead of the next reset.
+    /// Do not keep a browser launched, or a session's next context opened, ahead of the next
+    /// reset.
     #[arg(long, env = "BROWSER_NO_WARM_SPARE")]
     pub no_warm_spare: bool,
 }
@@ -280,6 +281,7 @@ impl Cli {
             renderer_memory_mb: self.renderer_memory_mb,
             isolation: self.isolation,
             episodes_per_browser: self.episodes_per_browser,
+            spare_contexts: !self.no_warm_spare,
             ..ChromiumConfig::default()
         }
     }

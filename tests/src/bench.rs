@@ -136,6 +136,12 @@ async fn main() -> anyhow::Result<()> {
         back_to_back_resets(rounds).await?;
         return Ok(());
     }
+    if std::env::var("BENCH_ONLY").as_deref() == Ok("frames") {
+        println!("| measure | n | median ms | p95 ms |");
+        println!("|---|---|---|---|");
+        frame_phases(rounds).await?;
+        return Ok(());
+    }
     // BENCH_ONLY=tui: just the terminal UI's rows (its frames on real screenshots).
     if std::env::var("BENCH_ONLY").as_deref() == Ok("tui") {
         println!("| measure | n | median ms | p95 ms |");
@@ -366,6 +372,7 @@ async fn server_with(
     let chromium = ChromiumConfig {
         isolation,
         episodes_per_browser,
+        spare_contexts: warm_spare,
         ..test_chromium()
     };
     Harness::start_with_browser(
@@ -386,6 +393,11 @@ async fn server_with(
 async fn back_to_back_resets(rounds: usize) -> anyhow::Result<()> {
     let modes = [
         (
+            "process, no spare context",
+            Isolation::Process,
+            DEFAULT_EPISODES_PER_BROWSER,
+        ),
+        (
             "reset back to back, new Chromium per episode (BROWSER_EPISODES_PER_BROWSER=1)",
             Isolation::Process,
             1,
@@ -402,7 +414,13 @@ async fn back_to_back_resets(rounds: usize) -> anyhow::Result<()> {
         ),
     ];
     for (name, isolation, episodes) in modes {
-        let harness = server_with(isolation, episodes, true, test_settings()).await;
+        let harness = server_with(
+            isolation,
+            episodes,
+            !name.starts_with("process, no spare"),
+            test_settings(),
+        )
+        .await;
         let mut client = harness.client().await;
         // The session's first reset (its browser's launch, or the shared one's) is not timed.
         client
@@ -420,9 +438,70 @@ async fn back_to_back_resets(rounds: usize) -> anyhow::Result<()> {
             phases.push(result.observation.metadata["timings_ms"].clone());
         }
         println!("{}", series.row());
+        if episodes > 1 {
+            let name = format!("{name}, after a pause");
+            let series = resets(&mut client, &harness, rounds, Some(SPARE_PAUSE), &name).await?;
+            println!("{}", series.row());
+        }
         if std::env::var_os("BENCH_PHASES").is_some() {
             eprintln!("{name}: {phases:?}");
         }
+        client.close().await?;
+        harness.stop().await;
+    }
+    Ok(())
+}
+
+/// Where a scroll step's time goes, with no settle and with the default adaptive one: the
+/// server's own phases (from `metadata.timings_ms`) beside the client's round trip.
+async fn frame_phases(rounds: usize) -> anyhow::Result<()> {
+    for wait in [Duration::ZERO, EnvSettings::default().action_wait] {
+        let settings = EnvSettings {
+            max_steps: 200,
+            action_wait: wait,
+            ..test_settings()
+        };
+        let harness = Harness::start(settings).await;
+        let mut client = harness.client().await;
+        client
+            .reset(ResetOptions::new(harness.page("long.html")))
+            .await?;
+        let label = if wait.is_zero() {
+            "BROWSER_ACTION_WAIT_SECONDS=0".to_string()
+        } else {
+            "adaptive settle".to_string()
+        };
+        let mut round_trip = Series::new(&format!("step scroll, {label}: round trip"));
+        let mut phases: Vec<Series> = ["action", "settle", "screenshot", "total"]
+            .iter()
+            .map(|phase| Series::new(&format!("step scroll, {label}: server {phase}")))
+            .collect();
+        let mut bytes = Vec::new();
+        for i in 0..rounds {
+            let dy = if i % 2 == 0 { 600 } else { -600 };
+            let result = timed(&mut round_trip, client.step(BrowserAction::scroll(dy))).await?;
+            let timings = &result.observation.metadata["timings_ms"];
+            for (series, phase) in
+                phases
+                    .iter_mut()
+                    .zip(["action", "settle", "screenshot", "total"])
+            {
+                series
+                    .millis
+                    .push(timings[phase].as_f64().unwrap_or(f64::NAN));
+            }
+            bytes.push(result.observation.screenshot.len() * 3 / 4);
+        }
+        println!("{}", round_trip.row());
+        for series in &phases {
+            println!("{}", series.row());
+        }
+        bytes.sort_unstable();
+        println!(
+            "| step scroll, {label}: PNG KiB (median) | {} | {} | |",
+            bytes.len(),
+            bytes[bytes.len() / 2] / 1024
+        );
         client.close().await?;
         harness.stop().await;
     }

@@ -167,6 +167,7 @@ impl ChromiumBrowser {
             load_states,
             frames,
             egress,
+            successor: None,
         };
         chromium.verify_viewport().await?;
         abandon.keep();
@@ -175,7 +176,15 @@ impl ChromiumBrowser {
 
     /// Dispose this episode's context (its tabs, cookies, storage, cache, service workers) now
     /// rather than when the connection ends; a host no other episode holds closes with it.
-    pub(super) async fn dispose(self) {
+    pub(super) async fn dispose(mut self) {
+        // A successor still opening is stopped (its context disposed by `Abandon`); one that is
+        // ready is disposed like this one.
+        if let Some(successor) = self.successor.take() {
+            successor.abort();
+            if let Ok(Ok(next)) = successor.await {
+                Box::pin(next.dispose()).await;
+            }
+        }
         let dispose = self.host.cdp.dispose_browser_context(self.context.clone());
         match tokio::time::timeout(Duration::from_secs(5), dispose).await {
             Ok(Ok(())) => {}
@@ -231,4 +240,3 @@ impl Drop for Abandon {
         }
     }
 }
-

@@ -131,6 +131,9 @@ pub struct ChromiumConfig {
     /// Episodes one browser serves before it is replaced by a fresh one
     /// (`BROWSER_EPISODES_PER_BROWSER`; 1: a new browser for every episode).
     pub episodes_per_browser: u32,
+    /// Open each session's next context while the current episode runs, so that a `reset` finds
+    /// it ready (off with `BROWSER_NO_WARM_SPARE`).
+    pub spare_contexts: bool,
 }
 
 impl Default for ChromiumConfig {
@@ -146,6 +149,7 @@ impl Default for ChromiumConfig {
             egress: None,
             isolation: Isolation::Process,
             episodes_per_browser: DEFAULT_EPISODES_PER_BROWSER,
+            spare_contexts: true,
         }
     }
 }
@@ -188,21 +192,25 @@ impl ChromiumLauncher {
         }
         let ignore_https_errors = config.ignore_https_errors;
         let process =
-            tokio::task::spawn_blocking(move || process::ChromiumProcess::launch(&config)).await??;
+            tokio::task::spawn_blocking(move || process::ChromiumProcess::launch(&config))
+                .await??;
         Host::connect(Endpoint::Local(process), ignore_https_errors).await
     }
 
-    /// An episode on `host`, counted against its episodes.
-    async fn open_on(&self, host: Arc<Host>) -> anyhow::Result<ChromiumBrowser> {
+    /// An episode on `host`, counted against its episodes. Bounded: a tab whose renderer dies
+    /// while it opens is never reported ready by chromiumoxide.
+    fn open_on(
+        &self,
+        host: Arc<Host>,
+    ) -> impl std::future::Future<Output = anyhow::Result<ChromiumBrowser>> + Send + 'static {
         host.count_episode();
-        let remote = host.is_remote();
         let open = ChromiumBrowser::open(host, self.config.egress.clone());
-        if !remote {
-            return open.await;
+        let limit = self.config.launch_timeout;
+        async move {
+            tokio::time::timeout(limit, open)
+                .await
+                .map_err(|_| anyhow::anyhow!("the browser did not open a context in {limit:?}"))?
         }
-        tokio::time::timeout(self.config.launch_timeout, open)
-            .await
-            .map_err(|_| anyhow::anyhow!("the remote browser did not open a context in time"))?
     }
 
     /// The shared host, replaced when it is gone or has served its episodes. The old one closes
@@ -228,21 +236,33 @@ impl Launcher for ChromiumLauncher {
             Isolation::Process => self.new_host().await?,
             Isolation::Context => self.shared_host().await?,
         };
-        self.open_on(host).await
+        let browser = self.open_on(host).await?;
+        Ok(self.with_successor(browser))
     }
 
-    /// Process isolation: the next episode opens on the session's own browser while it has room.
-    /// Context isolation: on the shared host, through `launch` (so a warm spare context is used).
-    async fn renew(&self, previous: ChromiumBrowser) -> Option<ChromiumBrowser> {
+    /// The next episode is the previous one's successor, opened while it ran; else a new context
+    /// on the session's own browser while it has room (process isolation). `None` sends the
+    /// caller to `launch`: the shared browser (context isolation), or a fresh one.
+    async fn renew(&self, mut previous: ChromiumBrowser) -> Option<ChromiumBrowser> {
+        let successor = previous.successor.take();
         let host = previous.host.clone();
-        previous.close().await;
+        // Disposing the old context is not the new episode's business: off its clock.
+        tokio::spawn(previous.close());
+        if let Some(successor) = successor {
+            match successor.await {
+                Ok(Ok(next)) if next.is_alive() => return Some(self.with_successor(next)),
+                Ok(Ok(dead)) => dead.close().await,
+                Ok(Err(err)) => tracing::warn!("the spare context failed: {err:#}"),
+                Err(_) => {}
+            }
+        }
         if self.config.isolation == Isolation::Context
             || !host.has_room(self.config.episodes_per_browser)
         {
             return None;
         }
         match self.open_on(host).await {
-            Ok(browser) => Some(browser),
+            Ok(browser) => Some(self.with_successor(browser)),
             Err(err) => {
                 tracing::warn!("cannot open a new context on the session's browser: {err:#}");
                 None
@@ -252,6 +272,18 @@ impl Launcher for ChromiumLauncher {
 
     async fn shutdown(&self) {
         self.shared.lock().await.take();
+    }
+}
+
+impl ChromiumLauncher {
+    /// Start opening `browser`'s successor on its browser, when spare contexts are on and the
+    /// browser has room for another episode.
+    fn with_successor(&self, mut browser: ChromiumBrowser) -> ChromiumBrowser {
+        let host = browser.host.clone();
+        if self.config.spare_contexts && host.has_room(self.config.episodes_per_browser) {
+            browser.successor = Some(tokio::spawn(self.open_on(host)));
+        }
+        browser
     }
 }
 
@@ -312,6 +344,8 @@ pub struct ChromiumBrowser {
     /// The proxy every connection of this context goes through, when private networks are
     /// refused.
     egress: Option<egress::EgressProxy>,
+    /// The session's next episode, being opened on the same browser while this one runs.
+    successor: Option<JoinHandle<anyhow::Result<ChromiumBrowser>>>,
 }
 
 fn cdp_error(err: CdpError) -> PageError {
@@ -328,6 +362,9 @@ impl Drop for ChromiumBrowser {
     fn drop(&mut self) {
         for task in &self.current.tasks {
             task.abort();
+        }
+        if let Some(successor) = &self.successor {
+            successor.abort();
         }
     }
 }

@@ -218,6 +218,7 @@ impl Browser for ChromiumBrowser {
             format: Some(CaptureScreenshotFormat::Png),
             from_surface: Some(true),
             capture_beyond_viewport: Some(false),
+            optimize_for_speed: std::env::var_os("TMP_SHOT_FAST").map(|_| true),
             ..CaptureScreenshotParams::default()
         };
         let reply = self.exec(params).await?;

@@ -54,7 +54,7 @@ use chromiumoxide::cdp::browser_protocol::page::{
 };
 use chromiumoxide::cdp::browser_protocol::target::{
     CloseTargetParams, CreateBrowserContextParams, CreateTargetParams, EventTargetCrashed,
-    EventTargetCreated, EventTargetDestroyed, TargetId,
+    EventTargetCreated, EventTargetDestroyed, SetAutoAttachParams, TargetId,
 };
 use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, TerminateExecutionParams};
 use chromiumoxide::error::CdpError;

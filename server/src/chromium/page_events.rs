@@ -12,6 +12,16 @@ pub(super) async fn prepare_page(
 ) -> anyhow::Result<CurrentPage> {
     let metrics = SetDeviceMetricsOverrideParams::new(VIEWPORT_WIDTH, VIEWPORT_HEIGHT, 1.0, false);
     page.execute(metrics).await?;
+    // chromiumoxide asks for every new worker and frame of the tab to wait for a debugger, then
+    // detaches from service workers at once, and the release is often lost: the page's
+    // `register()` never settles (tests/tests/isolation.rs). Ours start at once.
+    let attach = SetAutoAttachParams {
+        auto_attach: true,
+        wait_for_debugger_on_start: false,
+        flatten: Some(true),
+        filter: None,
+    };
+    page.execute(attach).await?;
     page.execute(AddScriptToEvaluateOnNewDocumentParams::new(PROBE_JS))
         .await?;
     // Documents that loaded before we attached (a new tab) get the probe now.

@@ -236,7 +236,11 @@ impl Browser for ChromiumBrowser {
             .lock()
             .map(|mut incidents| std::mem::take(&mut *incidents))
             .unwrap_or_default();
-        incidents.renderer_killed = self.host.take_memory_kill();
+        // The memory watchdog's report is the browser's: on a shared one, only the episode whose
+        // renderer crashed may take it.
+        if self.current.load.borrow().crashed {
+            incidents.renderer_killed = self.host.take_memory_kill();
+        }
         if let Some(proxy) = &self.egress {
             incidents.network_refused = proxy.take_refusals();
         }

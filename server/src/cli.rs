@@ -127,6 +127,10 @@ pub struct Cli {
     /// it; 1 launches a new Chromium for every episode.
     #[arg(long, env = "BROWSER_EPISODES_PER_BROWSER", default_value_t = crate::chromium::DEFAULT_EPISODES_PER_BROWSER)]
     pub episodes_per_browser: u32,
+    /// Encode screenshots for speed (Chromium's `optimizeForSpeed`): the same pixels in a larger
+    /// PNG, a few milliseconds sooner (README, "Benchmark").
+    #[arg(long, env = "BROWSER_FAST_SCREENSHOTS")]
+    pub fast_screenshots: bool,
     /// Load pages with invalid certificates instead of failing them (`navigation_failed` with the
     /// `net::ERR_CERT_…` detail otherwise). For test sites with self-signed certificates only.
     #[arg(long, env = "BROWSER_IGNORE_HTTPS_ERRORS")]
@@ -282,6 +286,7 @@ impl Cli {
             isolation: self.isolation,
             episodes_per_browser: self.episodes_per_browser,
             spare_contexts: !self.no_warm_spare,
+            fast_screenshots: self.fast_screenshots,
             ..ChromiumConfig::default()
         }
     }

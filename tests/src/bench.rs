@@ -57,20 +57,32 @@ async fn timed<T>(series: &mut Series, future: impl std::future::Future<Output =
     value
 }
 
-/// Proportional set size (KiB) of every Chromium process this benchmark launched.
+/// Proportional set size (KiB) of every Chromium process this benchmark launched: each browser
+/// (its profile names this process) and everything in its process group (renderers, GPU,
+/// network and storage services).
 fn chromium_pss_kib() -> u64 {
     let marker = format!("browserenv-{}-", std::process::id());
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return 0;
     };
-    entries
+    let processes: Vec<(i32, String)> = entries
         .flatten()
-        .filter(|entry| {
-            std::fs::read(entry.path().join("cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).contains(&marker))
-                .unwrap_or(false)
+        .filter_map(|entry| {
+            let pid: i32 = entry.file_name().to_string_lossy().parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            Some((pid, String::from_utf8_lossy(&cmdline).to_string()))
         })
-        .filter_map(|entry| std::fs::read_to_string(entry.path().join("smaps_rollup")).ok())
+        .collect();
+    let browsers: std::collections::HashSet<i32> = processes
+        .iter()
+        .filter(|(_, cmdline)| cmdline.contains(&marker) && !cmdline.contains("--type="))
+        .map(|(pid, _)| *pid)
+        .collect();
+    processes
+        .iter()
+        // SAFETY: getpgid on an arbitrary pid only reads.
+        .filter(|(pid, _)| browsers.contains(&unsafe { libc::getpgid(*pid) }))
+        .filter_map(|(pid, _)| std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok())
         .filter_map(|rollup| {
             rollup
                 .lines()
@@ -79,6 +91,92 @@ fn chromium_pss_kib() -> u64 {
                 .and_then(|v| v.parse::<u64>().ok())
         })
         .sum()
+}
+
+/// Chromium's memory with 1, 4 and 8 sessions on a page each, for each isolation mode, as the
+/// server runs by default (warm spare and spare contexts on).
+async fn memory_by_sessions() -> anyhow::Result<()> {
+    println!("| isolation | sessions | Chromium PSS MiB | MiB per additional session |");
+    println!("|---|---|---|---|");
+    for (name, isolation) in [
+        ("process", Isolation::Process),
+        ("context", Isolation::Context),
+    ] {
+        let harness = server_with(
+            isolation,
+            DEFAULT_EPISODES_PER_BROWSER,
+            true,
+            test_settings(),
+        )
+        .await;
+        let mut clients = Vec::new();
+        let mut first = None;
+        for target in [1usize, 4, 8] {
+            while clients.len() < target {
+                let mut client = harness.client().await;
+                client
+                    .reset(ResetOptions::new(harness.page("long.html")))
+                    .await?;
+                clients.push(client);
+            }
+            // Spares finish opening, pages finish painting.
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            let mib = chromium_pss_kib() as f64 / 1024.0;
+            let base = *first.get_or_insert(mib);
+            let per = if target > 1 {
+                format!("{:.0}", (mib - base) / (target - 1) as f64)
+            } else {
+                String::new()
+            };
+            println!("| {name} | {target} | {mib:.0} | {per} |");
+        }
+        for client in clients {
+            client.close().await?;
+        }
+        harness.stop().await;
+    }
+    Ok(())
+}
+
+/// The scroll step with 8 sessions stepping at once against one session alone, per isolation mode.
+async fn concurrent_steps(rounds: usize) -> anyhow::Result<()> {
+    for (name, isolation) in [
+        ("BROWSER_ISOLATION=process", Isolation::Process),
+        ("BROWSER_ISOLATION=context", Isolation::Context),
+    ] {
+        let settings = EnvSettings {
+            max_steps: 200,
+            ..test_settings()
+        };
+        let harness = server_with(isolation, DEFAULT_EPISODES_PER_BROWSER, true, settings).await;
+        let mut clients = Vec::new();
+        for _ in 0..8 {
+            let mut client = harness.client().await;
+            client
+                .reset(ResetOptions::new(harness.page("long.html")))
+                .await?;
+            clients.push(client);
+        }
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let alone_name = format!("step scroll, 1 session alone ({name})");
+        let (alone, _) = scrolls(&mut clients[0], rounds, &alone_name).await?;
+        println!("{}", alone.row());
+        let mut tasks = Vec::new();
+        for mut client in clients {
+            tasks.push(tokio::spawn(async move {
+                let series = scrolls(&mut client, rounds, "").await.map(|(s, _)| s);
+                let _ = client.close().await;
+                series
+            }));
+        }
+        let mut together = Series::new(&format!("step scroll, 8 sessions at once ({name})"));
+        for task in tasks {
+            together.millis.extend(task.await??.millis);
+        }
+        println!("{}", together.row());
+        harness.stop().await;
+    }
+    Ok(())
 }
 
 fn machine() -> String {
@@ -137,8 +235,6 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     if std::env::var("BENCH_ONLY").as_deref() == Ok("frames") {
-        println!("| measure | n | median ms | p95 ms |");
-        println!("|---|---|---|---|");
         frame_phases(rounds).await?;
         return Ok(());
     }
@@ -153,34 +249,40 @@ async fn main() -> anyhow::Result<()> {
     println!("| measure | n | median ms | p95 ms |");
     println!("|---|---|---|---|");
 
-    // Cold reset: every reset launches Chromium.
-    let cold = Harness::start_with(ServerConfig {
-        settings: test_settings(),
-        max_sessions: 2,
-        warm_spare: false,
-        ..ServerConfig::default()
-    })
-    .await;
-    let mut client = cold.client().await;
-    let name = "reset, cold (launch + load + PNG)";
-    println!(
-        "{}",
-        resets(&mut client, &cold, rounds, None, name).await?.row()
-    );
-    client.close().await?;
-    cold.stop().await;
+    // A new Chromium per episode, as before contexts: cold (every reset launches), and with the
+    // spare given time to launch between resets.
+    for warm_spare in [false, true] {
+        let harness = server_with(Isolation::Process, 1, warm_spare, test_settings()).await;
+        let mut client = harness.client().await;
+        let (name, pause) = if warm_spare {
+            (
+                "reset, new Chromium per episode, spare ready (1.5 s between resets)",
+                Some(SPARE_PAUSE),
+            )
+        } else {
+            (
+                "reset, new Chromium per episode, no spare (launch + load + PNG)",
+                None,
+            )
+        };
+        println!(
+            "{}",
+            resets(&mut client, &harness, rounds, pause, name)
+                .await?
+                .row()
+        );
+        client.close().await?;
+        harness.stop().await;
+    }
+    back_to_back_resets(rounds).await?;
 
-    // Everything else with the warm spare, as the server runs by default.
+    // Everything else as the server runs by default.
     let harness = Harness::start(EnvSettings {
         max_steps: 200,
         ..test_settings()
     })
     .await;
     let mut client = harness.client().await;
-    let name = "reset, warm spare ready";
-    let series = resets(&mut client, &harness, rounds, Some(SPARE_PAUSE), name).await?;
-    println!("{}", series.row());
-
     client
         .reset(ResetOptions::new(harness.page("long.html")))
         .await?;
@@ -234,34 +336,25 @@ async fn main() -> anyhow::Result<()> {
     println!("{}", back.row());
     recording_overhead(rounds).await?;
     remote_browser(rounds).await?;
+
+    png_bytes.sort_unstable();
+    drop(client);
+    harness.stop().await;
     for watchers in [1, 8] {
         watcher_delay(rounds, watchers).await?;
     }
-
-    // Memory: two sessions with a page each, plus the warm spare.
-    let mut second = harness.client().await;
-    second
-        .reset(ResetOptions::new(harness.page("long.html")))
-        .await?;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let browsers = 3;
-    let pss = chromium_pss_kib();
-    png_bytes.sort_unstable();
+    concurrent_steps(rounds).await?;
     println!();
     println!(
         "Screenshot (800x600 PNG, long text page): median {} KiB, max {} KiB.",
         png_bytes[png_bytes.len() / 2] / 1024,
         png_bytes.last().copied().unwrap_or(0) / 1024
     );
-    println!(
-        "Memory: {} MiB PSS for {browsers} browsers (2 sessions + the spare), {} MiB per browser.",
-        pss / 1024,
-        pss / 1024 / browsers
-    );
-    second.close().await?;
-    drop(client);
-    harness.stop().await;
-
+    println!();
+    frame_phases(rounds).await?;
+    println!();
+    memory_by_sessions().await?;
+    println!();
     let frames = catalog_frames(rounds).await?;
     println!();
     tui_frames(&frames)?;
@@ -417,7 +510,7 @@ async fn back_to_back_resets(rounds: usize) -> anyhow::Result<()> {
         let harness = server_with(
             isolation,
             episodes,
-            !name.starts_with("process, no spare"),
+            !name.contains("no spare context"),
             test_settings(),
         )
         .await;
@@ -452,54 +545,69 @@ async fn back_to_back_resets(rounds: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Where a scroll step's time goes, with no settle and with the default adaptive one: the
-/// server's own phases (from `metadata.timings_ms`) beside the client's round trip.
+/// Where a scroll step's time goes: the server's own phases (from `metadata.timings_ms`; the
+/// rest of `total` is reading the page's facts) beside the client's round trip, with no settle,
+/// with no settle and `BROWSER_FAST_SCREENSHOTS`, and with the default adaptive settle.
 async fn frame_phases(rounds: usize) -> anyhow::Result<()> {
-    for wait in [Duration::ZERO, EnvSettings::default().action_wait] {
+    println!(
+        "| scroll step | n | round trip | server total | action | settle | screenshot | PNG KiB |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let adaptive = EnvSettings::default().action_wait;
+    for (label, wait, fast) in [
+        ("BROWSER_ACTION_WAIT_SECONDS=0", Duration::ZERO, false),
+        (
+            "BROWSER_ACTION_WAIT_SECONDS=0, BROWSER_FAST_SCREENSHOTS",
+            Duration::ZERO,
+            true,
+        ),
+        ("adaptive settle (default)", adaptive, false),
+        ("adaptive settle, BROWSER_FAST_SCREENSHOTS", adaptive, true),
+    ] {
         let settings = EnvSettings {
             max_steps: 200,
             action_wait: wait,
             ..test_settings()
         };
-        let harness = Harness::start(settings).await;
+        let chromium = ChromiumConfig {
+            fast_screenshots: fast,
+            ..test_chromium()
+        };
+        let config = ServerConfig {
+            settings,
+            ..ServerConfig::default()
+        };
+        let harness = Harness::start_with_browser(chromium, config).await;
         let mut client = harness.client().await;
         client
             .reset(ResetOptions::new(harness.page("long.html")))
             .await?;
-        let label = if wait.is_zero() {
-            "BROWSER_ACTION_WAIT_SECONDS=0".to_string()
-        } else {
-            "adaptive settle".to_string()
-        };
-        let mut round_trip = Series::new(&format!("step scroll, {label}: round trip"));
-        let mut phases: Vec<Series> = ["action", "settle", "screenshot", "total"]
-            .iter()
-            .map(|phase| Series::new(&format!("step scroll, {label}: server {phase}")))
-            .collect();
+        let mut round_trip = Series::new(label);
+        let phases = ["total", "action", "settle", "screenshot"];
+        let mut server: Vec<Series> = phases.iter().map(|phase| Series::new(phase)).collect();
         let mut bytes = Vec::new();
         for i in 0..rounds {
             let dy = if i % 2 == 0 { 600 } else { -600 };
             let result = timed(&mut round_trip, client.step(BrowserAction::scroll(dy))).await?;
             let timings = &result.observation.metadata["timings_ms"];
-            for (series, phase) in
-                phases
-                    .iter_mut()
-                    .zip(["action", "settle", "screenshot", "total"])
-            {
+            for (series, phase) in server.iter_mut().zip(phases) {
                 series
                     .millis
                     .push(timings[phase].as_f64().unwrap_or(f64::NAN));
             }
             bytes.push(result.observation.screenshot.len() * 3 / 4);
         }
-        println!("{}", round_trip.row());
-        for series in &phases {
-            println!("{}", series.row());
-        }
         bytes.sort_unstable();
+        let medians: Vec<String> = server
+            .iter()
+            .map(|series| format!("{:.0}", series.percentile(50.0)))
+            .collect();
         println!(
-            "| step scroll, {label}: PNG KiB (median) | {} | {} | |",
-            bytes.len(),
+            "| {label} | {} | {:.0} (p95 {:.0}) | {} | {} KiB |",
+            rounds,
+            round_trip.percentile(50.0),
+            round_trip.percentile(95.0),
+            medians.join(" | "),
             bytes[bytes.len() / 2] / 1024
         );
         client.close().await?;

@@ -10,6 +10,7 @@ impl ChromiumBrowser {
     pub(super) async fn open(
         host: Arc<Host>,
         egress_policy: Option<Arc<egress::EgressPolicy>>,
+        fast_screenshots: bool,
     ) -> anyhow::Result<Self> {
         let egress = match egress_policy {
             Some(policy) => Some(
@@ -168,6 +169,7 @@ impl ChromiumBrowser {
             frames,
             egress,
             successor: None,
+            fast_screenshots,
         };
         chromium.verify_viewport().await?;
         abandon.keep();

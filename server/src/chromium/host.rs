@@ -114,10 +114,6 @@ impl Host {
         self.opened.fetch_add(1, Ordering::SeqCst);
     }
 
-    pub(super) fn is_remote(&self) -> bool {
-        matches!(self.endpoint, Endpoint::Remote(_))
-    }
-
     /// The browser's process id, when we launched it.
     pub(super) fn pid(&self) -> Option<u32> {
         match &self.endpoint {

@@ -218,7 +218,7 @@ impl Browser for ChromiumBrowser {
             format: Some(CaptureScreenshotFormat::Png),
             from_surface: Some(true),
             capture_beyond_viewport: Some(false),
-            optimize_for_speed: std::env::var_os("TMP_SHOT_FAST").map(|_| true),
+            optimize_for_speed: Some(self.fast_screenshots),
             ..CaptureScreenshotParams::default()
         };
         let reply = self.exec(params).await?;

@@ -234,6 +234,14 @@ async fn main() -> anyhow::Result<()> {
         back_to_back_resets(rounds).await?;
         return Ok(());
     }
+    // BENCH_ONLY=sessions: memory by sessions and 8 sessions stepping at once.
+    if std::env::var("BENCH_ONLY").as_deref() == Ok("sessions") {
+        println!("| measure | n | median ms | p95 ms |");
+        println!("|---|---|---|---|");
+        concurrent_steps(rounds).await?;
+        println!();
+        return memory_by_sessions().await;
+    }
     if std::env::var("BENCH_ONLY").as_deref() == Ok("frames") {
         frame_phases(rounds).await?;
         return Ok(());
@@ -486,7 +494,7 @@ async fn server_with(
 async fn back_to_back_resets(rounds: usize) -> anyhow::Result<()> {
     let modes = [
         (
-            "process, no spare context",
+            "reset back to back, new context per episode, no spare context (BROWSER_NO_WARM_SPARE)",
             Isolation::Process,
             DEFAULT_EPISODES_PER_BROWSER,
         ),

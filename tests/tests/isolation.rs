@@ -294,7 +294,7 @@ async fn set_everything(client: &mut Client, profiles: &ProfileRoot) -> StepResu
                 let resumed = resume_service_workers(profiles).await;
                 eprintln!(
                     "the service worker was still starting after {:?}: resumed {resumed} paused \
-                     for a debugger (the server's bug, see the ignored test)",
+                     for a debugger (see a_service_worker_that_controls_its_page_registers)",
                     since.elapsed()
                 );
                 stuck_since = None;
@@ -756,11 +756,9 @@ async fn a_renderer_crash_on_a_shared_browser_ends_only_its_session() {
 }
 
 /// A renderer killed for its memory while its session is between steps: the reason belongs to that
-/// session's crash, not to whichever session on the browser steps next. On the current server the
-/// kill report is the browser's (`Host::take_memory_kill`), so with a shared browser the other
-/// session's next observation carries it as its `error_detail` and the crashed session's has none.
+/// session's crash, not to whichever session on the browser steps next. The kill report is the
+/// browser's (`Host::take_memory_kill`), so only an episode whose renderer crashed may take it.
 #[tokio::test]
-#[ignore = "fails against the current server: the memory kill report goes to the next session that steps"]
 async fn a_memory_kill_is_reported_to_its_own_session_on_a_shared_browser() {
     let profiles = ProfileRoot::new("kill-report");
     let chromium = ChromiumConfig {
@@ -947,10 +945,10 @@ async fn a_killed_browser_with_process_isolation_ends_only_its_session() {
 /// A service worker whose scope covers the page that registers it (the usual case: `/sw.js` for
 /// the whole site). chromiumoxide auto-attaches to each page's related targets with
 /// `waitForDebuggerOnStart` and detaches from service workers at once; the worker then often never
-/// starts, and `register()` never settles (seen in every mode, in most runs on a loaded machine).
+/// starts, and `register()` never settled (seen in every mode, in most runs on a loaded machine);
+/// `prepare_page` now turns that wait off.
 /// The isolation tests above register a worker outside the page's scope, which is not attached.
 #[tokio::test]
-#[ignore = "fails against the current server: register() hangs (see the comment)"]
 async fn a_service_worker_that_controls_its_page_registers() {
     let site = Site::start().await;
     let harness = harness(test_chromium(), true).await;

@@ -1,11 +1,12 @@
 //! The egress proxy (`BROWSER_BLOCK_PRIVATE_NETWORKS`). In a cluster, a page the agent opens could
 //! otherwise reach what only the server's machine can: cloud metadata (169.254.169.254), the pod
-//! network, services on loopback. Each of our browsers then sends every connection (pages,
-//! redirects, subresources, WebSockets, workers, every frame) through a proxy of its own on
-//! loopback, which resolves the name itself, refuses loopback, private and link-local addresses
+//! network, services on loopback. Each episode's browser context then sends every connection
+//! (pages, redirects, subresources, WebSockets, workers, every frame) through a proxy of its own on
+//! loopback (`Target.createBrowserContext`'s `proxyServer`, so refusals are the episode's even on
+//! a shared browser), which resolves the name itself, refuses loopback, private and link-local addresses
 //! unless the target is an allowed one (the configured site), and connects to the address it
 //! checked: a DNS answer that changes between check and use (rebinding) cannot slip through.
-//! Refusals are kept per browser and become the session's incidents.
+//! Refusals are kept per context and become the session's incidents.
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
@@ -124,7 +125,7 @@ impl EgressProxy {
         })
     }
 
-    /// For Chromium's `--proxy-server`.
+    /// For a browser context's `proxyServer`.
     pub fn url(&self) -> String {
         format!("http://{}", self.address)
     }

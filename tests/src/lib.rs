@@ -32,6 +32,11 @@ pub fn chromium_path() -> PathBuf {
 pub fn test_chromium() -> ChromiumConfig {
     ChromiumConfig {
         executable: chromium_path(),
+        // Tests open many short episodes, four at a time on two cores: a spare context per session
+        // adds a renderer start to every reset, and under `make test` typing slowed from about 5
+        // to 21 ms a character (past `type`'s budget). tests/tests/isolation.rs runs with spare
+        // contexts on, as do the terminal UI's and the Python tests (the binary's defaults).
+        spare_contexts: false,
         ..ChromiumConfig::default()
     }
 }

@@ -248,6 +248,11 @@ async fn kill(pid: i32) {
 }
 
 async fn harness(chromium: ChromiumConfig, warm_spare: bool) -> Harness {
+    // Each session's next context opened ahead, as the server runs by default.
+    let chromium = ChromiumConfig {
+        spare_contexts: true,
+        ..chromium
+    };
     Harness::start_with_browser(
         chromium,
         ServerConfig {

@@ -470,3 +470,30 @@ async fn private_networks_are_refused_when_asked_except_the_site() {
 fn result_title_is(result: &browserenv::StepResult, wanted: &str) -> bool {
     title(result) == wanted
 }
+
+#[tokio::test]
+async fn a_page_that_navigates_itself_without_end_gets_a_picture_every_step() {
+    // Steps that land while the page swaps documents (and renderers) must still get their
+    // screenshot: a capture sent to the outgoing document is lost with it.
+    let settings = browserenv_server::settings::EnvSettings {
+        action_wait: Duration::ZERO,
+        ..hostile_settings()
+    };
+    let harness = Harness::start(settings.clone()).await;
+    let (mut client, first) = harness.open("bounce.html").await;
+    assert!(!first.observation.screenshot.is_empty());
+    // Inside the default 20 steps of an episode.
+    for step in 0..18 {
+        let result = bounded_step(&mut client, &settings, BrowserAction::wait()).await;
+        assert!(
+            !result.observation.screenshot.is_empty() && !result.done,
+            "step {step}: done {}, {} bytes of screenshot, error {:?}, {:?}",
+            result.done,
+            result.observation.screenshot.len(),
+            result.observation.error,
+            result.observation.metadata
+        );
+    }
+    client.close().await.unwrap();
+    harness.stop().await;
+}

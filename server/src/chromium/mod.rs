@@ -320,6 +320,8 @@ struct LoadState {
     navigation_events: u64,
     /// Main-frame loads finished.
     loads_finished: u64,
+    /// Main-frame documents committed (each may bring a new renderer).
+    commits: u64,
     crashed: bool,
     /// The tab is gone (closed itself, or was closed).
     closed: bool,

@@ -75,7 +75,10 @@ pub(super) async fn prepare_page(
     tasks.push(tokio::spawn(async move {
         while let Some(event) = navigated.next().await {
             if event.frame.parent_id.is_none() {
-                state.send_modify(|s| s.navigation_events += 1);
+                state.send_modify(|s| {
+                    s.navigation_events += 1;
+                    s.commits += 1;
+                });
                 if let Ok(mut incidents) = sink.lock() {
                     incidents.navigated = true;
                 }
@@ -91,6 +94,9 @@ pub(super) async fn prepare_page(
         let mut documents: HashSet<String> = HashSet::new();
         loop {
             tokio::select! {
+                // A request's failure must not be read before the request itself: both are in
+                // their streams by then, so taking requests first keeps the browser's order.
+                biased;
                 Some(event) = requested.next() => {
                     let main = event.frame_id.as_ref().is_some_and(|f| f.as_ref() == frame);
                     if main && event.r#type == Some(ResourceType::Document) {

@@ -221,9 +221,33 @@ impl Browser for ChromiumBrowser {
             optimize_for_speed: Some(self.fast_screenshots),
             ..CaptureScreenshotParams::default()
         };
-        let reply = self.exec(params).await?;
-        // Already base64 on the wire from Chromium: pass it through.
-        Ok(reply.data.into())
+        // A capture still pending when the page commits a new document (often in a new renderer)
+        // goes down with the old one: it fails ("Not attached to an active page") or is never
+        // answered. It is sent again, to the new document, for as long as the step's screenshot
+        // budget (the caller's bound) lasts: a page that navigates without end is judged by it.
+        let mut commits = self.current.load.clone();
+        loop {
+            let before = commits.borrow().commits;
+            let swapped = async {
+                if commits.wait_for(|s| s.commits != before).await.is_err() {
+                    // The page's watchers are gone: only the capture can end this.
+                    std::future::pending::<()>().await;
+                }
+            };
+            tokio::select! {
+                reply = self.exec(params.clone()) => match reply {
+                    // Already base64 on the wire from Chromium: pass it through.
+                    Ok(reply) => return Ok(reply.data.into()),
+                    Err(err) if is_lost_capture(&err) => {
+                        tracing::debug!("capture lost with its document: {err}");
+                    }
+                    Err(err) => return Err(err),
+                },
+                () = swapped => tracing::debug!("a new document while capturing"),
+            }
+            // Let the new document come up before asking again.
+            tokio::time::sleep(CAPTURE_RETRY_PAUSE).await;
+        }
     }
 
     fn is_alive(&self) -> bool {
@@ -250,4 +274,13 @@ impl Browser for ChromiumBrowser {
     async fn close(self) {
         self.dispose().await;
     }
+}
+
+/// Between a capture lost with its document and the next one.
+const CAPTURE_RETRY_PAUSE: Duration = Duration::from_millis(10);
+
+/// A capture that failed because its document went away mid-way, not because the page is broken.
+fn is_lost_capture(err: &PageError) -> bool {
+    matches!(err, PageError::ActionFailed(message)
+        if message.contains("Not attached to an active page"))
 }

@@ -7,26 +7,43 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use axum::Router;
 use browserenv::{BrowserAction, Client, ResetOptions, StepResult};
 use browserenv_server::chromium::{ChromiumConfig, Isolation};
 use browserenv_server::settings::EnvSettings;
 use browserenv_server::ServerConfig;
 use browserenv_tests::{assets_dir, test_chromium, title, Harness};
-use futures_util::{SinkExt, StreamExt};
-use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio_tungstenite::tungstenite::Message;
 
 /// The origin the isolation pages run on: a tiny HTTP server of the test's own, so it can count
 /// what reaches it, send cache headers and ask for HTTP authentication.
 struct Site {
     port: u16,
-    counts: Arc<Mutex<HashMap<String, u64>>>,
+    counts: Counts,
     task: tokio::task::JoinHandle<()>,
 }
 
+/// How many times each thing happened on the site: each request by its method and path
+/// (`GET /sw.js`; every method gets the same answer), and what the handlers count.
+type Counts = Arc<Mutex<HashMap<String, u64>>>;
+
+/// One more `what`; how many now.
+fn add(counts: &Counts, what: &str) -> u64 {
+    let mut counts = counts.lock().unwrap();
+    let n = counts.entry(what.to_string()).or_default();
+    *n += 1;
+    *n
+}
+
 /// The credentials `/auth/` accepts: `user:secret` in Basic.
-const AUTHORIZATION: &str = "Basic dXNlcjpzZWNyZXQ=";
+const CREDENTIALS: &str = "Basic dXNlcjpzZWNyZXQ=";
+
+/// The challenge for `/auth/`.
+const CHALLENGE: (HeaderName, &str) = (header::WWW_AUTHENTICATE, "Basic realm=\"isolation\"");
 
 impl Site {
     async fn start() -> Site {
@@ -34,12 +51,22 @@ impl Site {
             .await
             .expect("the site listens");
         let port = listener.local_addr().unwrap().port();
-        let counts: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
-        let shared = counts.clone();
+        let counts = Counts::default();
+        let app = Router::new()
+            .route("/isolation.html", any(page))
+            .route("/sw.js", any(worker))
+            .route("/cached.txt", any(cached))
+            .route("/auth/xhr", any(auth_xhr))
+            .route("/auth/probe", any(auth_probe))
+            .route("/auth/page", any(auth_page))
+            .fallback(not_found)
+            .layer(middleware::from_fn_with_state(
+                counts.clone(),
+                count_and_no_store,
+            ))
+            .with_state(counts.clone());
         let task = tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(serve(stream, shared.clone()));
-            }
+            let _ = axum::serve(listener, app).await;
         });
         Site { port, counts, task }
     }
@@ -59,104 +86,98 @@ impl Drop for Site {
     }
 }
 
-/// One request on one connection (`connection: close`).
-async fn serve(mut stream: tokio::net::TcpStream, counts: Arc<Mutex<HashMap<String, u64>>>) {
-    let mut head = Vec::new();
-    let mut chunk = [0u8; 4096];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => head.extend_from_slice(&chunk[..n]),
-        }
-        if head.len() > 64 * 1024 {
-            return;
-        }
-    }
-    let head = String::from_utf8_lossy(&head).to_string();
-    let target = head.split_whitespace().nth(1).unwrap_or("/").to_string();
-    let path = target.split('?').next().unwrap_or("/").to_string();
-    let authorized = head.lines().any(|line| {
-        line.split_once(':').is_some_and(|(name, value)| {
-            name.eq_ignore_ascii_case("authorization") && value.trim() == AUTHORIZATION
-        })
-    });
-    let count = |what: &str| {
-        let mut counts = counts.lock().unwrap();
-        let n = counts.entry(what.to_string()).or_default();
-        *n += 1;
-        *n
-    };
-    count(&format!("GET {path}"));
-    let no_store = "cache-control: no-store\r\n".to_string();
-    let (status, headers, content_type, body): (&str, String, &str, String) = match path.as_str() {
-        "/isolation.html" => {
-            match std::fs::read_to_string(assets_dir().join("pages/isolation.html")) {
-                Ok(page) => ("200 OK", no_store, "text/html", page),
-                Err(_) => ("404 Not Found", no_store, "text/plain", String::new()),
-            }
-        }
-        "/sw.js" => (
-            "200 OK",
-            no_store,
-            "text/javascript",
-            "self.addEventListener('install', () => self.skipWaiting());".into(),
-        ),
-        // Cacheable for an hour: a browser that kept its HTTP cache asks only once.
-        "/cached.txt" => {
-            let serial = count("served cached.txt");
-            (
-                "200 OK",
-                "cache-control: max-age=3600\r\n".into(),
-                "text/plain",
-                format!("{serial}"),
-            )
-        }
-        // A challenge, answered by credentials given to XMLHttpRequest.open: Chromium keeps them in
-        // its HTTP auth cache for the realm and the path /auth/.
-        "/auth/xhr" if authorized => ("200 OK", no_store, "text/plain", "ok".into()),
-        "/auth/xhr" => (
-            "401 Unauthorized",
-            format!("{no_store}www-authenticate: Basic realm=\"isolation\"\r\n"),
-            "text/plain",
-            "no".into(),
-        ),
-        // Whether the request came with the cached credentials, without a challenge (which would
-        // ask for a login prompt).
-        "/auth/probe" => {
-            if authorized {
-                count("authorized probe");
-            }
-            let said = if authorized { "yes" } else { "no" };
-            ("200 OK", no_store, "text/plain", said.into())
-        }
-        // The protected page itself, for a plain navigation.
-        "/auth/page" if authorized => {
-            count("authorized page");
-            (
-                "200 OK",
-                no_store,
-                "text/html",
-                "<!doctype html><title>auth page: yes</title><p>Authorized.</p>".into(),
-            )
-        }
-        "/auth/page" => {
-            count("refused page");
-            (
-                "401 Unauthorized",
-                format!("{no_store}www-authenticate: Basic realm=\"isolation\"\r\n"),
-                "text/html",
-                "<!doctype html><title>auth page: no</title><p>Unauthorized.</p>".into(),
-            )
-        }
-        _ => ("404 Not Found", no_store, "text/plain", String::new()),
-    };
-    let response = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{headers}\
-         connection: close\r\n\r\n{body}",
-        body.len()
+/// Every request counted by its method and path (without the query); every answer that says
+/// nothing of caching is `no-store`.
+async fn count_and_no_store(
+    State(counts): State<Counts>,
+    request: Request,
+    next: Next,
+) -> Response {
+    add(
+        &counts,
+        &format!("{} {}", request.method(), request.uri().path()),
     );
-    let _ = stream.write_all(response.as_bytes()).await;
-    let _ = stream.shutdown().await;
+    let mut response = next.run(request).await;
+    response
+        .headers_mut()
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    response
+}
+
+/// Whether the request came with the credentials `/auth/` accepts.
+fn authorized(headers: &HeaderMap) -> bool {
+    headers.get_all(header::AUTHORIZATION).iter().any(|value| {
+        value
+            .to_str()
+            .is_ok_and(|value| value.trim() == CREDENTIALS)
+    })
+}
+
+fn text(body: impl Into<String>) -> ([(HeaderName, &'static str); 1], String) {
+    ([(header::CONTENT_TYPE, "text/plain")], body.into())
+}
+
+fn html(body: impl Into<String>) -> ([(HeaderName, &'static str); 1], String) {
+    ([(header::CONTENT_TYPE, "text/html")], body.into())
+}
+
+async fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, text("")).into_response()
+}
+
+/// assets/pages/isolation.html, read afresh for each request.
+async fn page() -> Response {
+    match std::fs::read_to_string(assets_dir().join("pages/isolation.html")) {
+        Ok(page) => html(page).into_response(),
+        Err(_) => not_found().await,
+    }
+}
+
+async fn worker() -> Response {
+    let script = "self.addEventListener('install', () => self.skipWaiting());";
+    ([(header::CONTENT_TYPE, "text/javascript")], script).into_response()
+}
+
+/// Cacheable for an hour: a browser that kept its HTTP cache asks only once. The body is the
+/// serial number of the copy.
+async fn cached(State(counts): State<Counts>) -> Response {
+    let serial = add(&counts, "served cached.txt");
+    let cache = [(header::CACHE_CONTROL, "max-age=3600")];
+    (cache, text(serial.to_string())).into_response()
+}
+
+/// A challenge, answered by credentials given to XMLHttpRequest.open: Chromium keeps them in its
+/// HTTP auth cache for the realm and the path /auth/.
+async fn auth_xhr(headers: HeaderMap) -> Response {
+    if authorized(&headers) {
+        text("ok").into_response()
+    } else {
+        (StatusCode::UNAUTHORIZED, [CHALLENGE], text("no")).into_response()
+    }
+}
+
+/// Whether the request came with the cached credentials, without a challenge (which would ask
+/// for a login prompt).
+async fn auth_probe(State(counts): State<Counts>, headers: HeaderMap) -> Response {
+    if authorized(&headers) {
+        add(&counts, "authorized probe");
+        text("yes").into_response()
+    } else {
+        text("no").into_response()
+    }
+}
+
+/// The protected page itself, for a plain navigation.
+async fn auth_page(State(counts): State<Counts>, headers: HeaderMap) -> Response {
+    if authorized(&headers) {
+        add(&counts, "authorized page");
+        html("<!doctype html><title>auth page: yes</title><p>Authorized.</p>").into_response()
+    } else {
+        add(&counts, "refused page");
+        let page = "<!doctype html><title>auth page: no</title><p>Unauthorized.</p>";
+        (StatusCode::UNAUTHORIZED, [CHALLENGE], html(page)).into_response()
+    }
 }
 
 /// Generous bounds: the tests run two at a time on a small machine, and what they check is what
@@ -277,126 +298,6 @@ async fn until_title(client: &mut Client, done: impl Fn(&str) -> bool) -> StepRe
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-}
-
-/// After the click on `isolation.html?do=set`: wait for the check page it goes on to. A service
-/// worker that stays paused for a debugger (see `a_service_worker_that_controls_its_page_registers`)
-/// is resumed from a DevTools connection of the test's own, so that the rest can be tested.
-async fn set_everything(client: &mut Client, profiles: &ProfileRoot) -> StepResult {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut stuck_since = None;
-    loop {
-        let result = client.step(BrowserAction::wait()).await.unwrap();
-        let shown = title(&result);
-        let ended = shown.starts_with("check: ") || shown.starts_with("set failed");
-        if ended || result.done || !result.observation.error.is_empty() || Instant::now() > deadline
-        {
-            return result;
-        }
-        if shown == "set: setting sw" {
-            let since = *stuck_since.get_or_insert_with(Instant::now);
-            if since.elapsed() > Duration::from_secs(3) {
-                let resumed = resume_service_workers(profiles).await;
-                eprintln!(
-                    "the service worker was still starting after {:?}: resumed {resumed} paused \
-                     for a debugger (see a_service_worker_that_controls_its_page_registers)",
-                    since.elapsed()
-                );
-                stuck_since = None;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-/// A DevTools connection of the test's own to a browser of `profiles`.
-struct Cdp {
-    socket: tokio_tungstenite::WebSocketStream<
-        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
-    >,
-    id: u64,
-}
-
-impl Cdp {
-    /// Connect to each browser with a profile in `profiles`, from the port it wrote.
-    async fn connect_all(profiles: &ProfileRoot) -> Vec<Cdp> {
-        let mut connections = Vec::new();
-        for entry in std::fs::read_dir(&profiles.0).unwrap().flatten() {
-            let Ok(text) = std::fs::read_to_string(entry.path().join("DevToolsActivePort")) else {
-                continue;
-            };
-            let mut lines = text.lines();
-            let (Some(port), Some(path)) = (lines.next(), lines.next()) else {
-                continue;
-            };
-            let url = format!("ws://127.0.0.1:{port}{path}");
-            if let Ok((socket, _)) = tokio_tungstenite::connect_async(url).await {
-                connections.push(Cdp { socket, id: 0 });
-            }
-        }
-        connections
-    }
-
-    /// Send a command (to the browser, or to an attached `session`) and wait for its answer.
-    async fn call(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
-        self.id += 1;
-        let mut request = json!({"id": self.id, "method": method, "params": params});
-        if let Some(session) = session {
-            request["sessionId"] = session.into();
-        }
-        self.socket
-            .send(Message::text(request.to_string()))
-            .await
-            .unwrap();
-        let answer = async {
-            while let Some(Ok(frame)) = self.socket.next().await {
-                let Message::Text(text) = frame else { continue };
-                let value: Value = serde_json::from_str(&text).unwrap_or_default();
-                if value["id"] == self.id {
-                    return value;
-                }
-            }
-            Value::Null
-        };
-        tokio::time::timeout(Duration::from_secs(10), answer)
-            .await
-            .unwrap_or_default()
-    }
-}
-
-/// Let every service worker of the test's browsers run if it waits for a debugger; how many
-/// were told.
-async fn resume_service_workers(profiles: &ProfileRoot) -> usize {
-    let mut resumed = 0;
-    for mut cdp in Cdp::connect_all(profiles).await {
-        let targets = cdp.call(None, "Target.getTargets", json!({})).await;
-        let workers: Vec<String> = targets["result"]["targetInfos"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|target| target["type"] == "service_worker")
-            .filter_map(|target| target["targetId"].as_str().map(str::to_string))
-            .collect();
-        for worker in workers {
-            let params = json!({"targetId": worker, "flatten": true});
-            let attached = cdp.call(None, "Target.attachToTarget", params).await;
-            let Some(session) = attached["result"]["sessionId"].as_str() else {
-                continue;
-            };
-            let session = session.to_string();
-            cdp.call(Some(&session), "Runtime.runIfWaitingForDebugger", json!({}))
-                .await;
-            cdp.call(
-                None,
-                "Target.detachFromTarget",
-                json!({"sessionId": session}),
-            )
-            .await;
-            resumed += 1;
-        }
-        let _ = cdp.socket.close(None).await;
-    }
-    resumed
 }
 
 /// Click the check page's link to `/auth/page`; the first observation that shows where it led
@@ -551,11 +452,15 @@ async fn episodes_do_not_share_state(isolation: Isolation, episodes_per_browser:
         "{:?}",
         clicked.observation.metadata
     );
-    let checked = set_everything(&mut client, &profiles).await;
+    let checked = until_title(&mut client, |t| {
+        t.starts_with("check: ") || t.starts_with("set failed")
+    })
+    .await;
     assert!(
         title(&checked).starts_with("check: "),
-        "{name}: {} {:?}",
+        "{name}: {} {} {:?}",
         title(&checked),
+        shown(&checked),
         site.counts.lock().unwrap()
     );
     let found = findings(&checked);
@@ -761,8 +666,9 @@ async fn a_renderer_crash_on_a_shared_browser_ends_only_its_session() {
 }
 
 /// A renderer killed for its memory while its session is between steps: the reason belongs to that
-/// session's crash, not to whichever session on the browser steps next. The kill report is the
-/// browser's (`Host::take_memory_kill`), so only an episode whose renderer crashed may take it.
+/// session's crash, not to whichever session on the browser steps next. The watchdog's report is
+/// the browser's (`Host::take_memory_kill`), and only the episode whose tab crashed takes it: the
+/// other session, stepping first, sees a plain step, and the crashed one is told why.
 #[tokio::test]
 async fn a_memory_kill_is_reported_to_its_own_session_on_a_shared_browser() {
     let profiles = ProfileRoot::new("kill-report");
@@ -948,11 +854,10 @@ async fn a_killed_browser_with_process_isolation_ends_only_its_session() {
 }
 
 /// A service worker whose scope covers the page that registers it (the usual case: `/sw.js` for
-/// the whole site). chromiumoxide auto-attaches to each page's related targets with
-/// `waitForDebuggerOnStart` and detaches from service workers at once; the worker then often never
-/// starts, and `register()` never settled (seen in every mode, in most runs on a loaded machine);
-/// `prepare_page` now turns that wait off.
-/// The isolation tests above register a worker outside the page's scope, which is not attached.
+/// the whole site) installs and activates, in each new context. The server auto-attaches to each
+/// page's workers without `waitForDebuggerOnStart` (`prepare_page`): with chromiumoxide's default,
+/// which pauses each new worker and then detaches from service workers at once, the worker often
+/// never started and `register()` never settled.
 #[tokio::test]
 async fn a_service_worker_that_controls_its_page_registers() {
     let site = Site::start().await;

@@ -93,32 +93,44 @@ fn chromium_pss_kib() -> u64 {
         .sum()
 }
 
+/// Open sessions on `harness`, each reset to the long test page, until there are `count`.
+async fn open_sessions(
+    harness: &Harness,
+    clients: &mut Vec<Client>,
+    count: usize,
+) -> anyhow::Result<()> {
+    while clients.len() < count {
+        let mut client = harness.client().await;
+        client
+            .reset(ResetOptions::new(harness.page("long.html")))
+            .await?;
+        clients.push(client);
+    }
+    Ok(())
+}
+
 /// Chromium's memory with 1, 4 and 8 sessions on a page each, for each isolation mode, as the
-/// server runs by default (warm spare and spare contexts on).
+/// server runs by default (warm spare and spare contexts on) and with both off.
 async fn memory_by_sessions() -> anyhow::Result<()> {
     println!("| isolation | sessions | Chromium PSS MiB | MiB per additional session |");
     println!("|---|---|---|---|");
-    for (name, isolation) in [
-        ("process", Isolation::Process),
-        ("context", Isolation::Context),
+    for (name, isolation, spares) in [
+        ("process", Isolation::Process, true),
+        ("process, BROWSER_NO_WARM_SPARE", Isolation::Process, false),
+        ("context", Isolation::Context, true),
+        ("context, BROWSER_NO_WARM_SPARE", Isolation::Context, false),
     ] {
         let harness = server_with(
             isolation,
             DEFAULT_EPISODES_PER_BROWSER,
-            true,
+            spares,
             test_settings(),
         )
         .await;
         let mut clients = Vec::new();
         let mut first = None;
         for target in [1usize, 4, 8] {
-            while clients.len() < target {
-                let mut client = harness.client().await;
-                client
-                    .reset(ResetOptions::new(harness.page("long.html")))
-                    .await?;
-                clients.push(client);
-            }
+            open_sessions(&harness, &mut clients, target).await?;
             // Spares finish opening, pages finish painting.
             tokio::time::sleep(Duration::from_secs(3)).await;
             let mib = chromium_pss_kib() as f64 / 1024.0;
@@ -150,13 +162,7 @@ async fn concurrent_steps(rounds: usize) -> anyhow::Result<()> {
         };
         let harness = server_with(isolation, DEFAULT_EPISODES_PER_BROWSER, true, settings).await;
         let mut clients = Vec::new();
-        for _ in 0..8 {
-            let mut client = harness.client().await;
-            client
-                .reset(ResetOptions::new(harness.page("long.html")))
-                .await?;
-            clients.push(client);
-        }
+        open_sessions(&harness, &mut clients, 8).await?;
         tokio::time::sleep(Duration::from_secs(3)).await;
         let alone_name = format!("step scroll, 1 session alone ({name})");
         let (alone, _) = scrolls(&mut clients[0], rounds, &alone_name).await?;

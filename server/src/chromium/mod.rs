@@ -285,10 +285,16 @@ impl Launcher for ChromiumLauncher {
 
 impl ChromiumLauncher {
     /// Start opening `browser`'s successor on its browser, when spare contexts are on and the
-    /// browser has room for another episode.
+    /// browser is the session's own, with room for another episode. On a shared browser the
+    /// warm spare (`pool.rs`) is already a context on it, ready for whichever session resets
+    /// next: a successor per session would hold a renderer each for the same job (about 45 MiB
+    /// a session, README "Benchmark").
     fn with_successor(&self, mut browser: ChromiumBrowser) -> ChromiumBrowser {
         let host = browser.host.clone();
-        if self.config.spare_contexts && host.has_room(self.config.episodes_per_browser) {
+        if self.config.spare_contexts
+            && self.config.isolation == Isolation::Process
+            && host.has_room(self.config.episodes_per_browser)
+        {
             browser.successor = Some(tokio::spawn(self.open_on(host)));
         }
         browser

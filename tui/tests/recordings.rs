@@ -1,4 +1,5 @@
-//! Export and the viewer on a recording made with the recorder (synthetic frames, no browser).
+//! Export, review and the viewer on a recording made with the recorder (synthetic frames, no
+//! browser).
 
 use std::path::{Path, PathBuf};
 
@@ -7,6 +8,7 @@ use browserenv::models::{BrowserAction, BrowserObservation, StepResult};
 use browserenv::trajectory::{Actor, RecordEvent, Recorder, RecorderHandle, TrajectoryWriter};
 use browserenv_tui::export::export_hf;
 use browserenv_tui::graphics::Graphics;
+use browserenv_tui::review::{self, Change, Mark, Quality, ReviewLog, REVIEW_FILE};
 use browserenv_tui::viewer::{draw, mark_action, Viewer};
 use image::{DynamicImage, Rgb, RgbImage};
 use ratatui::backend::TestBackend;
@@ -77,6 +79,14 @@ fn record_into(dir: &Path) {
         recorded_text: None,
     });
     handle.finish();
+}
+
+fn lines_of(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 fn rand_suffix() -> u128 {
@@ -306,4 +316,192 @@ fn the_viewer_shows_no_frame_from_outside_the_recording() {
         );
     }
     std::fs::remove_dir_all(&base).unwrap();
+}
+
+#[test]
+fn review_events_round_trip_and_the_last_one_wins() {
+    let dir = recording();
+    assert!(
+        review::read(&dir).unwrap().steps.is_empty(),
+        "no file, no review"
+    );
+    let mut log = ReviewLog::new(&dir, Some("alice".into()));
+    let changes = [
+        ("episode-one", Some(1), Change::Mark(Some(Mark::Wrong))),
+        ("episode-one", Some(1), Change::Mark(Some(Mark::Good))),
+        ("episode-one", Some(2), Change::Mark(Some(Mark::Redundant))),
+        (
+            "episode-one",
+            Some(2),
+            Change::Note("scrolled too far".into()),
+        ),
+        ("episode-one", Some(3), Change::Mark(Some(Mark::Good))),
+        ("episode-one", Some(3), Change::Mark(None)),
+        ("episode-one", None, Change::Quality(Some(Quality::Bad))),
+        ("episode-one", None, Change::Quality(Some(Quality::Good))),
+        (
+            "episode-one",
+            None,
+            Change::Outcome(Some(browserenv::trajectory::Outcome::Failed)),
+        ),
+    ];
+    for (episode, step, change) in changes.clone() {
+        log.record(episode, step, change).unwrap();
+    }
+    let path = dir.join(REVIEW_FILE);
+    let lines = lines_of(&path);
+    assert_eq!(
+        lines.len(),
+        changes.len(),
+        "one self-contained line per change"
+    );
+    assert_eq!(lines[0]["schema"], "browserenv.review.v1");
+    assert_eq!(lines[0]["episode_id"], "episode-one");
+    assert_eq!(lines[0]["step"], 1);
+    assert_eq!(lines[0]["field"], "mark");
+    assert_eq!(lines[0]["value"], "wrong");
+    assert_eq!(lines[0]["reviewer"], "alice");
+    assert!(lines[0]["time"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(lines[5]["value"], serde_json::Value::Null, "a cleared mark");
+    assert!(
+        lines[6].get("step").is_none(),
+        "an episode's field: {}",
+        lines[6]
+    );
+
+    let read = review::read(&dir).unwrap();
+    assert!(read.problems.is_empty(), "{:?}", read.problems);
+    let steps = browserenv::trajectory::read(&dir).unwrap().steps;
+    assert_eq!(
+        read.mark(&steps[0]),
+        Some(Mark::Good),
+        "the later mark wins"
+    );
+    assert_eq!(read.mark(&steps[1]), Some(Mark::Redundant));
+    assert_eq!(read.note(&steps[1]).as_deref(), Some("scrolled too far"));
+    assert_eq!(read.mark(&steps[2]), None, "cleared");
+    assert_eq!(read.quality("episode-one"), Some(Quality::Good));
+    assert_eq!(
+        read.outcome(
+            "episode-one",
+            Some(browserenv::trajectory::Outcome::Finished)
+        ),
+        Some(browserenv::trajectory::Outcome::Failed)
+    );
+    assert_eq!(
+        read.episode("episode-one").reviewer.as_deref(),
+        Some("alice")
+    );
+
+    // Bad lines are reported with their line and skipped; the good ones around them count.
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("not json\n");
+    text.push_str(r#"{"schema":"other","episode_id":"episode-one","field":"quality","value":"bad","time":"t"}"#);
+    text.push('\n');
+    text.push_str(r#"{"schema":"browserenv.review.v1","time":"t","episode_id":"episode-one","field":"mark","value":"bad"}"#);
+    text.push('\n');
+    text.push_str(r#"{"schema":"browserenv.review.v1","time":"t","episode_id":"episode-one","field":"quality","value":"unsure","step":2}"#);
+    text.push('\n');
+    text.push_str(r#"{"schema":"browserenv.review.v1","time":"t","episode_id":"episode-one","field":"mark","value":"wrong"}"#);
+    text.push('\n');
+    text.push_str(r#"{"schema":"browserenv.review.v1","time":"t","episode_id":"episode-one","step":1,"field":"colour","value":"red"}"#);
+    text.push('\n');
+    // A writer stopped mid-line.
+    text.push_str(r#"{"schema":"browserenv.review.v1","time":"t","episode_id":"epi"#);
+    std::fs::write(&path, &text).unwrap();
+    let read = review::read(&dir).unwrap();
+    let problems: Vec<String> = read.problems.iter().map(ToString::to_string).collect();
+    assert_eq!(problems.len(), 7, "{problems:#?}");
+    for (problem, line) in problems.iter().zip(10..) {
+        assert!(
+            problem.starts_with(&format!("{}:{line}: ", path.display())),
+            "{problem}"
+        );
+    }
+    assert!(
+        problems[1].contains("schema is \"other\""),
+        "{}",
+        problems[1]
+    );
+    assert!(
+        problems[3].contains("an episode's field with a step"),
+        "{}",
+        problems[3]
+    );
+    assert!(
+        problems[4].contains("a step's field without a step"),
+        "{}",
+        problems[4]
+    );
+    assert!(
+        problems[6].contains("unfinished last line"),
+        "{}",
+        problems[6]
+    );
+    assert_eq!(
+        read.quality("episode-one"),
+        Some(Quality::Good),
+        "bad lines change nothing"
+    );
+    assert_eq!(read.mark(&steps[0]), Some(Mark::Good));
+
+    // The next change starts on a line of its own; the half line stays (it is reported).
+    let before = std::fs::read(&path).unwrap();
+    let mut log = ReviewLog::new(&dir, None);
+    log.record("episode-one", Some(3), Change::Mark(Some(Mark::Wrong)))
+        .unwrap();
+    let after = std::fs::read(&path).unwrap();
+    assert!(
+        after.starts_with(&before),
+        "nothing already there is rewritten"
+    );
+    let read = review::read(&dir).unwrap();
+    assert_eq!(read.mark(&steps[2]), Some(Mark::Wrong));
+    assert_eq!(read.problems.len(), 7);
+    assert!(read.problems[6].to_string().contains("not JSON"));
+    assert!(
+        !String::from_utf8_lossy(&after)
+            .lines()
+            .last()
+            .unwrap()
+            .contains("reviewer"),
+        "no reviewer known, none written"
+    );
+
+    // The recording's own files are never touched by a review.
+    let steps_after = browserenv::trajectory::read(&dir).unwrap().steps;
+    assert_eq!(steps, steps_after);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_review_file_that_is_a_symlink_is_neither_read_nor_written() {
+    use std::os::unix::fs::symlink;
+    let dir = recording();
+    let elsewhere = dir.join("elsewhere.jsonl");
+    std::fs::write(
+        &elsewhere,
+        r#"{"schema":"browserenv.review.v1","time":"t","episode_id":"episode-one","field":"quality","value":"good"}
+"#,
+    )
+    .unwrap();
+    symlink(&elsewhere, dir.join(REVIEW_FILE)).unwrap();
+    let read = review::read(&dir).unwrap();
+    assert_eq!(read.quality("episode-one"), None);
+    assert_eq!(read.problems.len(), 1);
+    assert!(
+        read.problems[0].to_string().contains("is a symlink"),
+        "{:?}",
+        read.problems
+    );
+    let mut log = ReviewLog::new(&dir, None);
+    let err = log
+        .record("episode-one", None, Change::Quality(Some(Quality::Bad)))
+        .unwrap_err();
+    assert!(err.to_string().contains("symlink"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&elsewhere).unwrap().lines().count(),
+        1
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -101,8 +101,14 @@ pub enum Command {
         #[arg(long, default_value_t = crate::replay::DEFAULT_TOLERANCE)]
         tolerance: f64,
     },
-    /// Browse a recording in the terminal: steps, the frame before and after, the action drawn on it.
-    View { dir: PathBuf },
+    /// Browse and review a recording in the terminal: steps, the frame before and after, the
+    /// action drawn on it; marks, notes, outcome and quality go to DIR/review.jsonl.
+    View {
+        dir: PathBuf,
+        /// Who reviews (recorded with each change; default: the login name, $USER).
+        #[arg(long, env = "BROWSERENV_REVIEWER")]
+        reviewer: Option<String>,
+    },
     /// Follow a session an agent drives, read-only (needs --server). Without SESSION, the first
     /// live one; Tab moves to the next. With --record, what is watched is recorded as actor "agent".
     Watch { session: Option<String> },
@@ -132,7 +138,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             server,
             tolerance,
         }) => return replay_command(&cli, dir, server.clone(), *tolerance).await,
-        Some(Command::View { dir }) => return crate::viewer::run_viewer(dir, cli.graphics),
+        Some(Command::View { dir, reviewer }) => {
+            let reviewer = crate::review::default_reviewer(reviewer.clone());
+            return crate::viewer::run_viewer(dir, cli.graphics, reviewer);
+        }
         Some(Command::Watch { .. }) | None => {}
     }
     let watch = match &cli.command {

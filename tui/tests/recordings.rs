@@ -10,6 +10,7 @@ use browserenv_tui::export::export_hf;
 use browserenv_tui::graphics::Graphics;
 use browserenv_tui::review::{self, Change, Mark, Quality, ReviewLog, REVIEW_FILE};
 use browserenv_tui::viewer::{draw, mark_action, Viewer};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use image::{DynamicImage, Rgb, RgbImage};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -81,6 +82,53 @@ fn record_into(dir: &Path) {
     handle.finish();
 }
 
+/// A second episode in `dir`, after the first: a wait and a scroll, then the session ends
+/// (recorded as abandoned).
+fn record_second_episode(dir: &Path) {
+    let (writer, _) = TrajectoryWriter::open(dir).unwrap();
+    let handle =
+        RecorderHandle::spawn(Recorder::new(writer, Actor::Human), |err| panic!("{err}")).unwrap();
+    let session = || "t".to_string();
+    handle.send(RecordEvent::Reset {
+        session: session(),
+        episode_id: "episode-two".into(),
+        task: None,
+        observation: observed("https://b.example/", 40, false),
+    });
+    handle.send(RecordEvent::Step {
+        session: session(),
+        action: BrowserAction::wait(),
+        observation: observed("https://b.example/", 40, false),
+        latency_ms: 1000.0,
+        recorded_text: None,
+    });
+    handle.send(RecordEvent::Step {
+        session: session(),
+        action: BrowserAction::scroll(200),
+        observation: observed("https://b.example/", 60, false),
+        latency_ms: 60.0,
+        recorded_text: None,
+    });
+    handle.send(RecordEvent::End { session: session() });
+    handle.finish();
+}
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+fn keys(viewer: &mut Viewer, text: &str) {
+    for c in text.chars() {
+        assert!(viewer.on_key(key(KeyCode::Char(c))), "{c} ended the viewer");
+    }
+}
+
+fn screen(viewer: &mut Viewer) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(140, 40)).unwrap();
+    draw(&mut terminal, viewer, None).unwrap();
+    format!("{}", terminal.backend())
+}
+
 fn lines_of(path: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path)
         .unwrap()
@@ -129,11 +177,11 @@ fn export_writes_an_imagefolder() {
 #[test]
 fn the_viewer_lists_steps_and_draws_the_action() {
     let dir = recording();
-    let mut viewer = Viewer::open(&dir, Graphics::halfblocks()).unwrap();
+    let mut viewer = Viewer::open(&dir, Graphics::halfblocks(), None).unwrap();
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
     draw(&mut terminal, &mut viewer, None).unwrap();
     let screen = format!("{}", terminal.backend());
-    assert!(screen.contains("3 steps, 1 episodes"), "{screen}");
+    assert!(screen.contains("3 steps, 1 episodes, 0 marked"), "{screen}");
     assert!(screen.contains("episode- #1  click 10 20"), "{screen}");
     assert!(
         screen.contains("https://a.example/ → https://a.example/2"),
@@ -296,7 +344,7 @@ fn export_leaves_out_a_frame_whose_bytes_are_not_what_its_name_says() {
 fn the_viewer_shows_no_frame_from_outside_the_recording() {
     let base = hostile_recording();
     let dir = base.join("rec");
-    let mut viewer = Viewer::open(&dir, Graphics::halfblocks()).unwrap();
+    let mut viewer = Viewer::open(&dir, Graphics::halfblocks(), None).unwrap();
     assert_eq!(viewer.recording.steps.len(), 9);
     let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
     draw(&mut terminal, &mut viewer, None).unwrap();
@@ -503,5 +551,117 @@ fn a_review_file_that_is_a_symlink_is_neither_read_nor_written() {
         std::fs::read_to_string(&elsewhere).unwrap().lines().count(),
         1
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn review_keys_in_the_viewer_append_events_that_show_when_viewing_again() {
+    let dir = recording();
+    record_second_episode(&dir);
+    let mut viewer = Viewer::open(&dir, Graphics::halfblocks(), Some("bob".into())).unwrap();
+    assert_eq!(viewer.recording.steps.len(), 5);
+    let shown = screen(&mut viewer);
+    assert!(shown.contains("5 steps, 2 episodes, 0 marked"), "{shown}");
+    assert!(
+        shown.contains("g/w/r good/wrong/redundant"),
+        "the keys are on the help line: {shown}"
+    );
+    assert!(!dir.join(REVIEW_FILE).exists(), "looking writes nothing");
+
+    // g marks step 1 good and moves on; r marks step 2 redundant and moves on.
+    keys(&mut viewer, "gr");
+    assert_eq!(viewer.selected, 2);
+    // A note on step 3: n, text, Enter. Then one that is cancelled.
+    keys(&mut viewer, "n");
+    keys(&mut viewer, "ok, done");
+    assert!(screen(&mut viewer).contains("note> ok, done█"));
+    viewer.on_key(key(KeyCode::Backspace));
+    keys(&mut viewer, "E");
+    assert!(viewer.on_key(key(KeyCode::Enter)));
+    keys(&mut viewer, "nq");
+    assert!(
+        viewer.on_key(key(KeyCode::Esc)),
+        "Esc cancels the editor, not the viewer"
+    );
+    assert_eq!(viewer.editing, None);
+    // The episode: quality good, outcome cycled once from finished.
+    keys(&mut viewer, "GO");
+    // The next episode ([ ] move between episodes): wrong on its first step, quality unsure.
+    keys(&mut viewer, "]");
+    assert_eq!(
+        viewer.recording.steps[viewer.selected].episode_id,
+        "episode-two"
+    );
+    keys(&mut viewer, "wU[");
+    assert_eq!(viewer.selected, 0, "[ goes back to the previous episode");
+
+    let events = lines_of(&dir.join(REVIEW_FILE));
+    let fields: Vec<(String, Option<u64>, String, serde_json::Value)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["episode_id"].as_str().unwrap().to_string(),
+                e["step"].as_u64(),
+                e["field"].as_str().unwrap().to_string(),
+                e["value"].clone(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("episode-one", Some(1), "mark", "good"),
+        ("episode-one", Some(2), "mark", "redundant"),
+        ("episode-one", Some(3), "note", "ok, donE"),
+        ("episode-one", None, "quality", "good"),
+        ("episode-one", None, "outcome", "step_limit"),
+        ("episode-two", Some(1), "mark", "wrong"),
+        ("episode-two", None, "quality", "unsure"),
+    ];
+    assert_eq!(fields.len(), expected.len(), "{fields:#?}");
+    for (got, want) in fields.iter().zip(expected) {
+        assert_eq!(
+            (got.0.as_str(), got.1, got.2.as_str(), got.3.as_str()),
+            (want.0, want.1, want.2, Some(want.3))
+        );
+    }
+    assert!(events.iter().all(|e| e["reviewer"] == "bob"));
+
+    // Viewing again shows all of it.
+    let mut again = Viewer::open(&dir, Graphics::halfblocks(), None).unwrap();
+    let shown = screen(&mut again);
+    assert!(shown.contains("5 steps, 2 episodes, 3 marked"), "{shown}");
+    assert!(shown.contains("✓ episode- #1  click 10 20"), "{shown}");
+    assert!(shown.contains("≡ episode- #2  scroll 300"), "{shown}");
+    assert!(shown.contains("episode- #3  finish ok ✎"), "{shown}");
+    assert!(shown.contains("✗ episode- #1  wait"), "{shown}");
+    assert!(shown.contains("step: mark good"), "{shown}");
+    assert!(
+        shown.contains(
+            "episode episode-one (3 steps): outcome step_limit (recorded finished)  quality good (by bob)"
+        ),
+        "{shown}"
+    );
+    again.select(2);
+    let shown = screen(&mut again);
+    assert!(
+        shown.contains("step: unmarked  note (edited): ok, donE"),
+        "{shown}"
+    );
+    again.select(1);
+    let shown = screen(&mut again);
+    assert!(
+        shown.contains("episode episode-two (2 steps): outcome abandoned  quality unsure (by bob)"),
+        "{shown}"
+    );
+    // c clears a mark (and stays); C clears the episode's review.
+    again.select(-10);
+    keys(&mut again, "cC");
+    assert_eq!(again.selected, 0);
+    let shown = screen(&mut again);
+    assert!(shown.contains("step: unmarked"), "{shown}");
+    assert!(
+        shown.contains("outcome finished  quality not reviewed"),
+        "{shown}"
+    );
+    assert!(!again.on_key(key(KeyCode::Char('q'))), "q ends the viewer");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -79,15 +79,22 @@ pub struct Cli {
 /// Work on recordings instead of driving a browser.
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum Command {
-    /// Write a recording as a Hugging Face ImageFolder (metadata.jsonl + images).
+    /// Write a recording and its review as a dataset: a Hugging Face ImageFolder (hf), JSON rows
+    /// with image paths (jsonl), or one ATIF v1.8 trajectory per episode (atif).
     Export {
-        /// The recording folder (steps.jsonl, episodes.jsonl, screenshots/).
+        /// The recording folder (steps.jsonl, episodes.jsonl, screenshots/, review.jsonl).
         dir: PathBuf,
         #[arg(long, value_enum, default_value = "hf")]
         format: ExportFormat,
         /// Where to write the export.
         #[arg(long)]
         out: PathBuf,
+        /// Keep only the episodes whose review says quality good.
+        #[arg(long)]
+        reviewed_only: bool,
+        /// Leave out the steps with these marks (comma-separated: redundant,wrong).
+        #[arg(long, value_enum, value_delimiter = ',')]
+        drop_marked: Vec<crate::review::Mark>,
     },
     /// Re-run every recorded episode against a fresh environment and report where it diverged.
     /// Exits 0 when nothing diverged, 2 when something did.
@@ -118,19 +125,37 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match &cli.command {
         Some(Command::Export {
             dir,
-            format: ExportFormat::Hf,
+            format,
             out,
+            reviewed_only,
+            drop_marked,
         }) => {
-            let report = crate::export::export_hf(dir, out)?;
+            let selection = crate::export::Selection {
+                reviewed_only: *reviewed_only,
+                drop_marked: drop_marked.clone(),
+            };
+            let report = crate::export::export(dir, out, *format, &selection)?;
             for problem in &report.problems {
                 eprintln!("warning: {problem}");
             }
+            let what = match format {
+                ExportFormat::Atif => format!(
+                    "{} trajectories ({} steps)",
+                    report.trajectories, report.rows
+                ),
+                _ => format!("{} rows", report.rows),
+            };
             println!(
-                "exported {} rows and {} images to {}",
-                report.rows,
+                "exported {what} and {} images to {}",
                 report.images,
                 out.display()
             );
+            if report.episodes_left_out > 0 || report.steps_left_out > 0 {
+                println!(
+                    "left out by the review: {} episode(s) not reviewed good, {} marked step(s)",
+                    report.episodes_left_out, report.steps_left_out
+                );
+            }
             return Ok(());
         }
         Some(Command::Replay {

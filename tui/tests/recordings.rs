@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use browserenv::models::{BrowserAction, BrowserObservation, StepResult};
 use browserenv::trajectory::{Actor, RecordEvent, Recorder, RecorderHandle, TrajectoryWriter};
-use browserenv_tui::export::export_hf;
+use browserenv_tui::export::{export, ExportFormat, ExportReport, Selection};
 use browserenv_tui::graphics::Graphics;
 use browserenv_tui::review::{self, Change, Mark, Quality, ReviewLog, REVIEW_FILE};
 use browserenv_tui::viewer::{draw, mark_action, Viewer};
@@ -111,6 +111,10 @@ fn record_second_episode(dir: &Path) {
     });
     handle.send(RecordEvent::End { session: session() });
     handle.finish();
+}
+
+fn export_hf(dir: &Path, out: &Path) -> anyhow::Result<ExportReport> {
+    export(dir, out, ExportFormat::Hf, &Selection::default())
 }
 
 fn key(code: KeyCode) -> KeyEvent {
@@ -663,5 +667,165 @@ fn review_keys_in_the_viewer_append_events_that_show_when_viewing_again() {
         "{shown}"
     );
     assert!(!again.on_key(key(KeyCode::Char('q'))), "q ends the viewer");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The reviewed recording of `review_keys_…`, written through the log.
+fn reviewed_recording() -> PathBuf {
+    let dir = recording();
+    record_second_episode(&dir);
+    let mut log = ReviewLog::new(&dir, Some("carol".into()));
+    for (episode, step, change) in [
+        ("episode-one", Some(1), Change::Mark(Some(Mark::Good))),
+        ("episode-one", Some(2), Change::Mark(Some(Mark::Redundant))),
+        ("episode-one", Some(3), Change::Note("answered".into())),
+        ("episode-one", None, Change::Quality(Some(Quality::Good))),
+        (
+            "episode-one",
+            None,
+            Change::Outcome(Some(browserenv::trajectory::Outcome::Failed)),
+        ),
+        ("episode-two", None, Change::Quality(Some(Quality::Bad))),
+    ] {
+        log.record(episode, step, change).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn export_carries_the_review_and_keeps_only_what_passed() {
+    let dir = reviewed_recording();
+    // Everything, labelled.
+    let out = dir.join("all");
+    let report = export(&dir, &out, ExportFormat::Hf, &Selection::default()).unwrap();
+    assert_eq!((report.rows, report.episodes_left_out), (5, 0));
+    let rows = lines_of(&out.join("metadata.jsonl"));
+    let column = |name: &str| -> Vec<String> {
+        rows.iter()
+            .map(|r| r[name].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(column("review_mark"), ["good", "redundant", "", "", ""]);
+    assert_eq!(column("quality"), ["good", "good", "good", "bad", "bad"]);
+    assert_eq!(
+        column("outcome"),
+        ["failed", "failed", "failed", "abandoned", "abandoned"]
+    );
+    assert_eq!(
+        column("recorded_outcome"),
+        ["finished", "finished", "finished", "abandoned", "abandoned"]
+    );
+    assert_eq!(column("note"), ["", "", "answered", "", ""]);
+    assert_eq!(
+        column("reviewer"),
+        ["carol", "carol", "carol", "carol", "carol"]
+    );
+
+    // Only the episode reviewed good, without its redundant step.
+    let selection = Selection {
+        reviewed_only: true,
+        drop_marked: vec![Mark::Redundant],
+    };
+    for format in [ExportFormat::Hf, ExportFormat::Jsonl] {
+        let out = dir.join(format!("{format:?}"));
+        let report = export(&dir, &out, format, &selection).unwrap();
+        assert_eq!(
+            (report.rows, report.episodes_left_out, report.steps_left_out),
+            (2, 1, 1)
+        );
+        let (file, image, next) = match format {
+            ExportFormat::Hf => ("metadata.jsonl", "file_name", "next_image_file_name"),
+            _ => ("data.jsonl", "image", "next_image"),
+        };
+        let rows = lines_of(&out.join(file));
+        let steps: Vec<_> = rows
+            .iter()
+            .map(|r| (r["episode_id"].clone(), r["step"].clone()))
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                ("episode-one".into(), 1.into()),
+                ("episode-one".into(), 3.into())
+            ]
+        );
+        for row in &rows {
+            assert!(
+                row.get("next_file_name").is_none(),
+                "the recording's names are not exported"
+            );
+            for column in [image, next] {
+                let name = row[column].as_str().unwrap();
+                assert!(
+                    name.starts_with("images/") && out.join(name).is_file(),
+                    "{row}"
+                );
+            }
+        }
+        assert_eq!(rows[1]["note"], "answered");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn atif_export_writes_a_trajectory_per_episode_with_image_parts() {
+    let dir = reviewed_recording();
+    let out = dir.join("atif");
+    let report = export(&dir, &out, ExportFormat::Atif, &Selection::default()).unwrap();
+    assert_eq!((report.trajectories, report.rows), (2, 5));
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    let names: Vec<_> = files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["0001-episode-one.json", "0002-episode-two.json"]);
+    let document: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
+    assert_eq!(document["schema_version"], "ATIF-v1.8");
+    assert_eq!(document["extra"]["quality"], "good");
+    assert_eq!(document["extra"]["outcome"], "failed");
+    let steps = document["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3);
+    assert_eq!(steps[0]["tool_calls"][0]["function_name"], "click");
+    assert_eq!(
+        steps[0]["tool_calls"][0]["arguments"],
+        serde_json::json!({"x": 10, "y": 20})
+    );
+    assert_eq!(steps[1]["extra"]["review_mark"], "redundant");
+    let image = &steps[0]["message"][1];
+    assert_eq!(image["type"], "image");
+    let path = image["source"]["path"].as_str().unwrap();
+    assert!(files[0].parent().unwrap().join(path).is_file(), "{path}");
+    let after = &steps[0]["observation"]["results"][0]["content"][1];
+    assert_eq!(after["source"]["media_type"], "image/png");
+
+    // Dropped steps: the ids stay sequential, the note says why fewer.
+    let out = dir.join("atif-reviewed");
+    let selection = Selection {
+        reviewed_only: true,
+        drop_marked: vec![Mark::Redundant],
+    };
+    let report = export(&dir, &out, ExportFormat::Atif, &selection).unwrap();
+    assert_eq!((report.trajectories, report.rows), (1, 2));
+    let document: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("0001-episode-one.json")).unwrap()).unwrap();
+    let ids: Vec<_> = document["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step_id"].clone())
+        .collect();
+    assert_eq!(ids, [1, 2]);
+    assert_eq!(document["steps"][1]["extra"]["step"], 3);
+    assert_eq!(document["final_metrics"]["total_steps"], 3);
+    assert!(document["notes"]
+        .as_str()
+        .unwrap()
+        .contains("1 of the 3 recorded steps were left out"));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -337,7 +337,7 @@ impl Viewer {
         ])
         .areas(frame.area());
         let [list_area, right] =
-            Layout::horizontal([Constraint::Length(38), Constraint::Min(0)]).areas(body);
+            Layout::horizontal([Constraint::Length(40), Constraint::Min(0)]).areas(body);
         let [header, pictures] =
             Layout::vertical([Constraint::Length(5), Constraint::Min(0)]).areas(right);
         // Side by side when the pictures get bigger that way (wide terminals), else stacked.
@@ -358,11 +358,17 @@ impl Viewer {
                     &browserenv::models::BrowserAction::from_value(&s.action)
                         .unwrap_or_else(|_| browserenv::models::BrowserAction::wait()),
                 );
+                // Two columns before the id: the mark, and ✎ for a note (recorded or edited).
                 let (symbol, colour) = match self.review.mark(s) {
-                    Some(Mark::Good) => ("✓ ", Color::Green),
-                    Some(Mark::Wrong) => ("✗ ", Color::Red),
-                    Some(Mark::Redundant) => ("≡ ", Color::Yellow),
-                    None => ("  ", Color::Reset),
+                    Some(Mark::Good) => ("✓", Color::Green),
+                    Some(Mark::Wrong) => ("✗", Color::Red),
+                    Some(Mark::Redundant) => ("≡", Color::Yellow),
+                    None => (" ", Color::Reset),
+                };
+                let noted = if self.review.note(s).is_some() {
+                    "✎ "
+                } else {
+                    "  "
                 };
                 let id_style = match self.review.quality(&s.episode_id) {
                     Some(Quality::Good) => Style::default().fg(Color::Green),
@@ -375,12 +381,10 @@ impl Viewer {
                         symbol,
                         Style::default().fg(colour).add_modifier(Modifier::BOLD),
                     ),
+                    Span::raw(noted),
                     Span::styled(id, id_style),
                     Span::raw(format!(" #{:<2} {what}", s.step)),
                 ];
-                if self.review.note(s).is_some() {
-                    spans.push(Span::raw(" ✎"));
-                }
                 if !s.error.is_empty() {
                     spans.push(Span::styled(
                         format!(" {}", s.error),
@@ -524,10 +528,14 @@ impl Viewer {
         Line::from(vec![Span::raw("step: "), mark, Span::raw(note)])
     }
 
+    /// Quality first: it decides what an export keeps, and a long line is cut at its end.
     fn episode_review_line(&self, episode_id: &str) -> Line<'static> {
         let recorded = self.recorded_outcome(episode_id);
         let episode = self.review.episode(episode_id);
-        let steps = self.recording.episode_steps(episode_id).len();
+        let quality = match episode.quality {
+            Some(quality) => format!("quality {}", quality.label()),
+            None => "quality not reviewed".to_string(),
+        };
         let outcome = match (recorded, episode.outcome) {
             (recorded, Some(reviewed)) if Some(reviewed) != recorded => format!(
                 "outcome {} (recorded {})",
@@ -537,20 +545,12 @@ impl Viewer {
             (Some(recorded), _) => format!("outcome {}", outcome_label(recorded)),
             (None, _) => "outcome none (not ended)".to_string(),
         };
-        let quality = match episode.quality {
-            Some(quality) => format!(
-                "quality {}{}",
-                quality.label(),
-                episode
-                    .reviewer
-                    .map(|r| format!(" (by {r})"))
-                    .unwrap_or_default()
-            ),
-            None => "quality not reviewed".to_string(),
-        };
-        Line::from(format!(
-            "episode {episode_id} ({steps} steps): {outcome}  {quality}"
-        ))
+        let by = episode
+            .reviewer
+            .filter(|_| episode.quality.is_some())
+            .map(|r| format!("  by {r}"))
+            .unwrap_or_default();
+        Line::from(format!("episode {episode_id}: {quality}  {outcome}{by}"))
     }
 }
 

@@ -633,14 +633,14 @@ fn review_keys_in_the_viewer_append_events_that_show_when_viewing_again() {
     let mut again = Viewer::open(&dir, Graphics::halfblocks(), None).unwrap();
     let shown = screen(&mut again);
     assert!(shown.contains("5 steps, 2 episodes, 3 marked"), "{shown}");
-    assert!(shown.contains("✓ episode- #1  click 10 20"), "{shown}");
-    assert!(shown.contains("≡ episode- #2  scroll 300"), "{shown}");
-    assert!(shown.contains("episode- #3  finish ok ✎"), "{shown}");
-    assert!(shown.contains("✗ episode- #1  wait"), "{shown}");
+    assert!(shown.contains("✓  episode- #1  click 10 20"), "{shown}");
+    assert!(shown.contains("≡  episode- #2  scroll 300"), "{shown}");
+    assert!(shown.contains(" ✎ episode- #3  finish ok"), "{shown}");
+    assert!(shown.contains("✗  episode- #1  wait"), "{shown}");
     assert!(shown.contains("step: mark good"), "{shown}");
     assert!(
         shown.contains(
-            "episode episode-one (3 steps): outcome step_limit (recorded finished)  quality good (by bob)"
+            "episode episode-one: quality good  outcome step_limit (recorded finished)  by bob"
         ),
         "{shown}"
     );
@@ -653,7 +653,7 @@ fn review_keys_in_the_viewer_append_events_that_show_when_viewing_again() {
     again.select(1);
     let shown = screen(&mut again);
     assert!(
-        shown.contains("episode episode-two (2 steps): outcome abandoned  quality unsure (by bob)"),
+        shown.contains("episode episode-two: quality unsure  outcome abandoned  by bob"),
         "{shown}"
     );
     // c clears a mark (and stays); C clears the episode's review.
@@ -663,7 +663,7 @@ fn review_keys_in_the_viewer_append_events_that_show_when_viewing_again() {
     let shown = screen(&mut again);
     assert!(shown.contains("step: unmarked"), "{shown}");
     assert!(
-        shown.contains("outcome finished  quality not reviewed"),
+        shown.contains("quality not reviewed  outcome finished"),
         "{shown}"
     );
     assert!(!again.on_key(key(KeyCode::Char('q'))), "q ends the viewer");

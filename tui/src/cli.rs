@@ -140,8 +140,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let what = match format {
                 ExportFormat::Atif => format!(
-                    "{} trajectories ({} steps)",
-                    report.trajectories, report.rows
+                    "{} {} ({} steps)",
+                    report.trajectories,
+                    if report.trajectories == 1 {
+                        "trajectory"
+                    } else {
+                        "trajectories"
+                    },
+                    report.rows
                 ),
                 _ => format!("{} rows", report.rows),
             };

@@ -299,3 +299,45 @@ pub fn default_reviewer(explicit: Option<String>) -> Option<String> {
         .or_else(|| std::env::var("USER").ok())
         .filter(|name| !name.is_empty())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names the README lists, and the episode line's, for every outcome `O` offers.
+    #[test]
+    fn outcomes_are_named_as_in_the_recording() {
+        let names: Vec<String> = OUTCOMES.into_iter().map(outcome_label).collect();
+        assert_eq!(
+            names,
+            [
+                "finished",
+                "step_limit",
+                "blocked",
+                "failed",
+                "abandoned",
+                "incomplete"
+            ]
+        );
+    }
+
+    /// A change is `field` and `value` at the top level of its line, `null` for a cleared one.
+    #[test]
+    fn an_event_is_one_flat_line() {
+        let event = ReviewEvent {
+            schema: REVIEW_SCHEMA.into(),
+            time: "2026-12-01T00:00:00.000Z".into(),
+            reviewer: None,
+            episode_id: "ep".into(),
+            step: Some(2),
+            change: Change::Mark(None),
+        };
+        let line = serde_json::to_value(&event).unwrap();
+        assert_eq!(
+            line,
+            serde_json::json!({"schema": "browserenv.review.v1", "time": "2026-12-01T00:00:00.000Z",
+                "episode_id": "ep", "step": 2, "field": "mark", "value": null})
+        );
+        assert_eq!(serde_json::from_value::<ReviewEvent>(line).unwrap(), event);
+    }
+}

@@ -269,19 +269,30 @@ impl ReviewLog {
         &self.path
     }
 
-    /// Write one change; the event is returned once it is on the disk, to be applied.
+    /// Write one change: a step's field with its `step`, an episode's without. The event is
+    /// returned once it is on the disk, to be applied.
     pub fn record(
         &mut self,
         episode_id: &str,
         step: Option<u64>,
         change: Change,
     ) -> io::Result<ReviewEvent> {
+        if change.is_step_field() != step.is_some() {
+            // `read` would refuse the line: it is never written.
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{change:?} is not a field of a {}",
+                    if step.is_some() { "step" } else { "episode" }
+                ),
+            ));
+        }
         let event = ReviewEvent {
             schema: REVIEW_SCHEMA.to_string(),
             time: now(),
             reviewer: self.reviewer.clone(),
             episode_id: episode_id.to_string(),
-            step: step.filter(|_| change.is_step_field()),
+            step,
             change,
         };
         let log = match &mut self.log {

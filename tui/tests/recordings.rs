@@ -500,6 +500,18 @@ fn review_events_round_trip_and_the_last_one_wins() {
     // The next change starts on a line of its own; the half line stays (it is reported).
     let before = std::fs::read(&path).unwrap();
     let mut log = ReviewLog::new(&dir, None);
+    for (step, change) in [
+        (None, Change::Mark(Some(Mark::Good))),
+        (Some(1), Change::Quality(Some(Quality::Good))),
+    ] {
+        let err = log.record("episode-one", step, change).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{err}");
+    }
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "a misplaced field is never written"
+    );
     log.record("episode-one", Some(3), Change::Mark(Some(Mark::Wrong)))
         .unwrap();
     let after = std::fs::read(&path).unwrap();

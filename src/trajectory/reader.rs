@@ -75,11 +75,11 @@ pub fn read(dir: &Path) -> io::Result<Recording> {
     };
     let mut recording = Recording::default();
     let steps: Vec<(usize, StepRecord)> =
-        read_lines(steps_file, &steps_path, &mut recording.problems)?;
+        read_jsonl(steps_file, &steps_path, SCHEMA, &mut recording.problems)?;
     let episodes_path = dir.join(EPISODES_FILE);
     match open_inside(&episodes_path) {
         Ok(file) => {
-            recording.episodes = read_lines(file, &episodes_path, &mut recording.problems)?
+            recording.episodes = read_jsonl(file, &episodes_path, SCHEMA, &mut recording.problems)?
                 .into_iter()
                 .map(|(_, episode)| episode)
                 .collect();
@@ -113,8 +113,9 @@ pub fn read(dir: &Path) -> io::Result<Recording> {
 }
 
 /// Open a file of a recording for reading: a plain file, not a symlink (which could lead
-/// anywhere), opened without following one swapped in after the check.
-pub(super) fn open_inside(path: &Path) -> io::Result<File> {
+/// anywhere), opened without following one swapped in after the check. Files kept next to a
+/// recording (a review log) are read under the same rule.
+pub fn open_inside(path: &Path) -> io::Result<File> {
     let refuse = |what: &str| {
         io::Error::new(
             io::ErrorKind::InvalidData,
@@ -141,11 +142,13 @@ pub(super) fn open_inside(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
-/// The records of a JSONL file with their line numbers. Lines are bytes, not text: half a line
-/// can end inside a character, and that must not make the whole file unreadable.
-pub(super) fn read_lines<T: serde::de::DeserializeOwned>(
+/// The records of a JSONL file whose lines carry `schema`, with their line numbers. Lines are
+/// bytes, not text: half a line can end inside a character, and that must not make the whole
+/// file unreadable.
+pub fn read_jsonl<T: serde::de::DeserializeOwned>(
     file: File,
     path: &Path,
+    schema: &str,
     problems: &mut Vec<Problem>,
 ) -> io::Result<Vec<(usize, T)>> {
     let mut records = Vec::new();
@@ -184,9 +187,9 @@ pub(super) fn read_lines<T: serde::de::DeserializeOwned>(
                 continue;
             }
         };
-        if value.get("schema").and_then(Value::as_str) != Some(SCHEMA) {
+        if value.get("schema").and_then(Value::as_str) != Some(schema) {
             problems.push(problem(format!(
-                "schema is {}, expected {SCHEMA:?}",
+                "schema is {}, expected {schema:?}",
                 value
                     .get("schema")
                     .map_or("missing".to_string(), Value::to_string)

@@ -372,6 +372,50 @@ impl<D: Disk> LineFile<D> {
     }
 }
 
+/// An append-only JSONL file kept next to a recording by someone other than its recorder (the
+/// terminal UI's review log): the same guarantees as the recorder's files (whole lines only, each
+/// fsynced, never through a symlink), but nothing already in it is ever cut. A last line left
+/// without its newline (a writer stopped mid-line) stays and gets its newline, so the reader
+/// reports it with its line number and the next line starts clean; the bytes are a person's work.
+pub struct AppendLog {
+    file: LineFile,
+}
+
+impl AppendLog {
+    pub fn open(path: impl Into<PathBuf>) -> io::Result<Self> {
+        let path = path.into();
+        let existed = path.exists();
+        let mut file = LineFile::open(path)?;
+        if file.len > 0 {
+            let mut last = [0u8];
+            let mut reader = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&file.path)?;
+            reader.seek(SeekFrom::Start(file.len - 1))?;
+            reader.read_exact(&mut last)?;
+            if last[0] != b'\n' {
+                file.append(b"\n")?;
+            }
+        }
+        if !existed {
+            if let Some(dir) = file.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                sync_dir(dir)?;
+            }
+        }
+        Ok(AppendLog { file })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.file.path
+    }
+
+    /// Append one record as a line; durable when this returns, and nothing of it kept on error.
+    pub fn append(&mut self, record: &impl Serialize) -> io::Result<()> {
+        self.file.append(&line_of(record)?).map(|_| ())
+    }
+}
+
 /// A recorder killed mid-write leaves a last line without its newline: cut it so the next line
 /// starts clean. Returns the number of bytes cut. A last line that is whole JSON and lacks only
 /// its newline (a hand edit) is kept, as the reader keeps it, and given its newline.

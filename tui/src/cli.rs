@@ -79,15 +79,22 @@ pub struct Cli {
 /// Work on recordings instead of driving a browser.
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum Command {
-    /// Write a recording as a Hugging Face ImageFolder (metadata.jsonl + images).
+    /// Write a recording and its review as a dataset: a Hugging Face ImageFolder (hf), JSON rows
+    /// with image paths (jsonl), or one ATIF v1.8 trajectory per episode (atif).
     Export {
-        /// The recording folder (steps.jsonl, episodes.jsonl, screenshots/).
+        /// The recording folder (steps.jsonl, episodes.jsonl, screenshots/, review.jsonl).
         dir: PathBuf,
         #[arg(long, value_enum, default_value = "hf")]
         format: ExportFormat,
         /// Where to write the export.
         #[arg(long)]
         out: PathBuf,
+        /// Keep only the episodes whose review says quality good.
+        #[arg(long)]
+        reviewed_only: bool,
+        /// Leave out the steps with these marks (comma-separated: redundant,wrong).
+        #[arg(long, value_enum, value_delimiter = ',')]
+        drop_marked: Vec<crate::review::Mark>,
     },
     /// Re-run every recorded episode against a fresh environment and report where it diverged.
     /// Exits 0 when nothing diverged, 2 when something did.
@@ -101,8 +108,14 @@ pub enum Command {
         #[arg(long, default_value_t = crate::replay::DEFAULT_TOLERANCE)]
         tolerance: f64,
     },
-    /// Browse a recording in the terminal: steps, the frame before and after, the action drawn on it.
-    View { dir: PathBuf },
+    /// Browse and review a recording in the terminal: steps, the frame before and after, the
+    /// action drawn on it; marks, notes, outcome and quality go to DIR/review.jsonl.
+    View {
+        dir: PathBuf,
+        /// Who reviews (recorded with each change; default: the login name, $USER).
+        #[arg(long, env = "BROWSERENV_REVIEWER")]
+        reviewer: Option<String>,
+    },
     /// Follow a session an agent drives, read-only (needs --server). Without SESSION, the first
     /// live one; Tab moves to the next. With --record, what is watched is recorded as actor "agent".
     Watch { session: Option<String> },
@@ -112,19 +125,43 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match &cli.command {
         Some(Command::Export {
             dir,
-            format: ExportFormat::Hf,
+            format,
             out,
+            reviewed_only,
+            drop_marked,
         }) => {
-            let report = crate::export::export_hf(dir, out)?;
+            let selection = crate::export::Selection {
+                reviewed_only: *reviewed_only,
+                drop_marked: drop_marked.clone(),
+            };
+            let report = crate::export::export(dir, out, *format, &selection)?;
             for problem in &report.problems {
                 eprintln!("warning: {problem}");
             }
+            let what = match format {
+                ExportFormat::Atif => format!(
+                    "{} {} ({} steps)",
+                    report.trajectories,
+                    if report.trajectories == 1 {
+                        "trajectory"
+                    } else {
+                        "trajectories"
+                    },
+                    report.rows
+                ),
+                _ => format!("{} rows", report.rows),
+            };
             println!(
-                "exported {} rows and {} images to {}",
-                report.rows,
+                "exported {what} and {} images to {}",
                 report.images,
                 out.display()
             );
+            if report.episodes_left_out > 0 || report.steps_left_out > 0 {
+                println!(
+                    "left out by the review: {} episode(s) not reviewed good, {} marked step(s)",
+                    report.episodes_left_out, report.steps_left_out
+                );
+            }
             return Ok(());
         }
         Some(Command::Replay {
@@ -132,7 +169,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             server,
             tolerance,
         }) => return replay_command(&cli, dir, server.clone(), *tolerance).await,
-        Some(Command::View { dir }) => return crate::viewer::run_viewer(dir, cli.graphics),
+        Some(Command::View { dir, reviewer }) => {
+            let reviewer = crate::review::default_reviewer(reviewer.clone());
+            return crate::viewer::run_viewer(dir, cli.graphics, reviewer);
+        }
         Some(Command::Watch { .. }) | None => {}
     }
     let watch = match &cli.command {

@@ -1,99 +1,179 @@
-//! `browserenv-tui export DIR --format hf --out OUT`: a recording as a Hugging Face ImageFolder
-//! (`metadata.jsonl` with `file_name`, plus the images), loadable with
-//! `datasets.load_dataset("imagefolder", data_dir=OUT)`.
+//! `browserenv-tui export DIR --format hf|jsonl|atif --out OUT`: a recording, with its review
+//! (`crate::review`), as a dataset.
 //!
-//! Every step becomes one row: the frame before the action is the row's image; the action is
-//! flattened into plain columns (`op`, `x`, `y`, `text`, `dy`) so every row has the same schema.
+//! - `hf`: a Hugging Face ImageFolder (`metadata.jsonl` with `file_name`, plus the images),
+//!   loadable with `datasets.load_dataset("imagefolder", data_dir=OUT)`.
+//! - `jsonl`: `data.jsonl`, the same rows as plain JSON with `image` / `next_image` paths.
+//! - `atif`: one Agent Trajectory Interchange Format (v1.8) document per episode, its steps'
+//!   screenshots as image parts.
+//!
+//! Every step becomes one row (one ATIF step): the frame before the action is the row's image;
+//! the action is flattened into plain columns (`op`, `x`, `y`, `text`, `dy`) so every row has the
+//! same schema. The review adds `review_mark`, `quality`, `reviewer`, the reviewed `outcome` (the
+//! recorder's stays in `recorded_outcome`) and the edited `note`. Images land in `OUT/images/`
+//! under the recording's own names, each copied once, whatever the format.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
-use browserenv::trajectory::{frame_name, read, read_frame, Recording, StepRecord};
+use browserenv::trajectory::{frame_name, read, read_frame, EpisodeRecord, Recording, StepRecord};
 use serde_json::{json, Value};
+
+use crate::review::{outcome_label, Mark, Quality, Review};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ExportFormat {
     /// Hugging Face ImageFolder.
     Hf,
+    /// One JSON row per step, with image paths.
+    Jsonl,
+    /// Agent Trajectory Interchange Format v1.8, one document per episode.
+    Atif,
+}
+
+/// What of a recording an export keeps, by its review.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Only episodes whose review says quality `good`.
+    pub reviewed_only: bool,
+    /// Steps with one of these marks are left out.
+    pub drop_marked: Vec<Mark>,
+}
+
+impl Selection {
+    pub fn keeps_episode(&self, review: &Review, episode_id: &str) -> bool {
+        !self.reviewed_only || review.quality(episode_id) == Some(Quality::Good)
+    }
+
+    pub fn keeps_step(&self, review: &Review, step: &StepRecord) -> bool {
+        self.keeps_episode(review, &step.episode_id)
+            && review
+                .mark(step)
+                .is_none_or(|mark| !self.drop_marked.contains(&mark))
+    }
 }
 
 /// What an export wrote, and what it had to leave out.
 #[derive(Debug, Default)]
 pub struct ExportReport {
+    /// Rows (hf, jsonl) or ATIF steps written.
     pub rows: usize,
     pub images: usize,
-    /// Problems found in the recording (bad lines, missing or refused screenshots, a picture
-    /// that is not what its name says), each named by file and line or by step.
+    /// ATIF documents written (one per episode).
+    pub trajectories: usize,
+    /// Episodes left out because their review does not say good (`--reviewed-only`).
+    pub episodes_left_out: usize,
+    /// Steps left out because of their mark (`--drop-marked`), in the episodes kept.
+    pub steps_left_out: usize,
+    /// Problems found in the recording and its review (bad lines, missing or refused
+    /// screenshots, a picture that is not what its name says), each named by file and line or
+    /// by step.
     pub problems: Vec<String>,
 }
 
-/// Export a recording. It is untrusted input: a frame is read only under the trajectory's rule
-/// (`read_frame`: a `screenshots/<sha256>.png` name, no symlink) and copied only if its bytes
-/// hash to its name, so nothing from outside the folder, and nothing altered, gets into the
-/// dataset. A row whose frame is refused is left out, as one whose frame is missing; a refused
-/// frame after the action becomes `""` (no picture). Each is in `problems`.
-pub fn export_hf(recording_dir: &Path, out: &Path) -> anyhow::Result<ExportReport> {
+/// Export a recording and its review. The recording is untrusted input: a frame is read only
+/// under the trajectory's rule (`read_frame`: a `screenshots/<sha256>.png` name, no symlink) and
+/// copied only if its bytes hash to its name, so nothing from outside the folder, and nothing
+/// altered, gets into the dataset. Each problem is in the report.
+pub fn export(
+    recording_dir: &Path,
+    out: &Path,
+    format: ExportFormat,
+    selection: &Selection,
+) -> anyhow::Result<ExportReport> {
     let recording = read(recording_dir)?;
+    let review = crate::review::read(recording_dir)?;
     std::fs::create_dir_all(out.join("images"))
         .with_context(|| format!("cannot create {}", out.display()))?;
     let mut report = ExportReport {
-        problems: recording.problems.iter().map(ToString::to_string).collect(),
+        problems: recording
+            .problems
+            .iter()
+            .chain(&review.problems)
+            .map(ToString::to_string)
+            .collect(),
         ..ExportReport::default()
     };
-    // Each frame is looked at once: whether it is in the export.
-    let mut exported: BTreeMap<String, bool> = BTreeMap::new();
-    let mut export_frame = |name: &str, step: &StepRecord, report: &mut ExportReport| {
-        if let Some(done) = exported.get(name) {
-            return Ok(*done);
-        }
-        let done = match read_frame(recording_dir, name) {
-            Ok(bytes) if frame_name(&bytes) == name => {
-                let to = out.join(exported_name(name));
-                std::fs::write(&to, &bytes)
-                    .with_context(|| format!("cannot write {}", to.display()))?;
-                report.images += 1;
-                true
-            }
-            Ok(_) => {
-                report.problems.push(format!(
-                    "step {} of episode {}: screenshot {name} does not hold the picture its name \
-                     says (its SHA-256 differs); not exported",
-                    step.step, step.episode_id
-                ));
-                false
-            }
-            // Missing or refused: the reader reported it, with its line.
-            Err(_) => false,
-        };
-        exported.insert(name.to_string(), done);
-        anyhow::Ok(done)
+    let ids = recording.episode_ids();
+    report.episodes_left_out = ids
+        .iter()
+        .filter(|id| !selection.keeps_episode(&review, id))
+        .count();
+    report.steps_left_out = recording
+        .steps
+        .iter()
+        .filter(|s| selection.keeps_episode(&review, &s.episode_id))
+        .filter(|s| !selection.keeps_step(&review, s))
+        .count();
+    let mut frames = Frames {
+        dir: recording_dir,
+        out,
+        exported: BTreeMap::new(),
     };
-    let metadata_path = out.join("metadata.jsonl");
-    let mut metadata = std::io::BufWriter::new(
-        std::fs::File::create(&metadata_path)
-            .with_context(|| format!("cannot write {}", metadata_path.display()))?,
-    );
-    for (step, mut row) in recording.steps.iter().zip(rows(&recording)) {
-        // A row without its image cannot be in an ImageFolder.
-        if step.file_name.is_empty() || !export_frame(&step.file_name, step, &mut report)? {
-            continue;
-        }
-        row["file_name"] = json!(exported_name(&step.file_name));
-        let next = &step.next_file_name;
-        row["next_image_file_name"] = if !next.is_empty() && export_frame(next, step, &mut report)?
-        {
-            json!(exported_name(next))
-        } else {
-            json!("")
-        };
-        serde_json::to_writer(&mut metadata, &row)?;
-        metadata.write_all(b"\n")?;
-        report.rows += 1;
+    match format {
+        ExportFormat::Hf | ExportFormat::Jsonl => write_rows(
+            &recording,
+            &review,
+            selection,
+            format,
+            &mut frames,
+            &mut report,
+        )?,
+        ExportFormat::Atif => write_atif(&recording, &review, selection, &mut frames, &mut report)?,
     }
-    metadata.flush()?;
     Ok(report)
+}
+
+/// Frames copied into `OUT/images/`, each looked at once.
+struct Frames<'a> {
+    dir: &'a Path,
+    out: &'a Path,
+    /// Whether each frame looked at is in the export.
+    exported: BTreeMap<String, bool>,
+}
+
+impl Frames<'_> {
+    /// The exported name (`images/<sha>.png`) of the frame `name`, or None when it is empty,
+    /// missing, refused or not what its name says (the reader reported the first ones with their
+    /// line; the last one is reported here).
+    fn copy(
+        &mut self,
+        name: &str,
+        step: &StepRecord,
+        report: &mut ExportReport,
+    ) -> anyhow::Result<Option<String>> {
+        if name.is_empty() {
+            return Ok(None);
+        }
+        let done = match self.exported.get(name) {
+            Some(done) => *done,
+            None => {
+                let done = match read_frame(self.dir, name) {
+                    Ok(bytes) if frame_name(&bytes) == name => {
+                        let to = self.out.join(exported_name(name));
+                        std::fs::write(&to, &bytes)
+                            .with_context(|| format!("cannot write {}", to.display()))?;
+                        report.images += 1;
+                        true
+                    }
+                    Ok(_) => {
+                        report.problems.push(format!(
+                            "step {} of episode {}: screenshot {name} does not hold the picture \
+                             its name says (its SHA-256 differs); not exported",
+                            step.step, step.episode_id
+                        ));
+                        false
+                    }
+                    Err(_) => false,
+                };
+                self.exported.insert(name.to_string(), done);
+                done
+            }
+        };
+        Ok(done.then(|| exported_name(name)))
+    }
 }
 
 /// `screenshots/<sha>.png` becomes `images/<sha>.png` (a name `read_frame` accepted).
@@ -102,21 +182,60 @@ fn exported_name(name: &str) -> String {
     format!("images/{file}")
 }
 
-/// One flat row per step, with its episode's outcome.
-pub fn rows(recording: &Recording) -> Vec<Value> {
+/// hf: `metadata.jsonl`, a row only with its frame before (an ImageFolder row is its image).
+/// jsonl: `data.jsonl`, every row, `""` for a frame that is not there.
+fn write_rows(
+    recording: &Recording,
+    review: &Review,
+    selection: &Selection,
+    format: ExportFormat,
+    frames: &mut Frames,
+    report: &mut ExportReport,
+) -> anyhow::Result<()> {
+    let (file, image, next_image) = match format {
+        // `datasets` loads every `<name>_file_name` column as an image column `<name>`.
+        ExportFormat::Hf => ("metadata.jsonl", "file_name", "next_image_file_name"),
+        _ => ("data.jsonl", "image", "next_image"),
+    };
+    let path = frames.out.join(file);
+    let mut writer = std::io::BufWriter::new(
+        std::fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?,
+    );
+    for (step, mut row) in recording.steps.iter().zip(rows(recording, review)) {
+        if !selection.keeps_step(review, step) {
+            continue;
+        }
+        let before = frames.copy(&step.file_name, step, report)?;
+        if before.is_none() && format == ExportFormat::Hf {
+            continue;
+        }
+        let after = frames.copy(&step.next_file_name, step, report)?;
+        let row_map = row.as_object_mut().expect("a row is an object");
+        row_map.remove("file_name");
+        row_map.remove("next_file_name");
+        row_map.insert(image.into(), json!(before.unwrap_or_default()));
+        row_map.insert(next_image.into(), json!(after.unwrap_or_default()));
+        serde_json::to_writer(&mut writer, &row)?;
+        writer.write_all(b"\n")?;
+        report.rows += 1;
+    }
+    writer.flush()?;
+    Ok(())
+}
+
+/// One flat row per step, with its episode's outcome and the review's labels. `file_name` and
+/// `next_file_name` are the recording's names; the writers replace them with the exported ones.
+pub fn rows(recording: &Recording, review: &Review) -> Vec<Value> {
+    let episodes = episodes_by_id(recording);
     recording
         .steps
         .iter()
         .map(|step| {
             let action = &step.action;
-            let episode = recording
-                .episodes
-                .iter()
-                .find(|e| e.episode_id == step.episode_id);
+            let episode = Episode::of(&step.episode_id, &episodes, review);
             json!({
                 "file_name": step.file_name,
-                // `datasets` loads every `<name>_file_name` column as an image column `<name>`.
-                "next_image_file_name": step.next_file_name,
+                "next_file_name": step.next_file_name,
                 "episode_id": step.episode_id,
                 "step": step.step,
                 "time": step.time,
@@ -133,11 +252,278 @@ pub fn rows(recording: &Recording) -> Vec<Value> {
                 "done": step.done,
                 "latency_ms": step.latency_ms,
                 "task": step.task.clone().unwrap_or_default(),
-                "note": step.note.clone().unwrap_or_default(),
+                "note": review.note(step).unwrap_or_default(),
                 // Nested and optional: as a JSON string so every row has one schema.
                 "element": step.element.as_ref().map(Value::to_string).unwrap_or_default(),
-                "outcome": episode.map(|e| json!(e.outcome)).unwrap_or(json!("open")),
+                "review_mark": review.mark(step).map(Mark::label).unwrap_or_default(),
+                "outcome": episode.outcome,
+                "recorded_outcome": episode.recorded_outcome,
+                "quality": episode.quality,
+                "reviewer": episode.reviewer,
             })
+        })
+        .collect()
+}
+
+fn episodes_by_id(recording: &Recording) -> BTreeMap<&str, &EpisodeRecord> {
+    recording
+        .episodes
+        .iter()
+        .map(|e| (e.episode_id.as_str(), e))
+        .collect()
+}
+
+/// An episode's columns: strings always, so every row has one schema.
+struct Episode {
+    /// The reviewed outcome, else the recorded one, else `open` (not ended).
+    outcome: String,
+    recorded_outcome: String,
+    /// `good`, `bad`, `unsure`, or `""` when not reviewed.
+    quality: String,
+    reviewer: String,
+}
+
+impl Episode {
+    fn of(id: &str, episodes: &BTreeMap<&str, &EpisodeRecord>, review: &Review) -> Episode {
+        let recorded = episodes.get(id).map(|e| e.outcome);
+        let reviewed = review.episode(id);
+        let label = |outcome: Option<_>| outcome.map_or("open".to_string(), outcome_label);
+        Episode {
+            outcome: label(review.outcome(id, recorded)),
+            recorded_outcome: label(recorded),
+            quality: reviewed
+                .quality
+                .map(Quality::label)
+                .unwrap_or_default()
+                .to_string(),
+            reviewer: reviewed.reviewer.unwrap_or_default(),
+        }
+    }
+}
+
+/// The ATIF version written, as its `schema_version` tag.
+pub const ATIF_VERSION: &str = "ATIF-v1.8";
+
+/// One ATIF document per episode kept, `OUT/<n>-<episode>.json`, next to `OUT/images/` so its
+/// image paths (`images/<sha>.png`) resolve from the document's folder. Each recorded step is an
+/// agent step: its message is the frame the actor saw (an image part) and the action in words,
+/// its tool call the wire action, its observation what followed (the frame after as an image
+/// part, the URL and the error). The recording's fields and the review's labels go in `extra`.
+fn write_atif(
+    recording: &Recording,
+    review: &Review,
+    selection: &Selection,
+    frames: &mut Frames,
+    report: &mut ExportReport,
+) -> anyhow::Result<()> {
+    let episodes = episodes_by_id(recording);
+    let rows: BTreeMap<(&str, u64), Value> = recording
+        .steps
+        .iter()
+        .zip(rows(recording, review))
+        .map(|(s, row)| ((s.episode_id.as_str(), s.step), row))
+        .collect();
+    for id in recording.episode_ids() {
+        if !selection.keeps_episode(review, &id) {
+            continue;
+        }
+        let recorded = recording.episode_steps(&id);
+        let kept: Vec<&StepRecord> = recorded
+            .iter()
+            .copied()
+            .filter(|s| selection.keeps_step(review, s))
+            .collect();
+        if kept.is_empty() {
+            continue;
+        }
+        let mut steps = Vec::new();
+        for (index, step) in kept.iter().enumerate() {
+            let row = &rows[&(step.episode_id.as_str(), step.step)];
+            steps.push(atif_step(index + 1, step, row, frames, report)?);
+        }
+        report.rows += steps.len();
+        let record = episodes.get(id.as_str());
+        let episode = Episode::of(&id, &episodes, review);
+        let left_out = recorded.len() - kept.len();
+        let mut document = json!({
+            "schema_version": ATIF_VERSION,
+            "session_id": id,
+            "trajectory_id": id,
+            "agent": {
+                "name": "browserenv",
+                "version": env!("CARGO_PKG_VERSION"),
+                "tool_definitions": tool_definitions(),
+                "extra": {"actor": kept[0].actor},
+            },
+            "steps": steps,
+            "final_metrics": {"total_steps": recorded.len()},
+            "extra": {
+                "source_schema": browserenv::trajectory::SCHEMA,
+                "episode_id": id,
+                "task": kept[0].task.clone().unwrap_or_default(),
+                "start_url": record.map(|e| e.start_url.clone()).unwrap_or_default(),
+                "started": record.map(|e| e.started.clone()).unwrap_or_default(),
+                "ended": record.map(|e| e.ended.clone()).unwrap_or_default(),
+                "answer": record.and_then(|e| e.answer.clone()).unwrap_or_default(),
+                "reward": record.and_then(|e| e.reward),
+                "outcome": episode.outcome,
+                "recorded_outcome": episode.recorded_outcome,
+                "quality": episode.quality,
+                "reviewer": episode.reviewer,
+            },
+        });
+        if left_out > 0 {
+            let marks: Vec<&str> = selection.drop_marked.iter().map(|m| m.label()).collect();
+            document["notes"] = json!(format!(
+                "{left_out} of the {} recorded steps were left out (marked {}); \
+                 final_metrics.total_steps counts them, extra.step numbers the recorded steps",
+                recorded.len(),
+                marks.join(" or ")
+            ));
+        }
+        report.trajectories += 1;
+        let path = frames.out.join(format!(
+            "{:04}-{}.json",
+            report.trajectories,
+            file_safe(&id)
+        ));
+        let text = serde_json::to_vec_pretty(&document)?;
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn atif_step(
+    step_id: usize,
+    step: &StepRecord,
+    row: &Value,
+    frames: &mut Frames,
+    report: &mut ExportReport,
+) -> anyhow::Result<Value> {
+    let image = |path: Option<String>| match path {
+        Some(path) => json!({"type": "image", "source": {"media_type": "image/png", "path": path}}),
+        None => json!({"type": "text", "text": "(no screenshot)"}),
+    };
+    let action = browserenv::models::BrowserAction::from_value(&step.action)
+        .map(|a| crate::command::describe(&a))
+        .unwrap_or_else(|_| step.action.to_string());
+    let before = frames.copy(&step.file_name, step, report)?;
+    let after = frames.copy(&step.next_file_name, step, report)?;
+    let call_id = format!("call-{}", step.step);
+    let mut result = format!("url: {}", step.next_url);
+    if !step.error.is_empty() {
+        result.push_str(&format!("\nerror: {}", step.error));
+    }
+    if step.done {
+        result.push_str("\ndone");
+    }
+    let mut extra = row.clone();
+    if let Some(map) = extra.as_object_mut() {
+        // The pictures are the message's and the observation's image parts.
+        map.remove("file_name");
+        map.remove("next_file_name");
+    }
+    Ok(json!({
+        "step_id": step_id,
+        "timestamp": step.time,
+        "source": "agent",
+        "message": [
+            {"type": "text", "text": format!("{} ({action})", step.url)},
+            image(before),
+        ],
+        "tool_calls": [{
+            "tool_call_id": call_id,
+            "function_name": step.action["op"].as_str().unwrap_or("unknown"),
+            "arguments": arguments(&step.action),
+        }],
+        "observation": {"results": [{
+            "source_call_id": call_id,
+            "content": [{"type": "text", "text": result}, image(after)],
+        }]},
+        "extra": extra,
+    }))
+}
+
+/// The arguments an action's op takes (the wire action carries every field, most unused).
+fn arguments(action: &Value) -> Value {
+    let pick = |names: &[&str]| -> Value {
+        names
+            .iter()
+            .filter_map(|n| {
+                action
+                    .get(*n)
+                    .filter(|v| !v.is_null())
+                    .map(|v| (n.to_string(), v.clone()))
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    };
+    match action["op"].as_str() {
+        Some("click") => pick(&["x", "y"]),
+        Some("type") | Some("key") | Some("finish") => pick(&["text"]),
+        Some("scroll") => pick(&["dy"]),
+        _ => json!({}),
+    }
+}
+
+/// The browser's actions as OpenAI-style function definitions, for the document's agent.
+fn tool_definitions() -> Value {
+    let function = |name: &str, description: &str, properties: Value, required: &[&str]| {
+        json!({"type": "function", "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required},
+        }})
+    };
+    let int = |description: &str| json!({"type": "integer", "description": description});
+    let text = |description: &str| json!({"type": "string", "description": description});
+    json!([
+        function(
+            "click",
+            "Click a pixel of the 800x600 screenshot",
+            json!({"x": int("0..=799"), "y": int("0..=599")}),
+            &["x", "y"]
+        ),
+        function(
+            "type",
+            "Type text into the focused element",
+            json!({"text": text("1..=2000 characters")}),
+            &["text"]
+        ),
+        function(
+            "key",
+            "Press a key",
+            json!({"text": text("ENTER TAB ESCAPE BACKSPACE CTRL+A UP DOWN LEFT RIGHT")}),
+            &["text"]
+        ),
+        function(
+            "scroll",
+            "Scroll at the last clicked pixel",
+            json!({"dy": int("-1200..=1200, negative is up")}),
+            &["dy"]
+        ),
+        function("back", "History back", json!({}), &[]),
+        function("wait", "Wait, then a screenshot", json!({}), &[]),
+        function(
+            "finish",
+            "End the episode",
+            json!({"text": text("the answer (optional)")}),
+            &[]
+        ),
+    ])
+}
+
+/// An episode id as part of a file name: the id is the recording's (untrusted), so only letters,
+/// digits, `-`, `_` and `.` are kept (no `/`, no `..` on its own), and at most 64 of them.
+fn file_safe(id: &str) -> String {
+    id.chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
         })
         .collect()
 }

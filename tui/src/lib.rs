@@ -21,6 +21,7 @@ pub mod painter;
 pub mod picture;
 pub mod recording;
 pub mod replay;
+pub mod review;
 pub mod sessions;
 pub mod terminal;
 pub mod text_overlay;

@@ -1,6 +1,11 @@
-//! `browserenv-tui view DIR`: browse a recording without a server. A step list on the left; on
-//! the right the frame before the step (with the action drawn on it: a cross at a click, an arrow
-//! for a scroll) and the frame after. Pictures are encoded when the selection changes, not per frame.
+//! `browserenv-tui view DIR`: browse and review a recording without a server. A step list on the
+//! left; on the right the frame before the step (with the action drawn on it: a cross at a click,
+//! an arrow for a scroll) and the frame after. Pictures are encoded when the selection changes, not
+//! per frame.
+//!
+//! Reviewing (`crate::review`): keys mark the selected step (lowercase) or set its episode's fields
+//! (uppercase); each change is appended to `DIR/review.jsonl` before it shows, so what is on the
+//! screen is what is on the disk.
 
 use std::path::Path;
 
@@ -12,16 +17,25 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph};
 use ratatui::{Frame, Terminal};
 
-use browserenv::trajectory::{read, read_frame, Recording, StepRecord};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use browserenv::trajectory::{read, read_frame, Outcome, Recording, StepRecord};
 
 use crate::graphics::{Graphics, GraphicsChoice};
 use crate::painter::Slot;
 use crate::picture::{Region, View, PAGE_HEIGHT, PAGE_WIDTH};
+use crate::review::{outcome_label, Change, Mark, Quality, Review, ReviewLog, OUTCOMES};
 use crate::terminal::{enter, probe_graphics};
 
 pub struct Viewer {
     pub recording: Recording,
+    pub review: Review,
     pub selected: usize,
+    /// The note being edited (`n`): Enter saves it, Esc cancels.
+    pub editing: Option<String>,
+    /// The last change's confirmation, or why it could not be saved.
+    notice: Option<(String, bool)>,
+    log: ReviewLog,
     dir: std::path::PathBuf,
     graphics: Graphics,
     /// The frame before the step (action drawn on it) and the frame after.
@@ -87,11 +101,21 @@ pub fn mark(frame: &DynamicImage, action: &serde_json::Value) -> DynamicImage {
 }
 
 impl Viewer {
-    pub fn open(dir: &Path, graphics: Graphics) -> anyhow::Result<Viewer> {
+    /// Open a recording and its review; `reviewer` names the changes made here.
+    pub fn open(
+        dir: &Path,
+        graphics: Graphics,
+        reviewer: Option<String>,
+    ) -> anyhow::Result<Viewer> {
         let recording = read(dir)?;
+        let review = crate::review::read(dir)?;
         Ok(Viewer {
             recording,
+            review,
             selected: 0,
+            editing: None,
+            notice: None,
+            log: ReviewLog::new(dir, reviewer),
             dir: dir.to_path_buf(),
             graphics,
             slots: [Slot::new(11), Slot::new(13)],
@@ -108,6 +132,167 @@ impl Viewer {
     pub fn select(&mut self, delta: i64) {
         let last = self.recording.steps.len().saturating_sub(1) as i64;
         self.selected = (self.selected as i64 + delta).clamp(0, last.max(0)) as usize;
+    }
+
+    /// Select the first step of the next (`forward`) or the previous episode in the list.
+    fn select_episode(&mut self, forward: bool) {
+        let steps = &self.recording.steps;
+        if steps.is_empty() {
+            return;
+        }
+        let starts = |i: usize| i == 0 || steps[i - 1].episode_id != steps[i].episode_id;
+        let target = if forward {
+            (self.selected + 1..steps.len()).find(|&i| starts(i))
+        } else {
+            // The start of the run before this one; in the first run, its own start.
+            let own = (0..=self.selected).rev().find(|&i| starts(i)).unwrap_or(0);
+            (0..own).rev().find(|&i| starts(i)).or(Some(own))
+        };
+        if let Some(target) = target {
+            self.selected = target;
+        }
+    }
+
+    /// What a key does. Returns false when the viewer should end.
+    pub fn on_key(&mut self, key: KeyEvent) -> bool {
+        if key.kind == KeyEventKind::Release {
+            return true;
+        }
+        if let Some(text) = &mut self.editing {
+            match key.code {
+                KeyCode::Enter => {
+                    let note = std::mem::take(text).trim().to_string();
+                    self.editing = None;
+                    self.change_step(Change::Note(note));
+                }
+                KeyCode::Esc => {
+                    self.editing = None;
+                    self.notice = Some(("note not changed".into(), false));
+                }
+                KeyCode::Backspace => {
+                    text.pop();
+                }
+                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => text.push(c),
+                _ => {}
+            }
+            return true;
+        }
+        match key.code {
+            KeyCode::Char('q') | KeyCode::Esc => return false,
+            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return false,
+            KeyCode::Down | KeyCode::Char('j') => self.select(1),
+            KeyCode::Up | KeyCode::Char('k') => self.select(-1),
+            KeyCode::PageDown => self.select(10),
+            KeyCode::PageUp => self.select(-10),
+            KeyCode::Home => self.select(i64::MIN / 2),
+            KeyCode::End => self.select(i64::MAX / 2),
+            KeyCode::Char(']') => self.select_episode(true),
+            KeyCode::Char('[') => self.select_episode(false),
+            // A reviewer goes through steps in order: a mark moves on to the next one.
+            KeyCode::Char('g') => self.mark(Some(Mark::Good)),
+            KeyCode::Char('w') => self.mark(Some(Mark::Wrong)),
+            KeyCode::Char('r') => self.mark(Some(Mark::Redundant)),
+            KeyCode::Char('c') => self.mark(None),
+            KeyCode::Char('n') => {
+                if let Some(step) = self.step() {
+                    self.editing = Some(self.review.note(step).unwrap_or_default());
+                }
+            }
+            KeyCode::Char('G') => self.quality(Quality::Good),
+            KeyCode::Char('B') => self.quality(Quality::Bad),
+            KeyCode::Char('U') => self.quality(Quality::Unsure),
+            KeyCode::Char('O') => {
+                let next = next_outcome(self.episode_outcome());
+                self.change_episode(Change::Outcome(Some(next)));
+            }
+            KeyCode::Char('C') => {
+                self.change_episode(Change::Quality(None));
+                self.change_episode(Change::Outcome(None));
+            }
+            _ => {}
+        }
+        true
+    }
+
+    fn quality(&mut self, quality: Quality) {
+        self.change_episode(Change::Quality(Some(quality)));
+    }
+
+    fn mark(&mut self, mark: Option<Mark>) {
+        if self.change_step(Change::Mark(mark)) && mark.is_some() {
+            self.select(1);
+        }
+    }
+
+    /// The recorded outcome of the selected step's episode.
+    fn recorded_outcome(&self, episode_id: &str) -> Option<Outcome> {
+        self.recording
+            .episodes
+            .iter()
+            .find(|e| e.episode_id == episode_id)
+            .map(|e| e.outcome)
+    }
+
+    fn episode_outcome(&self) -> Option<Outcome> {
+        let id = &self.step()?.episode_id;
+        self.review.outcome(id, self.recorded_outcome(id))
+    }
+
+    fn change_step(&mut self, change: Change) -> bool {
+        let Some(step) = self.step() else {
+            return false;
+        };
+        let (id, number) = (step.episode_id.clone(), step.step);
+        self.save(&id, Some(number), change)
+    }
+
+    fn change_episode(&mut self, change: Change) -> bool {
+        let Some(step) = self.step() else {
+            return false;
+        };
+        let id = step.episode_id.clone();
+        self.save(&id, None, change)
+    }
+
+    /// Append the change to the review file; only once it is there does it show.
+    fn save(&mut self, episode_id: &str, step: Option<u64>, change: Change) -> bool {
+        match self.log.record(episode_id, step, change) {
+            Ok(event) => {
+                self.review.apply(&event);
+                let short: String = episode_id.chars().take(12).collect();
+                let what = match (&event.change, step) {
+                    (Change::Mark(mark), Some(n)) => format!(
+                        "step #{n} of {short}: {}",
+                        mark.map_or("mark cleared", Mark::label)
+                    ),
+                    (Change::Note(note), Some(n)) if note.is_empty() => {
+                        format!("step #{n} of {short}: note removed")
+                    }
+                    (Change::Note(_), Some(n)) => format!("step #{n} of {short}: note saved"),
+                    (Change::Quality(quality), _) => format!(
+                        "episode {short}: quality {}",
+                        quality.map_or("cleared", Quality::label)
+                    ),
+                    (Change::Outcome(outcome), _) => format!(
+                        "episode {short}: outcome {}",
+                        outcome.map_or("as recorded".to_string(), outcome_label)
+                    ),
+                    _ => String::new(),
+                };
+                self.notice = Some((format!("{what} (saved)"), false));
+                true
+            }
+            Err(err) => {
+                self.notice = Some((
+                    format!(
+                        "not saved: {}: {err}; the review is unchanged",
+                        self.log.path().display()
+                    ),
+                    true,
+                ));
+                false
+            }
+        }
     }
 
     /// Load the selected step's frames into the slots, once per selection, and encode them for
@@ -145,12 +330,16 @@ impl Viewer {
     }
 
     pub fn draw(&mut self, frame: &mut Frame) {
-        let [body, bottom] =
-            Layout::vertical([Constraint::Min(0), Constraint::Length(1)]).areas(frame.area());
+        let [body, notice_area, bottom] = Layout::vertical([
+            Constraint::Min(0),
+            Constraint::Length(1),
+            Constraint::Length(1),
+        ])
+        .areas(frame.area());
         let [list_area, right] =
-            Layout::horizontal([Constraint::Length(38), Constraint::Min(0)]).areas(body);
+            Layout::horizontal([Constraint::Length(40), Constraint::Min(0)]).areas(body);
         let [header, pictures] =
-            Layout::vertical([Constraint::Length(3), Constraint::Min(0)]).areas(right);
+            Layout::vertical([Constraint::Length(5), Constraint::Min(0)]).areas(right);
         // Side by side when the pictures get bigger that way (wide terminals), else stacked.
         let halves = [Constraint::Percentage(50), Constraint::Percentage(50)];
         let [before_area, after_area] = if pictures.width >= pictures.height.saturating_mul(5) {
@@ -169,7 +358,33 @@ impl Viewer {
                     &browserenv::models::BrowserAction::from_value(&s.action)
                         .unwrap_or_else(|_| browserenv::models::BrowserAction::wait()),
                 );
-                let mut spans = vec![Span::raw(format!("{id} #{:<2} {what}", s.step))];
+                // Two columns before the id: the mark, and ✎ for a note (recorded or edited).
+                let (symbol, colour) = match self.review.mark(s) {
+                    Some(Mark::Good) => ("✓", Color::Green),
+                    Some(Mark::Wrong) => ("✗", Color::Red),
+                    Some(Mark::Redundant) => ("≡", Color::Yellow),
+                    None => (" ", Color::Reset),
+                };
+                let noted = if self.review.note(s).is_some() {
+                    "✎ "
+                } else {
+                    "  "
+                };
+                let id_style = match self.review.quality(&s.episode_id) {
+                    Some(Quality::Good) => Style::default().fg(Color::Green),
+                    Some(Quality::Bad) => Style::default().fg(Color::Red),
+                    Some(Quality::Unsure) => Style::default().fg(Color::Yellow),
+                    None => Style::default(),
+                };
+                let mut spans = vec![
+                    Span::styled(
+                        symbol,
+                        Style::default().fg(colour).add_modifier(Modifier::BOLD),
+                    ),
+                    Span::raw(noted),
+                    Span::styled(id, id_style),
+                    Span::raw(format!(" #{:<2} {what}", s.step)),
+                ];
                 if !s.error.is_empty() {
                     spans.push(Span::styled(
                         format!(" {}", s.error),
@@ -182,8 +397,14 @@ impl Viewer {
                 ListItem::new(Line::from(spans))
             })
             .collect();
+        let marked = self
+            .recording
+            .steps
+            .iter()
+            .filter(|s| self.review.mark(s).is_some())
+            .count();
         let title = format!(
-            " {} steps, {} episodes ",
+            " {} steps, {} episodes, {marked} marked ",
             self.recording.steps.len(),
             self.recording.episodes.len()
         );
@@ -201,15 +422,11 @@ impl Viewer {
             Some(s) => vec![
                 Line::from(format!("{} → {}", s.url, s.next_url)),
                 Line::from(format!(
-                    "action {}  error {:?}  reward {}  {} ms{}",
+                    "action {}  error {:?}  reward {}  {} ms",
                     s.action,
                     s.error,
                     s.reward.map_or("-".to_string(), |r| r.to_string()),
                     s.latency_ms.round(),
-                    s.note
-                        .as_ref()
-                        .map(|n| format!("  note: {n}"))
-                        .unwrap_or_default()
                 )),
                 Line::from(
                     s.element
@@ -224,6 +441,8 @@ impl Viewer {
                         })
                         .unwrap_or_default(),
                 ),
+                self.step_review_line(s),
+                self.episode_review_line(&s.episode_id),
             ],
             None => vec![Line::from("This recording has no steps.")],
         };
@@ -249,40 +468,122 @@ impl Viewer {
             // Pixel pictures are written after the frame (`draw`).
         }
 
-        let status = match self.recording.problems.first() {
-            Some(problem) => Span::styled(
-                format!("{} problem(s): {problem}", self.recording.problems.len()),
-                Style::default().fg(Color::Red),
-            ),
-            None => Span::raw("↑↓ step  PgUp/PgDn 10  Home/End  q quit"),
+        frame.render_widget(Paragraph::new(self.notice_line()), notice_area);
+        let help = if self.editing.is_some() {
+            "Enter save the note  Esc cancel"
+        } else {
+            HELP
         };
-        frame.render_widget(Paragraph::new(Line::from(status)), bottom);
+        frame.render_widget(Paragraph::new(Line::from(help)), bottom);
+    }
+
+    /// The note editor, else the last change's notice, else the first problem found.
+    fn notice_line(&self) -> Line<'static> {
+        if let Some(text) = &self.editing {
+            return Line::from(vec![
+                Span::styled("note> ", Style::default().add_modifier(Modifier::BOLD)),
+                Span::raw(text.clone()),
+                Span::raw("█"),
+            ]);
+        }
+        match &self.notice {
+            Some((text, true)) => {
+                return Line::from(Span::styled(
+                    text.clone(),
+                    Style::default().fg(Color::White).bg(Color::Red),
+                ))
+            }
+            Some((text, false)) => return Line::from(text.clone()),
+            None => {}
+        }
+        let problems: Vec<_> = self
+            .recording
+            .problems
+            .iter()
+            .chain(&self.review.problems)
+            .collect();
+        match problems.first() {
+            Some(problem) => Line::from(Span::styled(
+                format!("{} problem(s): {problem}", problems.len()),
+                Style::default().fg(Color::Red),
+            )),
+            None => Line::from(""),
+        }
+    }
+
+    fn step_review_line(&self, step: &StepRecord) -> Line<'static> {
+        let mark = match self.review.mark(step) {
+            Some(mark) => Span::styled(
+                format!("mark {}", mark.label()),
+                Style::default().add_modifier(Modifier::BOLD),
+            ),
+            None => Span::raw("unmarked"),
+        };
+        let note = match (self.review.note(step), self.review.note_edited(step)) {
+            (Some(note), true) => format!("  note (edited): {note}"),
+            (Some(note), false) => format!("  note: {note}"),
+            (None, true) => "  note removed".to_string(),
+            (None, false) => String::new(),
+        };
+        Line::from(vec![Span::raw("step: "), mark, Span::raw(note)])
+    }
+
+    /// Quality first: it decides what an export keeps, and a long line is cut at its end.
+    fn episode_review_line(&self, episode_id: &str) -> Line<'static> {
+        let recorded = self.recorded_outcome(episode_id);
+        let episode = self.review.episode(episode_id);
+        let quality = match episode.quality {
+            Some(quality) => format!("quality {}", quality.label()),
+            None => "quality not reviewed".to_string(),
+        };
+        let outcome = match (recorded, episode.outcome) {
+            (recorded, Some(reviewed)) if Some(reviewed) != recorded => format!(
+                "outcome {} (recorded {})",
+                outcome_label(reviewed),
+                recorded.map_or("none".to_string(), outcome_label)
+            ),
+            (Some(recorded), _) => format!("outcome {}", outcome_label(recorded)),
+            (None, _) => "outcome none (not ended)".to_string(),
+        };
+        let by = episode
+            .reviewer
+            .filter(|_| episode.quality.is_some())
+            .map(|r| format!("  by {r}"))
+            .unwrap_or_default();
+        Line::from(format!("episode {episode_id}: {quality}  {outcome}{by}"))
     }
 }
 
+/// The viewer's keys, on its bottom line.
+pub const HELP: &str = "↑↓ step [ ] episode  g/w/r good/wrong/redundant c clear n note  G/B/U quality O outcome C clear  q quit";
+
+/// The outcome after `current` in the order `O` cycles through.
+fn next_outcome(current: Option<Outcome>) -> Outcome {
+    let at = current.and_then(|c| OUTCOMES.iter().position(|o| *o == c));
+    at.map_or(OUTCOMES[0], |i| OUTCOMES[(i + 1) % OUTCOMES.len()])
+}
+
 /// Run the viewer until q or Esc.
-pub fn run_viewer(dir: &Path, choice: GraphicsChoice) -> anyhow::Result<()> {
-    use crossterm::event::{self, Event, KeyCode, KeyEventKind};
+pub fn run_viewer(
+    dir: &Path,
+    choice: GraphicsChoice,
+    reviewer: Option<String>,
+) -> anyhow::Result<()> {
+    use crossterm::event::{self, Event};
     let mut guard = enter()?;
     let graphics = probe_graphics(choice);
-    let mut viewer = Viewer::open(dir, graphics)?;
+    let mut viewer = Viewer::open(dir, graphics, reviewer)?;
     let mut out = guard.output.clone();
     loop {
         draw(&mut guard.terminal, &mut viewer, Some(&mut out))?;
-        if let Event::Key(key) = event::read()? {
-            if key.kind == KeyEventKind::Release {
-                continue;
+        match event::read()? {
+            Event::Key(key) if !viewer.on_key(key) => return Ok(()),
+            Event::Paste(text) => {
+                if let Some(note) = &mut viewer.editing {
+                    note.push_str(&text.replace(['\r', '\n'], " "));
+                }
             }
-            match key.code {
-                KeyCode::Char('q') | KeyCode::Esc => return Ok(()),
-                KeyCode::Down | KeyCode::Char('j') => viewer.select(1),
-                KeyCode::Up | KeyCode::Char('k') => viewer.select(-1),
-                KeyCode::PageDown => viewer.select(10),
-                KeyCode::PageUp => viewer.select(-10),
-                KeyCode::Home => viewer.select(i64::MIN / 2),
-                KeyCode::End => viewer.select(i64::MAX / 2),
-                _ => {}
-            }
+            _ => {}
         }
     }
 }

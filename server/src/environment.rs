@@ -96,6 +96,8 @@ pub struct Environment<L: Launcher> {
 /// Timings of one observation, reported in metadata.
 #[derive(Default)]
 struct Timings {
+    /// A reset's wait for its episode's browser: a context taken or opened, or a launch.
+    browser: Option<Duration>,
     action: Duration,
     settle: Duration,
     screenshot: Duration,
@@ -179,6 +181,7 @@ impl<L: Launcher> Environment<L> {
         // The seed closes the previous episode first; bad input above has not touched it. Its
         // browser may serve the next episode in a fresh context (`Launcher::renew`).
         self.text = None;
+        let browser_started = Instant::now();
         let renewed = match self.episode.take() {
             Some(previous) => self.launcher.renew(previous.browser).await,
             None => None,
@@ -201,7 +204,10 @@ impl<L: Launcher> Environment<L> {
             task: task.map(|(task, _)| task),
             answer: None,
         };
-        let mut timings = Timings::default();
+        let mut timings = Timings {
+            browser: Some(browser_started.elapsed()),
+            ..Timings::default()
+        };
         let action_started = Instant::now();
         let load = bounded(
             self.settings.page_load_timeout + Duration::from_secs(5),
@@ -539,15 +545,16 @@ fn metadata(
     map.insert("title".into(), json!(title));
     map.insert("step".into(), json!(step));
     map.insert("settle".into(), json!(settle_name));
-    map.insert(
-        "timings_ms".into(),
-        json!({
-            "action": ms(timings.action),
-            "settle": ms(timings.settle),
-            "screenshot": ms(timings.screenshot),
-            "total": ms(total),
-        }),
-    );
+    let mut phases = json!({
+        "action": ms(timings.action),
+        "settle": ms(timings.settle),
+        "screenshot": ms(timings.screenshot),
+        "total": ms(total),
+    });
+    if let Some(browser) = timings.browser {
+        phases["browser"] = json!(ms(browser));
+    }
+    map.insert("timings_ms".into(), phases);
     if !incidents.dialogs.is_empty() {
         let dialogs: Vec<Value> = incidents
             .dialogs

@@ -3,15 +3,23 @@
 
 use std::sync::Arc;
 
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Notify};
 use tokio::task::JoinHandle;
 
 use crate::browser::{Browser, Launcher};
 
 pub struct WarmPool<L: Launcher> {
     inner: Arc<L>,
-    spare: Mutex<Option<JoinHandle<anyhow::Result<L::Browser>>>>,
+    spare: Mutex<Option<Spare<L::Browser>>>,
     enabled: bool,
+}
+
+/// A spare's launch, held until `start`: until the browser just handed out has its first
+/// picture, or until someone needs the spare, whichever comes first. On a small machine the
+/// launch would otherwise take the CPU from the reset that used the last spare.
+struct Spare<B> {
+    launch: JoinHandle<anyhow::Result<B>>,
+    start: Arc<Notify>,
 }
 
 impl<L: Launcher> WarmPool<L> {
@@ -33,26 +41,57 @@ impl<L: Launcher> WarmPool<L> {
         if self.enabled {
             let mut spare = self.spare.lock().await;
             if spare.is_none() {
-                *spare = Some(self.spawn_spare());
+                let first = self.spawn_spare();
+                first.start.notify_one();
+                *spare = Some(first);
             }
         }
     }
 
-    fn spawn_spare(&self) -> JoinHandle<anyhow::Result<L::Browser>> {
+    fn spawn_spare(&self) -> Spare<L::Browser> {
         let inner = self.inner.clone();
-        tokio::spawn(async move { inner.launch().await })
+        let start = Arc::new(Notify::new());
+        let go = start.clone();
+        let launch = tokio::spawn(async move {
+            go.notified().await;
+            inner.launch().await
+        });
+        Spare { launch, start }
     }
 
     /// Close the spare. A launch in progress is awaited, not aborted: an aborted task would leave
     /// a half-launched browser (and its profile) behind.
     pub async fn drain(&self) {
         let spare = self.spare.lock().await.take();
-        if let Some(handle) = spare {
-            if let Ok(Ok(browser)) = handle.await {
+        if let Some(spare) = spare {
+            spare.start.notify_one();
+            if let Ok(Ok(browser)) = spare.launch.await {
                 browser.close().await;
             }
         }
         self.inner.shutdown().await;
+    }
+
+    /// A spare from the pool, else a launch of the caller's own.
+    async fn take(&self, taken: Option<Spare<L::Browser>>) -> anyhow::Result<L::Browser> {
+        let Some(spare) = taken else {
+            return self.inner.launch().await;
+        };
+        spare.start.notify_one();
+        match spare.launch.await {
+            Ok(Ok(browser)) if browser.is_alive() => Ok(browser),
+            Ok(Ok(dead)) => {
+                tracing::warn!("the warm spare browser lost its connection; launching directly");
+                dead.close().await;
+                self.inner.launch().await
+            }
+            // A spare that failed (or was cancelled) is not the caller's problem: try once more.
+            Ok(Err(err)) => {
+                tracing::warn!("warm spare browser failed: {err:#}; launching directly");
+                self.inner.launch().await
+            }
+            Err(_) => self.inner.launch().await,
+        }
     }
 }
 
@@ -63,31 +102,26 @@ impl<L: Launcher> Launcher for WarmPool<L> {
         if !self.enabled {
             return self.inner.launch().await;
         }
-        let taken = {
+        let (taken, next) = {
             let mut spare = self.spare.lock().await;
             let taken = spare.take();
-            *spare = Some(self.spawn_spare());
-            taken
+            let next = self.spawn_spare();
+            let start = next.start.clone();
+            *spare = Some(next);
+            (taken, start)
         };
-        match taken {
-            Some(handle) => match handle.await {
-                Ok(Ok(browser)) if browser.is_alive() => Ok(browser),
-                Ok(Ok(dead)) => {
-                    tracing::warn!(
-                        "the warm spare browser lost its connection; launching directly"
-                    );
-                    dead.close().await;
-                    self.inner.launch().await
-                }
-                // A spare that failed (or was cancelled) is not the caller's problem: try once more.
-                Ok(Err(err)) => {
-                    tracing::warn!("warm spare browser failed: {err:#}; launching directly");
-                    self.inner.launch().await
-                }
-                Err(_) => self.inner.launch().await,
-            },
-            None => self.inner.launch().await,
+        let browser = self.take(taken).await;
+        match &browser {
+            Ok(browser) => {
+                let pictured = browser.pictured();
+                tokio::spawn(async move {
+                    pictured.await;
+                    next.notify_one();
+                });
+            }
+            Err(_) => next.notify_one(),
         }
+        browser
     }
 
     /// Renewing is the inner launcher's; when it cannot, the spare serves the next episode.

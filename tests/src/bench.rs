@@ -281,7 +281,7 @@ async fn main() -> anyhow::Result<()> {
         };
         println!(
             "{}",
-            resets(&mut client, &harness, rounds, pause, name)
+            resets(&mut client, &harness, rounds, pause, false, name)
                 .await?
                 .row()
         );
@@ -453,10 +453,14 @@ async fn resets(
     harness: &Harness,
     rounds: usize,
     pause: Option<Duration>,
+    step_first: bool,
     name: &str,
 ) -> anyhow::Result<Series> {
     let mut series = Series::new(name);
     for _ in 0..rounds.min(10) {
+        if step_first {
+            client.step(BrowserAction::scroll(300)).await?;
+        }
         if let Some(pause) = pause {
             tokio::time::sleep(pause).await;
         }
@@ -520,6 +524,7 @@ async fn back_to_back_resets(rounds: usize) -> anyhow::Result<()> {
             DEFAULT_EPISODES_PER_BROWSER,
         ),
     ];
+    let mut phase_rows = Vec::new();
     for (name, isolation, episodes) in modes {
         let harness = server_with(
             isolation,
@@ -546,15 +551,45 @@ async fn back_to_back_resets(rounds: usize) -> anyhow::Result<()> {
         }
         println!("{}", series.row());
         if episodes > 1 {
-            let name = format!("{name}, after a pause");
-            let series = resets(&mut client, &harness, rounds, Some(SPARE_PAUSE), &name).await?;
+            let name = format!("{name}, after a step and a pause");
+            let series = resets(
+                &mut client,
+                &harness,
+                rounds,
+                Some(SPARE_PAUSE),
+                true,
+                &name,
+            )
+            .await?;
             println!("{}", series.row());
         }
-        if std::env::var_os("BENCH_PHASES").is_some() {
-            eprintln!("{name}: {phases:?}");
-        }
+        let median = |phase: &str| {
+            let mut series = Series::new(phase);
+            series.millis = phases
+                .iter()
+                .filter_map(|timings| timings[phase].as_f64())
+                .collect();
+            series.percentile(50.0)
+        };
+        phase_rows.push(format!(
+            "| {name} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
+            median("browser"),
+            median("action"),
+            median("settle"),
+            median("screenshot"),
+            median("total")
+        ));
         client.close().await?;
         harness.stop().await;
+    }
+    // Where a back-to-back reset's time goes on the server: `browser` is taking the episode's
+    // context (or launching its browser), `action` the navigation to the start page and its
+    // load; the rest of `total` is reading the page's facts.
+    println!();
+    println!("| reset back to back, server phases (median ms) | context or browser | load | settle | screenshot | server total |");
+    println!("|---|---|---|---|---|---|");
+    for row in phase_rows {
+        println!("{row}");
     }
     Ok(())
 }
@@ -670,7 +705,7 @@ async fn remote_browser(rounds: usize) -> anyhow::Result<()> {
         } else {
             "reset, remote browser (--browser-url), no spare"
         };
-        let reset = resets(&mut client, &harness, rounds, pause, name).await?;
+        let reset = resets(&mut client, &harness, rounds, pause, false, name).await?;
         println!("{}", reset.row());
         if warm_spare {
             let (scroll, _) = scrolls(&mut client, rounds, "step scroll, remote browser").await?;

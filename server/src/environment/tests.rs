@@ -219,7 +219,13 @@ async fn incidents_become_metadata_and_codes() {
     assert!(metadata.get("downloads_denied_more").is_none());
     assert_eq!(result.observation.error, "download_blocked");
     assert!(metadata["timings_ms"]["total"].is_number());
+    // A reset says how long it waited for its browser; a step has none to wait for.
+    assert!(metadata["timings_ms"]["browser"].is_number());
     assert_eq!(metadata["title"], "Fake page");
+    let stepped = env.step(&BrowserAction::wait()).await.unwrap();
+    assert!(stepped.observation.metadata["timings_ms"]
+        .get("browser")
+        .is_none());
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
-//! A warm spare browser: one browser is always being launched in the background, so a `reset`
-//! takes it instead of paying Chromium's start-up cost on the caller's clock.
+//! A warm spare browser: one browser is always being launched in the background (on a shared
+//! Chromium, a context opened), so a `reset` takes it instead of paying the start-up cost on the
+//! caller's clock.
 
 use std::sync::Arc;
 

@@ -237,7 +237,8 @@ async fn main() -> anyhow::Result<()> {
     if std::env::var("BENCH_ONLY").as_deref() == Ok("reset") {
         println!("| measure | n | median ms | p95 ms |");
         println!("|---|---|---|---|");
-        back_to_back_resets(rounds).await?;
+        let phases = back_to_back_resets(rounds).await?;
+        print_phases(&phases);
         return Ok(());
     }
     // BENCH_ONLY=sessions: memory by sessions and 8 sessions stepping at once.
@@ -288,7 +289,7 @@ async fn main() -> anyhow::Result<()> {
         client.close().await?;
         harness.stop().await;
     }
-    back_to_back_resets(rounds).await?;
+    let reset_phases = back_to_back_resets(rounds).await?;
 
     // Everything else as the server runs by default.
     let harness = Harness::start(EnvSettings {
@@ -358,6 +359,7 @@ async fn main() -> anyhow::Result<()> {
         watcher_delay(rounds, watchers).await?;
     }
     concurrent_steps(rounds).await?;
+    print_phases(&reset_phases);
     println!();
     println!(
         "Screenshot (800x600 PNG, long text page): median {} KiB, max {} KiB.",
@@ -501,7 +503,7 @@ async fn server_with(
 /// Resets one right after the other, as an agent that trains runs its episodes: with a new
 /// Chromium per episode (the spare is used up by the first), with a context per episode on the
 /// session's Chromium, and with sessions sharing one Chromium.
-async fn back_to_back_resets(rounds: usize) -> anyhow::Result<()> {
+async fn back_to_back_resets(rounds: usize) -> anyhow::Result<Vec<String>> {
     let modes = [
         (
             "reset back to back, new context per episode, no spare context (BROWSER_NO_WARM_SPARE)",
@@ -582,16 +584,19 @@ async fn back_to_back_resets(rounds: usize) -> anyhow::Result<()> {
         client.close().await?;
         harness.stop().await;
     }
-    // Where a back-to-back reset's time goes on the server: `browser` is taking the episode's
-    // context (or launching its browser), `action` the navigation to the start page and its
-    // load; the rest of `total` is reading the page's facts.
+    Ok(phase_rows)
+}
+
+/// Where a back-to-back reset's time goes on the server: `browser` is taking the episode's
+/// context (or launching its browser), `action` the navigation to the start page and its load;
+/// the rest of `total` is reading the page's facts.
+fn print_phases(rows: &[String]) {
     println!();
     println!("| reset back to back, server phases (median ms) | context or browser | load | settle | screenshot | server total |");
     println!("|---|---|---|---|---|---|");
-    for row in phase_rows {
+    for row in rows {
         println!("{row}");
     }
-    Ok(())
 }
 
 /// Where a scroll step's time goes: the server's own phases (from `metadata.timings_ms`; the

@@ -131,8 +131,9 @@ pub struct ChromiumConfig {
     /// Episodes one browser serves before it is replaced by a fresh one
     /// (`BROWSER_EPISODES_PER_BROWSER`; 1: a new browser for every episode).
     pub episodes_per_browser: u32,
-    /// Open each session's next context while the current episode runs, so that a `reset` finds
-    /// it ready (off with `BROWSER_NO_WARM_SPARE`).
+    /// Open each session's next context on its own browser while the current episode runs, so
+    /// that a `reset` finds it ready (off with `BROWSER_NO_WARM_SPARE`; on a shared browser the
+    /// warm spare does this job).
     pub spare_contexts: bool,
     /// Encode screenshots with `optimizeForSpeed` (`BROWSER_FAST_SCREENSHOTS`): a faster zlib
     /// level, a larger PNG of the same pixels.

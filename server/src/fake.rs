@@ -67,6 +67,7 @@ impl Launcher for FakeLauncher {
             url: "about:blank".into(),
             history: Vec::new(),
             incidents_reported: false,
+            pictured: tokio::sync::watch::channel(false).0,
         })
     }
 }
@@ -78,6 +79,8 @@ pub struct FakeBrowser {
     history: Vec<String>,
     incidents_reported: bool,
     alive: bool,
+    /// Set at the first screenshot, as the real browser does (`Browser::pictured`).
+    pictured: tokio::sync::watch::Sender<bool>,
 }
 
 impl FakeBrowser {
@@ -179,7 +182,15 @@ impl Browser for FakeBrowser {
         if self.script.hang_screenshot {
             hang().await;
         }
+        self.pictured.send_replace(true);
         Ok(TINY_PNG.to_string())
+    }
+
+    fn pictured(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut pictured = self.pictured.subscribe();
+        async move {
+            let _ = pictured.wait_for(|shown| *shown).await;
+        }
     }
 
     fn take_incidents(&mut self) -> Incidents {

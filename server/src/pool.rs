@@ -141,12 +141,43 @@ mod tests {
         let pool = WarmPool::new(FakeLauncher::new(FakeScript::default()), true);
         pool.warm_up().await;
         let _first = pool.launch().await.unwrap();
-        let _second = pool.launch().await.unwrap();
-        tokio::task::yield_now().await;
+        let mut second = pool.launch().await.unwrap();
+        second.screenshot().await.unwrap();
         // Two handed out, one spare in flight or ready.
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        tokio::time::sleep(SETTLE).await;
         assert_eq!(pool.inner().launched(), 3);
         pool.drain().await;
+    }
+
+    /// Time for spawned launches to run (the fake's launch is immediate).
+    const SETTLE: std::time::Duration = std::time::Duration::from_millis(20);
+
+    #[tokio::test]
+    async fn the_next_spare_waits_for_the_first_picture_or_for_a_taker() {
+        let pool = WarmPool::new(FakeLauncher::new(FakeScript::default()), true);
+        pool.warm_up().await;
+        let mut first = pool.launch().await.unwrap();
+        tokio::time::sleep(SETTLE).await;
+        assert_eq!(
+            pool.inner().launched(),
+            1,
+            "the next spare waits for a picture"
+        );
+        first.screenshot().await.unwrap();
+        tokio::time::sleep(SETTLE).await;
+        assert_eq!(pool.inner().launched(), 2, "the picture starts it");
+        // The second browser shows nothing yet; a third reset does not wait for it.
+        let _second = pool.launch().await.unwrap();
+        tokio::time::sleep(SETTLE).await;
+        assert_eq!(pool.inner().launched(), 2);
+        let _third = pool.launch().await.unwrap();
+        assert_eq!(pool.inner().launched(), 3, "a taker starts a waiting spare");
+        pool.drain().await;
+        assert_eq!(
+            pool.inner().launched(),
+            4,
+            "drain starts and closes the last one"
+        );
     }
 
     #[tokio::test]

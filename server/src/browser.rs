@@ -236,8 +236,8 @@ pub trait Browser: Send + 'static {
         true
     }
     /// Resolves once this episode has its first screenshot (or the browser is gone). Work for
-    /// later episodes (a spare, the next context, disposing the last one) waits for it: on a
-    /// small machine it would take the CPU from the reset it runs beside.
+    /// the session's later episodes (its next context, disposing the last one) waits for it: on
+    /// a small machine it would take the CPU from the reset it runs beside.
     fn pictured(&self) -> impl Future<Output = ()> + Send + 'static {
         std::future::ready(())
     }

@@ -67,7 +67,6 @@ impl Launcher for FakeLauncher {
             url: "about:blank".into(),
             history: Vec::new(),
             incidents_reported: false,
-            pictured: tokio::sync::watch::channel(false).0,
         })
     }
 }
@@ -79,8 +78,6 @@ pub struct FakeBrowser {
     history: Vec<String>,
     incidents_reported: bool,
     alive: bool,
-    /// Set at the first screenshot, as the real browser does (`Browser::pictured`).
-    pictured: tokio::sync::watch::Sender<bool>,
 }
 
 impl FakeBrowser {
@@ -182,15 +179,7 @@ impl Browser for FakeBrowser {
         if self.script.hang_screenshot {
             hang().await;
         }
-        self.pictured.send_replace(true);
         Ok(TINY_PNG.to_string())
-    }
-
-    fn pictured(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let mut pictured = self.pictured.subscribe();
-        async move {
-            let _ = pictured.wait_for(|shown| *shown).await;
-        }
     }
 
     fn take_incidents(&mut self) -> Incidents {

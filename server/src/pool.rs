@@ -1,26 +1,20 @@
 //! A warm spare browser: one browser is always being launched in the background (on a shared
 //! Chromium, a context opened), so a `reset` takes it instead of paying the start-up cost on the
-//! caller's clock.
+//! caller's clock. The next spare starts as soon as one is taken: a reset right after it is
+//! usually another session's, and waiting for this one's first picture (as a session's own next
+//! context does) left the new episode's first look at its page (its text layer) short of CPU.
 
 use std::sync::Arc;
 
-use tokio::sync::{Mutex, Notify};
+use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 
 use crate::browser::{Browser, Launcher};
 
 pub struct WarmPool<L: Launcher> {
     inner: Arc<L>,
-    spare: Mutex<Option<Spare<L::Browser>>>,
+    spare: Mutex<Option<JoinHandle<anyhow::Result<L::Browser>>>>,
     enabled: bool,
-}
-
-/// A spare's launch, held until `start`: until the browser just handed out has its first
-/// picture, or until someone needs the spare, whichever comes first. On a small machine the
-/// launch would otherwise take the CPU from the reset that used the last spare.
-struct Spare<B> {
-    launch: JoinHandle<anyhow::Result<B>>,
-    start: Arc<Notify>,
 }
 
 impl<L: Launcher> WarmPool<L> {
@@ -42,57 +36,26 @@ impl<L: Launcher> WarmPool<L> {
         if self.enabled {
             let mut spare = self.spare.lock().await;
             if spare.is_none() {
-                let first = self.spawn_spare();
-                first.start.notify_one();
-                *spare = Some(first);
+                *spare = Some(self.spawn_spare());
             }
         }
     }
 
-    fn spawn_spare(&self) -> Spare<L::Browser> {
+    fn spawn_spare(&self) -> JoinHandle<anyhow::Result<L::Browser>> {
         let inner = self.inner.clone();
-        let start = Arc::new(Notify::new());
-        let go = start.clone();
-        let launch = tokio::spawn(async move {
-            go.notified().await;
-            inner.launch().await
-        });
-        Spare { launch, start }
+        tokio::spawn(async move { inner.launch().await })
     }
 
     /// Close the spare. A launch in progress is awaited, not aborted: an aborted task would leave
     /// a half-launched browser (and its profile) behind.
     pub async fn drain(&self) {
         let spare = self.spare.lock().await.take();
-        if let Some(spare) = spare {
-            spare.start.notify_one();
-            if let Ok(Ok(browser)) = spare.launch.await {
+        if let Some(handle) = spare {
+            if let Ok(Ok(browser)) = handle.await {
                 browser.close().await;
             }
         }
         self.inner.shutdown().await;
-    }
-
-    /// A spare from the pool, else a launch of the caller's own.
-    async fn take(&self, taken: Option<Spare<L::Browser>>) -> anyhow::Result<L::Browser> {
-        let Some(spare) = taken else {
-            return self.inner.launch().await;
-        };
-        spare.start.notify_one();
-        match spare.launch.await {
-            Ok(Ok(browser)) if browser.is_alive() => Ok(browser),
-            Ok(Ok(dead)) => {
-                tracing::warn!("the warm spare browser lost its connection; launching directly");
-                dead.close().await;
-                self.inner.launch().await
-            }
-            // A spare that failed (or was cancelled) is not the caller's problem: try once more.
-            Ok(Err(err)) => {
-                tracing::warn!("warm spare browser failed: {err:#}; launching directly");
-                self.inner.launch().await
-            }
-            Err(_) => self.inner.launch().await,
-        }
     }
 }
 
@@ -103,26 +66,31 @@ impl<L: Launcher> Launcher for WarmPool<L> {
         if !self.enabled {
             return self.inner.launch().await;
         }
-        let (taken, next) = {
+        let taken = {
             let mut spare = self.spare.lock().await;
             let taken = spare.take();
-            let next = self.spawn_spare();
-            let start = next.start.clone();
-            *spare = Some(next);
-            (taken, start)
+            *spare = Some(self.spawn_spare());
+            taken
         };
-        let browser = self.take(taken).await;
-        match &browser {
-            Ok(browser) => {
-                let pictured = browser.pictured();
-                tokio::spawn(async move {
-                    pictured.await;
-                    next.notify_one();
-                });
-            }
-            Err(_) => next.notify_one(),
+        match taken {
+            Some(handle) => match handle.await {
+                Ok(Ok(browser)) if browser.is_alive() => Ok(browser),
+                Ok(Ok(dead)) => {
+                    tracing::warn!(
+                        "the warm spare browser lost its connection; launching directly"
+                    );
+                    dead.close().await;
+                    self.inner.launch().await
+                }
+                // A spare that failed (or was cancelled) is not the caller's problem: try once more.
+                Ok(Err(err)) => {
+                    tracing::warn!("warm spare browser failed: {err:#}; launching directly");
+                    self.inner.launch().await
+                }
+                Err(_) => self.inner.launch().await,
+            },
+            None => self.inner.launch().await,
         }
-        browser
     }
 
     /// Renewing is the inner launcher's; when it cannot, the spare serves the next episode.
@@ -141,43 +109,12 @@ mod tests {
         let pool = WarmPool::new(FakeLauncher::new(FakeScript::default()), true);
         pool.warm_up().await;
         let _first = pool.launch().await.unwrap();
-        let mut second = pool.launch().await.unwrap();
-        second.screenshot().await.unwrap();
+        let _second = pool.launch().await.unwrap();
+        tokio::task::yield_now().await;
         // Two handed out, one spare in flight or ready.
-        tokio::time::sleep(SETTLE).await;
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         assert_eq!(pool.inner().launched(), 3);
         pool.drain().await;
-    }
-
-    /// Time for spawned launches to run (the fake's launch is immediate).
-    const SETTLE: std::time::Duration = std::time::Duration::from_millis(20);
-
-    #[tokio::test]
-    async fn the_next_spare_waits_for_the_first_picture_or_for_a_taker() {
-        let pool = WarmPool::new(FakeLauncher::new(FakeScript::default()), true);
-        pool.warm_up().await;
-        let mut first = pool.launch().await.unwrap();
-        tokio::time::sleep(SETTLE).await;
-        assert_eq!(
-            pool.inner().launched(),
-            1,
-            "the next spare waits for a picture"
-        );
-        first.screenshot().await.unwrap();
-        tokio::time::sleep(SETTLE).await;
-        assert_eq!(pool.inner().launched(), 2, "the picture starts it");
-        // The second browser shows nothing yet; a third reset does not wait for it.
-        let _second = pool.launch().await.unwrap();
-        tokio::time::sleep(SETTLE).await;
-        assert_eq!(pool.inner().launched(), 2);
-        let _third = pool.launch().await.unwrap();
-        assert_eq!(pool.inner().launched(), 3, "a taker starts a waiting spare");
-        pool.drain().await;
-        assert_eq!(
-            pool.inner().launched(),
-            4,
-            "drain starts and closes the last one"
-        );
     }
 
     #[tokio::test]

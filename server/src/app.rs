@@ -262,9 +262,11 @@ async fn session_text<L: Launcher>(
     get,
     path = "/sessions/{id}/watch",
     tag = "sessions",
-    summary = "A read-only WebSocket stream of a session's resets and steps",
-    description = "The newest event at once, then `{\"type\":\"event\",\"data\":{...}}` per reset \
-        and step. An unknown id gets an error frame then close 1000 on a WebSocket.",
+    summary = "A WebSocket stream of a session's resets and steps; a person may take control on it",
+    description = "The newest event at once, then `{\"type\":\"event\",\"data\":{...}}` per reset, \
+        step and change of control. `{\"type\":\"take\",\"data\":{\"name\":...}}`, `step` frames \
+        and `{\"type\":\"release\"}` hand the session to a person and back (docs/wire.md §8). An \
+        unknown id gets an error frame then close 1000 on a WebSocket.",
     params(("id" = String, Path, description = "A session id from `/sessions`")),
     responses(
         (status = 101, description = "switching to the WebSocket protocol"),
@@ -280,8 +282,10 @@ async fn watch_session<L: Launcher>(
     match upgrade.ok() {
         Some(upgrade) => {
             let (registry, shutdown) = (app.sessions.registry().clone(), app.shutdown.clone());
-            Ok(upgrade
-                .on_upgrade(move |socket| crate::watcher::run(socket, registry, id, shutdown)))
+            let timeouts = app.timeouts.clone();
+            Ok(upgrade.on_upgrade(move |socket| {
+                crate::watcher::run(socket, registry, id, timeouts, shutdown)
+            }))
         }
         None if app.sessions.registry().get(&id).is_none() => Err(ApiError::unknown_session(&id)),
         None => Err(ApiError::new(

@@ -66,6 +66,12 @@ pub struct Cli {
         default_value_t = 10.0
     )]
     pub header_read_timeout: f64,
+    /// Seconds an agent's request waits while a person who took control of its session (from
+    /// `browserenv-tui watch`) holds it; then a step gets the current observation with
+    /// `metadata.control = "human"`, 0..=600. Keep it below the client's reply timeout (OpenEnv's
+    /// Python client: 60 s).
+    #[arg(long, env = "BROWSER_HANDOFF_WAIT_SECONDS", default_value_t = 30.0)]
+    pub handoff_wait: f64,
     /// Connections open at once (HTTP requests, WebSocket sessions, watchers); one more is
     /// answered 503 and closed.
     #[arg(long, env = "BROWSER_MAX_CONNECTIONS", default_value_t = 256)]
@@ -221,6 +227,12 @@ impl Cli {
                 "BROWSER_HEADER_READ_TIMEOUT_SECONDS",
                 self.header_read_timeout,
                 1.0,
+                600.0,
+            )?,
+            handoff_wait: seconds_in_range(
+                "BROWSER_HANDOFF_WAIT_SECONDS",
+                self.handoff_wait,
+                0.0,
                 600.0,
             )?,
         };

@@ -157,7 +157,7 @@ async fn reset<L: Launcher>(
             session
         }
     };
-    let result = session.lock().await.reset(&kwargs).await;
+    let result = crate::session::agent_reset(&session, &kwargs).await;
     // The idle clock starts when the answer is ready, not when the request came.
     current.last_used = Instant::now();
     Ok(reply(&result.map_err(|err| ApiError::execution(err.0))?))
@@ -212,7 +212,7 @@ async fn step<L: Launcher>(
             None => "reset before stepping".into(),
         }));
     };
-    let result = session.lock().await.step(&action).await;
+    let result = crate::session::agent_step(&session, &action).await;
     current.last_used = Instant::now();
     Ok(reply(&result.map_err(|err| ApiError::execution(err.0))?))
 }

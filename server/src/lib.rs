@@ -16,6 +16,7 @@ pub mod capacity;
 pub mod chromium;
 pub mod cli;
 pub mod connection;
+pub mod control;
 pub mod environment;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
@@ -193,13 +194,16 @@ impl<L: Launcher> Core<L> {
         };
         let pool = Arc::new(WarmPool::new(launcher, config.warm_spare));
         pool.warm_up().await;
-        let sessions = Arc::new(Sessions::new(
-            pool.clone(),
-            config.settings.clone(),
-            config.tasks.clone(),
-            config.max_sessions,
-            recorder.as_ref().map(RecorderHandle::sender),
-        ));
+        let sessions = Arc::new(
+            Sessions::new(
+                pool.clone(),
+                config.settings.clone(),
+                config.tasks.clone(),
+                config.max_sessions,
+                recorder.as_ref().map(RecorderHandle::sender),
+            )
+            .with_handoff_wait(config.timeouts.handoff_wait),
+        );
         Ok(Core {
             pool,
             recorder,

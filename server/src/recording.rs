@@ -1,11 +1,12 @@
 //! Server-side recording (`--record-dir`): every session's episodes become trajectory records
-//! with `actor: "agent"`, with no change on the client. The session only hands events to the
+//! with `actor: "agent"` (`"human"` for the steps of a person who took control), with no change
+//! on the client. The session only hands events to the
 //! recorder thread (a channel send); the disk is never on the step path.
 
 use std::sync::mpsc::Sender;
 
 use browserenv::models::{BrowserAction, StepResult};
-use browserenv::trajectory::RecordEvent;
+use browserenv::trajectory::{Actor, RecordEvent};
 
 /// One session's handle on the recorder (a no-op when the server does not record).
 pub struct SessionRecorder {
@@ -38,9 +39,16 @@ impl SessionRecorder {
         });
     }
 
-    pub fn step(&self, action: &BrowserAction, observation: &StepResult, latency_ms: f64) {
+    pub fn step(
+        &self,
+        action: &BrowserAction,
+        actor: Actor,
+        observation: &StepResult,
+        latency_ms: f64,
+    ) {
         self.send(|session| RecordEvent::Step {
             session,
+            actor: Some(actor),
             action: action.clone(),
             observation: observation.clone(),
             latency_ms,

@@ -5,7 +5,8 @@
 //! serialized, and a slow watcher that falls behind skips to the newest frame.
 //!
 //! A session may also take text-layer requests (`GET /sessions/{id}/text`): the route queues a
-//! reply slot here and the session answers between its own requests, from its own browser.
+//! reply slot here and the session answers between its own requests, from its own browser. A
+//! person who took control (`control.rs`) from a watch connection sends actions the same way.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -17,6 +18,9 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use browserenv::models::{BrowserAction, StepResult};
 use browserenv::protocol::step_result_body;
 use browserenv::text_layer::TextLayer;
+use browserenv::trajectory::Actor;
+
+use crate::control::{Control, Controller};
 
 /// How many frames a watcher may fall behind before it skips to the newest.
 const WATCH_BACKLOG: usize = 8;
@@ -25,6 +29,17 @@ const TEXT_BACKLOG: usize = 4;
 
 /// Where a session sends one text-layer answer (or why it has none).
 pub type TextReply = oneshot::Sender<Result<TextLayer, String>>;
+
+/// Actions a person in control may have waiting; the watch connection sends one at a time.
+const HUMAN_BACKLOG: usize = 4;
+
+/// One action of the person in control, and where its result (or why it was refused) goes.
+pub struct HumanAction {
+    /// The controller id the action is sent under; the session checks it still holds control.
+    pub controller: String,
+    pub action: BrowserAction,
+    pub reply: oneshot::Sender<Result<StepResult, String>>,
+}
 
 /// A new watcher's start: the newest frame so far (if any), and the stream of what follows.
 pub type Subscription = (Option<Arc<str>>, broadcast::Receiver<Arc<str>>);
@@ -43,6 +58,10 @@ pub struct SessionInfo {
     pub peer: String,
     /// A controller (the WebSocket or HTTP client driving it) is attached.
     pub controller: bool,
+    /// Who drives it now: `agent`, or `human` while a person holds control.
+    pub control: &'static str,
+    /// The name of the person in control.
+    pub human: Option<String>,
     pub watchers: usize,
 }
 
@@ -53,6 +72,10 @@ struct Entry {
     last: Option<Arc<LastEvent>>,
     /// The session's inbox for text-layer requests, once it serves them.
     text: Option<mpsc::Sender<TextReply>>,
+    /// Who drives the session; the session holds the same slot.
+    control: Arc<Control>,
+    /// The session's inbox for the actions of the person in control, once it serves them.
+    human: Option<mpsc::Sender<HumanAction>>,
 }
 
 struct LastEvent {
@@ -61,12 +84,15 @@ struct LastEvent {
     step: u64,
     time: String,
     action: Option<BrowserAction>,
+    /// Who took the step (a reset is the agent's).
+    actor: Actor,
     latency_ms: f64,
     result: StepResult,
 }
 
 impl LastEvent {
-    fn frame(&self) -> Arc<str> {
+    /// The event as watchers get it, with who is in control as of now.
+    fn frame(&self, control: &Control) -> Arc<str> {
         json!({
             "type": "event",
             "data": {
@@ -76,6 +102,8 @@ impl LastEvent {
                 "step": self.step,
                 "time": self.time,
                 "action": self.action.as_ref().map(BrowserAction::to_value).unwrap_or(Value::Null),
+                "actor": self.actor,
+                "control": control.view(),
                 "latency_ms": self.latency_ms,
                 "result": step_result_body(&self.result),
             }
@@ -83,6 +111,21 @@ impl LastEvent {
         .to_string()
         .into()
     }
+}
+
+/// The frame watchers get when control changes hands.
+fn control_frame(session: &str, control: &Control) -> Arc<str> {
+    json!({
+        "type": "event",
+        "data": {
+            "session": session,
+            "kind": "control",
+            "time": browserenv::trajectory::now(),
+            "control": control.view(),
+        }
+    })
+    .to_string()
+    .into()
 }
 
 #[derive(Default)]
@@ -94,6 +137,21 @@ pub struct Registry {
 pub struct Registration {
     registry: Arc<Registry>,
     pub id: String,
+    control: Arc<Control>,
+}
+
+/// A watch connection's hold on a session's control; dropping it hands back to the agent (a
+/// watch connection that ends, however it ends, never leaves the agent waiting).
+pub struct Hold {
+    registry: Arc<Registry>,
+    session: String,
+    pub controller: Arc<Controller>,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.registry.release(&self.session, &self.controller.id);
+    }
 }
 
 impl Registry {
@@ -114,8 +172,11 @@ impl Registry {
             transport,
             peer,
             controller: true,
+            control: "agent",
+            human: None,
             watchers: 0,
         };
+        let control = Arc::new(Control::default());
         if let Ok(mut sessions) = self.sessions.lock() {
             sessions.insert(
                 id.clone(),
@@ -124,12 +185,15 @@ impl Registry {
                     events,
                     last: None,
                     text: None,
+                    control: control.clone(),
+                    human: None,
                 },
             );
         }
         Registration {
             registry: self.clone(),
             id,
+            control,
         }
     }
 
@@ -139,9 +203,14 @@ impl Registry {
             .map(|sessions| {
                 sessions
                     .values()
-                    .map(|e| SessionInfo {
-                        watchers: e.events.receiver_count(),
-                        ..e.info.clone()
+                    .map(|e| {
+                        let human = e.control.holder().map(|c| c.name.clone());
+                        SessionInfo {
+                            watchers: e.events.receiver_count(),
+                            control: if human.is_some() { "human" } else { "agent" },
+                            human,
+                            ..e.info.clone()
+                        }
                     })
                     .collect()
             })
@@ -157,9 +226,57 @@ impl Registry {
         let sessions = self.sessions.lock().ok()?;
         let entry = sessions.get(id)?;
         Some((
-            entry.last.as_ref().map(|l| l.frame()),
+            entry.last.as_ref().map(|l| l.frame(&entry.control)),
             entry.events.subscribe(),
         ))
+    }
+
+    /// Take control of a session for the person `name`: refused while another person holds it.
+    /// Every watcher is told.
+    pub fn take_control(self: &Arc<Self>, id: &str, name: &str) -> Result<Hold, String> {
+        let sessions = self
+            .sessions
+            .lock()
+            .map_err(|_| "the registry is unavailable".to_string())?;
+        let entry = sessions
+            .get(id)
+            .ok_or_else(|| format!("no session {id:?}"))?;
+        let controller = entry.control.take(name)?;
+        let _ = entry.events.send(control_frame(id, &entry.control));
+        Ok(Hold {
+            registry: self.clone(),
+            session: id.to_string(),
+            controller,
+        })
+    }
+
+    /// Hand a session back to its agent, if `controller` still holds it; every watcher is told.
+    fn release(&self, id: &str, controller: &str) {
+        let Ok(sessions) = self.sessions.lock() else {
+            return;
+        };
+        if let Some(entry) = sessions.get(id) {
+            if entry.control.release(controller) {
+                let _ = entry.events.send(control_frame(id, &entry.control));
+            }
+        }
+    }
+
+    /// Queue an action of the person in control for the session; refused when the session is
+    /// gone or has too many waiting.
+    pub fn send_human_action(&self, id: &str, action: HumanAction) -> Result<(), String> {
+        let sender = self
+            .sessions
+            .lock()
+            .ok()
+            .and_then(|sessions| sessions.get(id)?.human.clone())
+            .ok_or_else(|| "the session ended".to_string())?;
+        sender.try_send(action).map_err(|err| match err {
+            mpsc::error::TrySendError::Full(_) => {
+                format!("more than {HUMAN_BACKLOG} actions waiting: send one at a time")
+            }
+            mpsc::error::TrySendError::Closed(_) => "the session ended".to_string(),
+        })
     }
 
     /// Queue a text-layer request for a session. None: no such session (or it takes none);
@@ -178,20 +295,24 @@ impl Registry {
         self.sessions
             .lock()
             .ok()?
-            .get(id)?
-            .last
-            .as_ref()
-            .map(|l| l.frame())
+            .get(id)
+            .and_then(|entry| Some(entry.last.as_ref()?.frame(&entry.control)))
     }
 }
 
 impl Registration {
-    /// Publish a reset (`action` None) or a step and update the session's facts.
+    /// The session's control slot (shared with its registry entry).
+    pub fn control(&self) -> &Arc<Control> {
+        &self.control
+    }
+
+    /// Publish a reset (`action` None) or a step by `actor` and update the session's facts.
     pub fn publish(
         &self,
         episode_id: Option<String>,
         step_count: u64,
         action: Option<&BrowserAction>,
+        actor: Actor,
         result: &StepResult,
         latency_ms: f64,
     ) {
@@ -211,12 +332,13 @@ impl Registration {
             step: step_count,
             time: browserenv::trajectory::now(),
             action: action.cloned(),
+            actor,
             latency_ms,
             result: result.clone(),
         });
         // Nobody watching: keep the event, build no frame.
         if entry.events.receiver_count() > 0 {
-            let _ = entry.events.send(last.frame());
+            let _ = entry.events.send(last.frame(&entry.control));
         }
         entry.last = Some(last);
     }
@@ -230,6 +352,17 @@ impl Registration {
             }
         }
         requests
+    }
+
+    /// Take the actions of the person in control from now on; the session runs what arrives here.
+    pub fn serve_human(&self) -> mpsc::Receiver<HumanAction> {
+        let (sender, actions) = mpsc::channel(HUMAN_BACKLOG);
+        if let Ok(mut sessions) = self.registry.sessions.lock() {
+            if let Some(entry) = sessions.get_mut(&self.id) {
+                entry.human = Some(sender);
+            }
+        }
+        actions
     }
 }
 

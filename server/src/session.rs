@@ -7,25 +7,38 @@
 //! A session is shared behind a lock (`SharedSession`): its transport holds it for each request,
 //! and the text-layer requests of the terminal UI (`GET /sessions/{id}/text`) take it between
 //! those requests, never during one.
+//!
+//! Hand-off: a person watching the session may take control (`control.rs`). The rule lives here,
+//! in `agent_reset` and `agent_step`, the only way the transports drive a session: while a person
+//! holds control the agent's request waits (without the lock, so the person's actions can run) for
+//! at most `BROWSER_HANDOFF_WAIT_SECONDS`; a step still waiting then gets the current observation
+//! with `metadata.control = "human"`, nothing done. The person's actions (`human_step`) take the
+//! same step path, so they are counted, recorded and shown to watchers like the agent's, with
+//! `actor: "human"`; the agent's next observation lists them in `metadata.human_steps`.
 
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 
 use browserenv::models::{BrowserAction, BrowserState, StepResult};
 use browserenv::text_layer::TextLayer;
-use browserenv::trajectory::RecordEvent;
+use browserenv::trajectory::{Actor, RecordEvent};
 
 use crate::browser::Launcher;
 use crate::capacity::{AtCapacity, Capacity, Slot};
+use crate::control::Control;
 use crate::environment::{EnvError, Environment, TaskCatalog};
 use crate::pool::WarmPool;
 use crate::recording::SessionRecorder;
-use crate::registry::{Registration, Registry};
+use crate::registry::{HumanAction, Registration, Registry, TextReply};
 use crate::settings::EnvSettings;
+
+/// `BROWSER_HANDOFF_WAIT_SECONDS` by default: below the 60 s OpenEnv's client waits for a reply,
+/// with room for the step that runs after the hand-back.
+pub const DEFAULT_HANDOFF_WAIT: Duration = Duration::from_secs(30);
 
 /// How a session's client reaches it; shown in `/sessions`, and the start of its id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +77,8 @@ pub struct Sessions<L: Launcher> {
     /// The recorder thread's inbox, when the server records (`--record-dir`).
     recorder: Option<Sender<RecordEvent>>,
     registry: Arc<Registry>,
+    /// How long an agent's request waits for a person to hand control back.
+    handoff_wait: Duration,
 }
 
 /// A session behind the lock its transport and its text-layer requests share.
@@ -76,6 +91,13 @@ pub struct Session<L: Launcher> {
     registration: Option<Registration>,
     recorder: Option<SessionRecorder>,
     slot: Option<Slot>,
+    /// Who drives: the agent, or a person who took control.
+    control: Arc<Control>,
+    handoff_wait: Duration,
+    /// The newest observation (of either actor): what an agent that waited in vain gets.
+    last: Option<StepResult>,
+    /// The person's steps since the agent's last observation, for its next one.
+    human_steps: Vec<Value>,
 }
 
 impl<L: Launcher> Sessions<L> {
@@ -93,7 +115,14 @@ impl<L: Launcher> Sessions<L> {
             capacity: Arc::new(Capacity::new(max_sessions)),
             recorder,
             registry: Arc::new(Registry::default()),
+            handoff_wait: DEFAULT_HANDOFF_WAIT,
         }
+    }
+
+    /// How long an agent's request waits while a person holds control.
+    pub fn with_handoff_wait(mut self, wait: Duration) -> Self {
+        self.handoff_wait = wait;
+        self
     }
 
     pub fn registry(&self) -> &Arc<Registry> {
@@ -115,35 +144,109 @@ impl<L: Launcher> Sessions<L> {
         let id = format!("{}{}", transport.id_prefix(), uuid::Uuid::new_v4());
         let registration = self.registry.register(id.clone(), transport.as_str(), peer);
         let text_requests = registration.serve_text();
+        let human_actions = registration.serve_human();
         let env = Environment::new(self.pool.clone(), self.settings.clone())
             .with_tasks(self.tasks.clone());
         let session = Arc::new(Mutex::new(Session {
             recorder: Some(SessionRecorder::new(id.clone(), self.recorder.clone())),
             id,
             env,
+            control: registration.control().clone(),
             registration: Some(registration),
             slot: Some(slot),
+            handoff_wait: self.handoff_wait,
+            last: None,
+            human_steps: Vec::new(),
         }));
-        serve_text(Arc::downgrade(&session), text_requests);
+        serve_watchers(Arc::downgrade(&session), text_requests, human_actions);
         Ok(session)
     }
 }
 
-/// Answer the session's text-layer requests until it leaves the registry (which closes the
-/// queue). The task holds the session only weakly: it never keeps a session alive.
-fn serve_text<L: Launcher>(
+/// Answer the session's text-layer requests and run the actions of the person in control, one
+/// at a time, until it leaves the registry (which closes both queues). The task holds the session
+/// only weakly: it never keeps a session alive.
+fn serve_watchers<L: Launcher>(
     session: std::sync::Weak<Mutex<Session<L>>>,
-    mut requests: tokio::sync::mpsc::Receiver<crate::registry::TextReply>,
+    mut text_requests: tokio::sync::mpsc::Receiver<TextReply>,
+    mut human_actions: tokio::sync::mpsc::Receiver<HumanAction>,
 ) {
     tokio::spawn(async move {
-        while let Some(reply) = requests.recv().await {
-            let Some(session) = session.upgrade() else {
-                break;
-            };
-            let text = session.lock().await.visible_text().await;
-            let _ = reply.send(text.map_err(|err| err.0));
+        loop {
+            tokio::select! {
+                reply = text_requests.recv() => {
+                    let Some(reply) = reply else { break };
+                    let Some(session) = session.upgrade() else { break };
+                    let text = session.lock().await.visible_text().await;
+                    let _ = reply.send(text.map_err(|err| err.0));
+                }
+                action = human_actions.recv() => {
+                    let Some(HumanAction { controller, action, reply }) = action else { break };
+                    let Some(session) = session.upgrade() else { break };
+                    let result = session.lock().await.human_step(&controller, &action).await;
+                    let _ = reply.send(result.map_err(|err| err.0));
+                }
+            }
         }
     });
+}
+
+/// The agent's reset: waits while a person holds control (see the module's documentation); still
+/// waiting after `BROWSER_HANDOFF_WAIT_SECONDS`, it is refused and the episode is left as it is.
+pub async fn agent_reset<L: Launcher>(
+    shared: &SharedSession<L>,
+    kwargs: &Map<String, Value>,
+) -> Result<StepResult, EnvError> {
+    match agents_turn(shared).await {
+        Ok(mut session) => session.reset(kwargs).await,
+        Err((session, waited)) => {
+            let name = session.control.holder().map(|c| c.name.clone());
+            Err(EnvError(format!(
+                "{} holds control of this session: the reset waited {} s                  (BROWSER_HANDOFF_WAIT_SECONDS); try again after the hand-back",
+                name.unwrap_or_else(|| "a person".into()),
+                waited.as_secs_f64()
+            )))
+        }
+    }
+}
+
+/// The agent's step: waits while a person holds control; still waiting after
+/// `BROWSER_HANDOFF_WAIT_SECONDS`, it gets the current observation (nothing done) with
+/// `metadata.control = "human"`. Either way the person's steps so far are in `metadata.human_steps`.
+pub async fn agent_step<L: Launcher>(
+    shared: &SharedSession<L>,
+    action: &BrowserAction,
+) -> Result<StepResult, EnvError> {
+    match agents_turn(shared).await {
+        Ok(mut session) => session.step_as_agent(action).await,
+        Err((mut session, _)) => session.while_human(),
+    }
+}
+
+type Locked<'a, L> = tokio::sync::MutexGuard<'a, Session<L>>;
+type Turn<'a, L> = Result<Locked<'a, L>, (Locked<'a, L>, Duration)>;
+
+/// The session, locked, once the agent may act; or, after the hand-off wait, locked with a person
+/// still in control, and how long it waited.
+async fn agents_turn<L: Launcher>(shared: &SharedSession<L>) -> Turn<'_, L> {
+    let started = tokio::time::Instant::now();
+    loop {
+        let session = shared.lock().await;
+        if session.control.holder().is_none() {
+            return Ok(session);
+        }
+        let (control, deadline) = (session.control.clone(), started + session.handoff_wait);
+        // Waiting without the lock: the person's actions need it.
+        drop(session);
+        if !control.agents_turn(deadline).await {
+            let session = shared.lock().await;
+            // Handed back just as the wait ran out: the agent goes on.
+            if session.control.holder().is_none() {
+                return Ok(session);
+            }
+            return Err((session, started.elapsed()));
+        }
+    }
 }
 
 impl<L: Launcher> Session<L> {
@@ -160,23 +263,101 @@ impl<L: Launcher> Session<L> {
     }
 
     /// Start a new episode (keyword arguments as on the wire), record it and show it to watchers.
-    pub async fn reset(&mut self, kwargs: &Map<String, Value>) -> Result<StepResult, EnvError> {
+    async fn reset(&mut self, kwargs: &Map<String, Value>) -> Result<StepResult, EnvError> {
         if self.registration.is_none() {
             return Err(Self::closed());
         }
         let result = self.env.reset(kwargs).await?;
+        // The person's steps belonged to the episode that just ended.
+        self.human_steps.clear();
         let episode_id = self.env.state().episode_id;
         if let Some(recorder) = &self.recorder {
             recorder.reset(episode_id.clone(), self.env.task_id(), &result);
         }
         if let Some(registration) = &self.registration {
-            registration.publish(episode_id, 0, None, &result, 0.0);
+            registration.publish(episode_id, 0, None, Actor::Agent, &result, 0.0);
         }
+        self.last = Some(result.clone());
         Ok(result)
     }
 
-    /// Apply one action, then record it with its latency and show it to watchers.
-    pub async fn step(&mut self, action: &BrowserAction) -> Result<StepResult, EnvError> {
+    /// The agent's action, once it has control: its observation lists the person's steps since
+    /// its last one. An episode the person ended is not stepped again: the agent gets how it ended.
+    async fn step_as_agent(&mut self, action: &BrowserAction) -> Result<StepResult, EnvError> {
+        let ended_by_person =
+            !self.human_steps.is_empty() && self.last.as_ref().is_some_and(|last| last.done);
+        if ended_by_person {
+            return self.current_observation(None);
+        }
+        let mut result = self.step(action, Actor::Agent).await?;
+        self.hand_over_human_steps(&mut result);
+        Ok(result)
+    }
+
+    /// An action of the person holding control as `controller`.
+    async fn human_step(
+        &mut self,
+        controller: &str,
+        action: &BrowserAction,
+    ) -> Result<StepResult, EnvError> {
+        if self
+            .control
+            .holder()
+            .is_none_or(|holder| holder.id != controller)
+        {
+            return Err(EnvError(
+                "you do not hold control of this session: take it first".into(),
+            ));
+        }
+        let result = self.step(action, Actor::Human).await?;
+        self.human_steps.push(serde_json::json!({
+            "step": self.env.state().step_count,
+            "action": action.to_value(),
+            "url": result.observation.url,
+            "error": result.observation.error,
+        }));
+        Ok(result)
+    }
+
+    /// What an agent that waited in vain for the hand-back gets: the current observation, no
+    /// action performed, `metadata.control = "human"` and who holds it.
+    fn while_human(&mut self) -> Result<StepResult, EnvError> {
+        let name = self.control.holder().map(|c| c.name.clone());
+        self.current_observation(name)
+    }
+
+    /// The newest observation again, with the person's steps since the agent's last observation
+    /// (and, while a person holds control, `control` and `controller`).
+    fn current_observation(&mut self, controller: Option<String>) -> Result<StepResult, EnvError> {
+        if self.registration.is_none() {
+            return Err(Self::closed());
+        }
+        let Some(mut result) = self.last.clone() else {
+            return Err(EnvError("reset before stepping".into()));
+        };
+        let metadata = &mut result.observation.metadata;
+        metadata.insert("step".into(), self.env.state().step_count.into());
+        if let Some(name) = controller {
+            metadata.insert("control".into(), "human".into());
+            metadata.insert("controller".into(), name.into());
+        }
+        self.hand_over_human_steps(&mut result);
+        Ok(result)
+    }
+
+    fn hand_over_human_steps(&mut self, result: &mut StepResult) {
+        if !self.human_steps.is_empty() {
+            let steps = std::mem::take(&mut self.human_steps);
+            result
+                .observation
+                .metadata
+                .insert("human_steps".into(), Value::Array(steps));
+        }
+    }
+
+    /// Apply one action by `actor`, then record it with its latency and show it to watchers: the
+    /// one step path of both the agent and the person in control.
+    async fn step(&mut self, action: &BrowserAction, actor: Actor) -> Result<StepResult, EnvError> {
         if self.registration.is_none() {
             return Err(Self::closed());
         }
@@ -184,7 +365,7 @@ impl<L: Launcher> Session<L> {
         let result = self.env.step(action).await?;
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         if let Some(recorder) = &self.recorder {
-            recorder.step(action, &result, latency_ms);
+            recorder.step(action, actor, &result, latency_ms);
         }
         if let Some(registration) = &self.registration {
             let state = self.env.state();
@@ -192,10 +373,12 @@ impl<L: Launcher> Session<L> {
                 state.episode_id,
                 state.step_count,
                 Some(action),
+                actor,
                 &result,
                 latency_ms,
             );
         }
+        self.last = Some(result.clone());
         Ok(result)
     }
 
@@ -257,7 +440,7 @@ mod tests {
         assert!(id.starts_with("http-"));
         session.reset(&start("https://a.example/")).await.unwrap();
         let click = BrowserAction::click(10, 20);
-        session.step(&click).await.unwrap();
+        session.step(&click, Actor::Agent).await.unwrap();
 
         let listed = sessions.registry().get(&id).unwrap();
         assert_eq!((listed.transport, listed.step_count), ("http", 1));
@@ -288,7 +471,7 @@ mod tests {
         assert!(
             matches!(recorded.try_iter().last(), Some(RecordEvent::End { session }) if session == id)
         );
-        let after = session.step(&BrowserAction::wait()).await;
+        let after = session.step(&BrowserAction::wait(), Actor::Agent).await;
         assert_eq!(after.unwrap_err().0, "the session is closed");
         session.close().await;
         drop(session);
@@ -326,5 +509,125 @@ mod tests {
         drop(held);
         let layer = answer.await.unwrap().unwrap();
         assert_eq!(layer.session, id);
+    }
+    #[tokio::test]
+    async fn an_agent_waits_for_the_hand_back_and_hears_of_the_human_steps() {
+        let (sessions, recorded) = sessions(1);
+        let sessions = sessions.with_handoff_wait(Duration::from_secs(10));
+        let shared = sessions.open(Transport::WebSocket, "a".into()).unwrap();
+        let id = shared.lock().await.id().to_string();
+        agent_reset(&shared, &start("https://a.example/"))
+            .await
+            .unwrap();
+        let hold = sessions.registry().take_control(&id, "ana").unwrap();
+        assert_eq!(
+            sessions.registry().take_control(&id, "bo").err().unwrap(),
+            "ana holds control of this session: one person at a time"
+        );
+        let listed = sessions.registry().get(&id).unwrap();
+        assert_eq!(
+            (listed.control, listed.human.as_deref()),
+            ("human", Some("ana"))
+        );
+
+        let agent = tokio::spawn({
+            let shared = shared.clone();
+            async move { agent_step(&shared, &BrowserAction::scroll(100)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            !agent.is_finished(),
+            "the agent's step ran while a person held control"
+        );
+        let controller = hold.controller.id.clone();
+        for action in [BrowserAction::click(5, 6), BrowserAction::wait()] {
+            shared
+                .lock()
+                .await
+                .human_step(&controller, &action)
+                .await
+                .unwrap();
+        }
+        let refused = shared
+            .lock()
+            .await
+            .human_step("other", &BrowserAction::wait())
+            .await;
+        assert!(refused.unwrap_err().0.contains("take it first"));
+        drop(hold);
+
+        let result = agent.await.unwrap().unwrap();
+        let metadata = &result.observation.metadata;
+        assert_eq!(metadata["step"], 3);
+        assert!(metadata.get("control").is_none());
+        let steps = metadata["human_steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 2);
+        assert_eq!(steps[0]["step"], 1);
+        assert_eq!(steps[0]["action"]["op"], "click");
+        assert_eq!(steps[1]["step"], 2);
+        assert_eq!(shared.lock().await.state().step_count, 3);
+        let actors: Vec<Option<Actor>> = recorded
+            .try_iter()
+            .filter_map(|event| match event {
+                RecordEvent::Step { actor, .. } => Some(actor),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            actors,
+            [Some(Actor::Human), Some(Actor::Human), Some(Actor::Agent)]
+        );
+        // Listed once: the next observation has none.
+        let next = agent_step(&shared, &BrowserAction::wait()).await.unwrap();
+        assert!(next.observation.metadata.get("human_steps").is_none());
+    }
+
+    #[tokio::test]
+    async fn an_agent_that_waits_too_long_gets_the_current_observation() {
+        let (sessions, _recorded) = sessions(1);
+        let sessions = sessions.with_handoff_wait(Duration::from_millis(100));
+        let shared = sessions.open(Transport::WebSocket, "a".into()).unwrap();
+        let id = shared.lock().await.id().to_string();
+        agent_reset(&shared, &start("https://a.example/"))
+            .await
+            .unwrap();
+        let hold = sessions.registry().take_control(&id, "ana").unwrap();
+        let controller = hold.controller.id.clone();
+        shared
+            .lock()
+            .await
+            .human_step(&controller, &BrowserAction::click(1, 2))
+            .await
+            .unwrap();
+
+        let result = agent_step(&shared, &BrowserAction::scroll(100))
+            .await
+            .unwrap();
+        let metadata = &result.observation.metadata;
+        assert_eq!(
+            (&metadata["control"], &metadata["controller"]),
+            (&json!("human"), &json!("ana"))
+        );
+        assert_eq!(metadata["step"], 1);
+        assert_eq!(metadata["human_steps"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            shared.lock().await.state().step_count,
+            1,
+            "the agent's action ran"
+        );
+
+        let reset = agent_reset(&shared, &start("https://b.example/")).await;
+        assert!(reset
+            .unwrap_err()
+            .0
+            .starts_with("ana holds control of this session"));
+        // A dropped hold (the watcher's connection ended) hands back.
+        drop(hold);
+        assert_eq!(sessions.registry().get(&id).unwrap().control, "agent");
+        let result = agent_step(&shared, &BrowserAction::scroll(100))
+            .await
+            .unwrap();
+        assert!(result.observation.metadata.get("control").is_none());
+        assert_eq!(shared.lock().await.state().step_count, 2);
     }
 }

@@ -71,6 +71,9 @@ pub struct PeerTimeouts {
     /// `BROWSER_HEADER_READ_TIMEOUT_SECONDS`, default 10: how long a connection has to send a
     /// request's headers, and a kept-alive connection its next request, before it is closed.
     pub header_read_timeout: Duration,
+    /// `BROWSER_HANDOFF_WAIT_SECONDS`, default 30, 0..=600: how long an agent's request waits
+    /// while a person who took control of its session holds it (`control.rs`).
+    pub handoff_wait: Duration,
 }
 
 impl Default for PeerTimeouts {
@@ -80,6 +83,7 @@ impl Default for PeerTimeouts {
             ping_interval: Duration::from_secs(20),
             ping_timeout: Duration::from_secs(20),
             header_read_timeout: Duration::from_secs(10),
+            handoff_wait: crate::session::DEFAULT_HANDOFF_WAIT,
         }
     }
 }

@@ -1,6 +1,12 @@
-//! A read-only watcher of one session: the newest frame at once, then every reset and step as it
-//! happens. It runs in its own task with its own socket, so a slow watcher only delays itself; one
-//! that falls behind skips to the newest frame.
+//! A watcher of one session: the newest frame at once, then every reset and step as it happens,
+//! and every change of control. It runs in its own task with its own socket, so a slow watcher
+//! only delays itself; one that falls behind skips to the newest frame.
+//!
+//! A watcher may also take control of the session (hand-off, `control.rs`): `{"type":"take",
+//! "data":{"name":…}}`, then `{"type":"step","data":<action>}` frames answered like `/ws` steps,
+//! then `{"type":"release"}`. Reaching this socket already took the server's token. While it holds
+//! control the socket is pinged like a `/ws` one, and however it ends (closed, dropped, silent
+//! past `BROWSER_WS_PING_TIMEOUT_SECONDS`) control goes back to the agent.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,12 +14,20 @@ use std::time::Duration;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use futures_util::stream::SplitSink;
 use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
-use browserenv::protocol::{ErrorCode, ErrorFrame, ServerMessage};
+use browserenv::models::StepResult;
+use browserenv::protocol::{ClientMessage, ErrorCode, ErrorFrame, ServerMessage};
 
-use crate::registry::Registry;
+use crate::registry::{Hold, HumanAction, Registry};
+use crate::settings::PeerTimeouts;
+
+/// The name shown for a person who took control without giving one.
+const UNNAMED: &str = "a person";
+/// Names are cut to this many characters (they are shown in status bars and observations).
+const NAME_LIMIT: usize = 64;
 
 /// A watcher that cannot take one frame in this long is dropped (its socket is not being read).
 const SEND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -45,6 +59,7 @@ pub async fn run(
     socket: WebSocket,
     registry: Arc<Registry>,
     id: String,
+    timeouts: PeerTimeouts,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let (mut sink, mut stream) = socket.split();
@@ -67,7 +82,18 @@ pub async fn run(
         }
     }
     let mut stopping = shutdown.clone();
+    let mut steering = Steering {
+        registry: registry.clone(),
+        session: id.clone(),
+        hold: None,
+        pending: None,
+    };
+    // Pings only while this socket holds control: a silent controller must not keep the agent
+    // waiting, and read-only watchers are already let go when they stop taking frames.
+    let mut next_ping = tokio::time::Instant::now() + timeouts.ping_interval;
+    let mut answer_due: Option<tokio::time::Instant> = None;
     loop {
+        let wake = answer_due.unwrap_or(next_ping);
         tokio::select! {
             event = events.recv() => {
                 let frame = match event {
@@ -84,20 +110,57 @@ pub async fn run(
                     return;
                 }
             }
-            _ = stopped(&mut stopping) => break,
-            incoming = stream.next() => match incoming {
-                Some(Ok(Message::Text(_) | Message::Binary(_))) => {
-                    let frame = ErrorFrame::new(
-                        ErrorCode::ExecutionError,
-                        "watch streams are read-only: drive the session through its own /ws connection",
-                    );
-                    if !deliver(&mut sink, &ServerMessage::Error(frame).to_text(), &mut shutdown).await {
-                        return;
-                    }
+            result = async { steering.pending.as_mut().expect("guarded").await }, if steering.pending.is_some() => {
+                steering.pending = None;
+                let reply = match result {
+                    Ok(Ok(result)) => ServerMessage::Observation(result),
+                    Ok(Err(message)) => ServerMessage::Error(ErrorFrame::new(ErrorCode::ExecutionError, message)),
+                    Err(_) => ServerMessage::Error(ErrorFrame::new(ErrorCode::ExecutionError, "the session ended")),
+                };
+                if !deliver(&mut sink, &reply.to_text(), &mut shutdown).await {
+                    return;
                 }
-                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
-                Some(Ok(_)) => {}
-            },
+            }
+            () = tokio::time::sleep_until(wake), if steering.hold.is_some() => {
+                if answer_due.is_some() {
+                    tracing::info!(
+                        "session {id}: the person in control answered no ping within {:?}; control is the agent's again",
+                        timeouts.ping_timeout
+                    );
+                    return;
+                }
+                next_ping = tokio::time::Instant::now() + timeouts.ping_interval;
+                if !write(&mut sink, Message::Ping(Default::default())).await {
+                    return;
+                }
+                answer_due = Some(tokio::time::Instant::now() + timeouts.ping_timeout);
+            }
+            _ = stopped(&mut stopping) => break,
+            incoming = stream.next() => {
+                answer_due = None;
+                match incoming {
+                    Some(Ok(Message::Text(text))) => {
+                        let was_holding = steering.hold.is_some();
+                        let reply = steering.answer(&text);
+                        if !was_holding && steering.hold.is_some() {
+                            next_ping = tokio::time::Instant::now() + timeouts.ping_interval;
+                        }
+                        if let Some(reply) = reply {
+                            if !deliver(&mut sink, &reply, &mut shutdown).await {
+                                return;
+                            }
+                        }
+                    }
+                    Some(Ok(Message::Binary(_))) => {
+                        let frame = ErrorFrame::new(ErrorCode::ExecutionError, "send JSON text frames");
+                        if !deliver(&mut sink, &ServerMessage::Error(frame).to_text(), &mut shutdown).await {
+                            return;
+                        }
+                    }
+                    Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
+                    Some(Ok(_)) => {}
+                }
+            }
         }
     }
     let close = Message::Close(Some(CloseFrame {
@@ -105,4 +168,113 @@ pub async fn run(
         reason: Utf8Bytes::from_static("session ended"),
     }));
     write(&mut sink, close).await;
+}
+
+/// A watcher's side of control: its hold (dropping it hands back) and its step in flight.
+struct Steering {
+    registry: Arc<Registry>,
+    session: String,
+    hold: Option<Hold>,
+    pending: Option<oneshot::Receiver<Result<StepResult, String>>>,
+}
+
+impl Steering {
+    /// Answer one frame from the watcher: take, step, release. A step's answer comes later
+    /// (`pending`); None then.
+    fn answer(&mut self, text: &str) -> Option<String> {
+        let refuse = |message: String| {
+            Some(
+                ServerMessage::Error(ErrorFrame::new(ErrorCode::ExecutionError, message)).to_text(),
+            )
+        };
+        let value: Value = match serde_json::from_str(text) {
+            Ok(value) => value,
+            Err(err) => {
+                let frame = ErrorFrame::new(ErrorCode::InvalidJson, format!("Invalid JSON: {err}"));
+                return Some(ServerMessage::Error(frame).to_text());
+            }
+        };
+        match value.get("type").and_then(Value::as_str) {
+            Some("take") => {
+                if let Some(hold) = &self.hold {
+                    return Some(control_reply(Some(&hold.controller.name)));
+                }
+                let name = value["data"]["name"]
+                    .as_str()
+                    .map(str::trim)
+                    .filter(|name| !name.is_empty())
+                    .unwrap_or(UNNAMED);
+                let name: String = name.chars().take(NAME_LIMIT).collect();
+                match self.registry.take_control(&self.session, &name) {
+                    Ok(hold) => {
+                        tracing::info!("session {}: {name} took control", self.session);
+                        self.hold = Some(hold);
+                        Some(control_reply(Some(&name)))
+                    }
+                    Err(message) => Some(
+                        ServerMessage::Error(
+                            ErrorFrame::new(ErrorCode::ExecutionError, message)
+                                .with_extra("reason", json!("CONTROL_HELD")),
+                        )
+                        .to_text(),
+                    ),
+                }
+            }
+            Some("release") => {
+                if let Some(hold) = self.hold.take() {
+                    tracing::info!(
+                        "session {}: {} handed back",
+                        self.session,
+                        hold.controller.name
+                    );
+                }
+                Some(control_reply(None))
+            }
+            Some("step") => {
+                let Some(hold) = &self.hold else {
+                    return refuse(
+                        "take control first ({\"type\":\"take\"}); watching alone is read-only"
+                            .into(),
+                    );
+                };
+                if self.pending.is_some() {
+                    return refuse(
+                        "one step at a time: wait for the answer to the last one".into(),
+                    );
+                }
+                let action = match ClientMessage::parse(text) {
+                    Ok(ClientMessage::Step(action)) => action,
+                    Ok(_) => return refuse("expected a step".into()),
+                    Err(frame) => return Some(ServerMessage::Error(frame).to_text()),
+                };
+                let (reply, answer) = oneshot::channel();
+                let action = HumanAction {
+                    controller: hold.controller.id.clone(),
+                    action,
+                    reply,
+                };
+                match self.registry.send_human_action(&self.session, action) {
+                    Ok(()) => {
+                        self.pending = Some(answer);
+                        None
+                    }
+                    Err(message) => refuse(message),
+                }
+            }
+            _ => refuse(
+                "watch streams take only take, step (while in control) and release; an agent \
+                 drives the session through its own /ws connection"
+                    .into(),
+            ),
+        }
+    }
+}
+
+/// The answer to take and release: who is in control now, from this watcher's point of view.
+fn control_reply(name: Option<&str>) -> String {
+    let data = match name {
+        Some(name) => json!({"control": "human", "name": name, "yours": true}),
+        None => json!({"control": "agent", "yours": false}),
+    };
+    json!({"type": "control", "data": data}).to_string()
 }

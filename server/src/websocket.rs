@@ -209,10 +209,10 @@ pub async fn run<L: Launcher>(socket: WebSocket, context: Context<L>, peer: Stri
                 let work = async {
                     Some(match message {
                         ClientMessage::Reset(kwargs) => {
-                            observation(session.lock().await.reset(&kwargs).await)
+                            observation(crate::session::agent_reset(&session, &kwargs).await)
                         }
                         ClientMessage::Step(action) => {
-                            observation(session.lock().await.step(&action).await)
+                            observation(crate::session::agent_step(&session, &action).await)
                         }
                         ClientMessage::State => ServerMessage::State(session.lock().await.state()),
                         ClientMessage::Mcp(request) => ServerMessage::Mcp(

@@ -40,6 +40,9 @@ pub enum RecordEvent {
     },
     Step {
         session: String,
+        /// Who took the step, when not the recorder's own actor (a person who took control of
+        /// an agent's session, or the agent of a watched session the person took over).
+        actor: Option<Actor>,
         action: crate::models::BrowserAction,
         observation: crate::models::StepResult,
         latency_ms: f64,
@@ -113,11 +116,19 @@ impl Recorder {
             }
             RecordEvent::Step {
                 session,
+                actor,
                 action,
                 observation,
                 latency_ms,
                 recorded_text,
-            } => self.step(&session, action, observation, latency_ms, recorded_text),
+            } => self.step(
+                &session,
+                actor.unwrap_or(self.actor),
+                action,
+                observation,
+                latency_ms,
+                recorded_text,
+            ),
             RecordEvent::Note { session, note } => {
                 let Some(last) = self.last_steps.get_mut(&session) else {
                     return Err(io::Error::new(
@@ -144,6 +155,7 @@ impl Recorder {
     fn step(
         &mut self,
         session: &str,
+        actor: Actor,
         action: crate::models::BrowserAction,
         observation: crate::models::StepResult,
         latency_ms: f64,
@@ -181,7 +193,7 @@ impl Recorder {
             episode_id: episode.episode_id.clone(),
             step: episode.steps,
             time: now(),
-            actor: self.actor,
+            actor,
             file_name: std::mem::replace(&mut episode.frame, next_frame.clone()),
             url: std::mem::replace(&mut episode.url, observation.observation.url.clone()),
             action: wire.to_value(),

@@ -510,6 +510,7 @@ fn a_full_disk_loses_only_the_step_in_flight_and_the_recording_stays_readable() 
     use crate::models::BrowserAction;
     let click = |x| RecordEvent::Step {
         session: "s".into(),
+        actor: None,
         action: BrowserAction::click(x, 1),
         observation: observed("https://a.example/", false),
         latency_ms: 10.0,
@@ -559,6 +560,7 @@ fn a_full_disk_loses_only_the_step_in_flight_and_the_recording_stays_readable() 
         recorder
             .record(RecordEvent::Step {
                 session: "s".into(),
+                actor: None,
                 action: BrowserAction::finish("ok"),
                 observation: observed("https://a.example/", true),
                 latency_ms: 10.0,
@@ -686,6 +688,7 @@ fn the_recorder_pairs_frames_with_actions_and_closes_episodes() {
     });
     handle.send(RecordEvent::Step {
         session: session(),
+        actor: None,
         action: BrowserAction::click(1, 2),
         observation: observed("https://a.example/2", false),
         latency_ms: 90.0,
@@ -697,6 +700,7 @@ fn the_recorder_pairs_frames_with_actions_and_closes_episodes() {
     });
     handle.send(RecordEvent::Step {
         session: session(),
+        actor: None,
         action: BrowserAction::type_text("hunter2"),
         observation: observed("https://a.example/2", false),
         latency_ms: 50.0,
@@ -704,6 +708,7 @@ fn the_recorder_pairs_frames_with_actions_and_closes_episodes() {
     });
     handle.send(RecordEvent::Step {
         session: session(),
+        actor: None,
         action: BrowserAction::finish("42"),
         observation: observed("https://a.example/2", true),
         latency_ms: 5.0,
@@ -718,6 +723,7 @@ fn the_recorder_pairs_frames_with_actions_and_closes_episodes() {
     });
     handle.send(RecordEvent::Step {
         session: session(),
+        actor: None,
         action: BrowserAction::scroll(100),
         observation: observed("https://b.example/", false),
         latency_ms: 80.0,

@@ -116,8 +116,9 @@ pub enum Command {
         #[arg(long, env = "BROWSERENV_REVIEWER")]
         reviewer: Option<String>,
     },
-    /// Follow a session an agent drives, read-only (needs --server). Without SESSION, the first
-    /// live one; Tab moves to the next. With --record, what is watched is recorded as actor "agent".
+    /// Follow a session an agent drives (needs --server). Without SESSION, the first live one
+    /// (waiting for one); when it ends, the next. Tab moves to the next; c takes control and hands
+    /// it back. With --record, what is watched is recorded, each step with its actor.
     Watch { session: Option<String> },
 }
 
@@ -175,18 +176,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Some(Command::Watch { .. }) | None => {}
     }
+    // Without a session the watch link waits for the first one (and says so).
     let watch = match &cli.command {
         Some(Command::Watch { session }) => {
-            let server = cli.server.clone().context("watch needs --server URL")?;
-            Some(match session {
-                Some(session) => session.clone(),
-                None => crate::sessions::Sessions::new(&server, cli.token.clone())?
-                    .list()
-                    .await?
-                    .first()
-                    .and_then(|s| s["id"].as_str().map(str::to_string))
-                    .with_context(|| format!("no live sessions on {server} to watch"))?,
-            })
+            cli.server.as_ref().context("watch needs --server URL")?;
+            Some(session.clone())
         }
         _ => None,
     };

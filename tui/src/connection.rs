@@ -25,6 +25,9 @@ pub enum LinkEvent {
     /// A request and its whole reply, for the recorder (sent before the observation's `Msg`).
     Reply {
         request: Request,
+        /// Who took the step, when the server says (a watched session's frames); else the UI's
+        /// recorder decides.
+        actor: Option<browserenv::trajectory::Actor>,
         result: StepResult,
         latency_ms: f64,
         /// The episode id the UI chose for a reset.
@@ -35,6 +38,8 @@ pub enum LinkEvent {
 pub struct Link {
     pub requests: mpsc::Sender<Request>,
     pub events: mpsc::Receiver<LinkEvent>,
+    /// Watch links: take control of the watched session and hand it back.
+    pub control: Option<mpsc::Sender<crate::watching::ControlWish>>,
 }
 
 /// Connect in the background; the first event is `Connected` or `Disconnected`.
@@ -105,6 +110,7 @@ pub fn connect(server: String, token: Option<String>) -> Link {
                     };
                     let reply = LinkEvent::Reply {
                         request,
+                        actor: None,
                         result,
                         latency_ms: latency.as_secs_f64() * 1000.0,
                         episode_id,
@@ -154,6 +160,7 @@ pub fn connect(server: String, token: Option<String>) -> Link {
     Link {
         requests: request_tx,
         events,
+        control: None,
     }
 }
 

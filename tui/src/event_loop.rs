@@ -116,8 +116,9 @@ pub struct LoopOptions {
     pub out: Option<Output>,
     /// Receives a report after every frame: how tests and the benchmark see the UI's state.
     pub frames: Option<mpsc::UnboundedSender<FrameReport>>,
-    /// Watch mode: follow this session read-only instead of driving one.
-    pub watch: Option<String>,
+    /// Watch mode: follow this session (None: the first live one, waiting for one) instead of
+    /// driving one of the UI's own.
+    pub watch: Option<Option<String>>,
     /// Where demonstrations go (`--record DIR`), with the recorder's error reports.
     pub recorder: Option<(
         browserenv::trajectory::RecorderHandle,
@@ -134,6 +135,10 @@ pub struct FrameReport {
     pub observed: Option<crate::app::Observed>,
     pub link: crate::app::LinkState,
     pub in_flight: bool,
+    /// Watch mode: the person in control of the watched session (None: its agent).
+    pub controller: Option<String>,
+    /// Watch mode: this UI holds control.
+    pub in_control: bool,
     /// The picture on screen belongs to the latest screenshot.
     pub picture_current: bool,
     /// The picture on screen carries the text layer.
@@ -186,12 +191,16 @@ async fn drive<B: Backend>(
         watch,
         mut stop,
     } = options;
-    app.watching = watch;
+    app.watch_mode = watch.is_some();
+    app.watching = watch.clone().flatten();
     let sessions = Sessions::new(&server, token.clone())?;
-    let open_link = |session: &Option<String>| match session {
-        Some(session) => crate::watching::watch(server.clone(), token.clone(), session.clone()),
-        None => connection::connect(server.clone(), token.clone()),
+    let watch_mode = app.watch_mode;
+    let open_link = |session: &Option<String>| match watch_mode {
+        true => crate::watching::watch(server.clone(), token.clone(), session.clone()),
+        false => connection::connect(server.clone(), token.clone()),
     };
+    // The name a person who takes control is shown by, to the agent and to other watchers.
+    let person = crate::review::default_reviewer(None).unwrap_or_else(|| "a person".into());
     let (mut painter, mut probing) = match graphics {
         GraphicsSource::Ready(graphics) => (Painter::new(graphics), None),
         GraphicsSource::Probing(receiver) => (Painter::pending(), Some(receiver)),
@@ -203,6 +212,8 @@ async fn drive<B: Backend>(
                 observed: app.observed.clone(),
                 link: app.link.clone(),
                 in_flight: app.in_flight.is_some(),
+                controller: app.controller.clone(),
+                in_control: app.in_control,
                 picture_current: painter.slot.current(),
                 text_shown: painter.slot.current() && painter.slot.text_shown(),
                 notice: app.notice.clone(),
@@ -263,18 +274,29 @@ async fn drive<B: Backend>(
                 None => return Ok(Exit::InputClosed),
             },
             event = link.events.recv(), if link_alive => match event {
+                Some(LinkEvent::Msg(Msg::Following(session))) => {
+                    // Another session: another recording session, another text layer.
+                    if app.watching.as_ref() != Some(&session) {
+                        if let Some(recording) = recording.as_mut() {
+                            recording.new_session();
+                        }
+                        text_feed = None;
+                        episode = None;
+                    }
+                    Some(Msg::Following(session))
+                }
                 Some(LinkEvent::Msg(msg)) => Some(msg),
                 Some(LinkEvent::Picture { image, png, step }) => {
                     shown_for = episode.clone().map(|episode| (episode, step));
                     painter.slot.set_picture(image, png);
                     None
                 }
-                Some(LinkEvent::Reply { request, result, latency_ms, episode_id }) => {
-                    if request.is_reset() || app.watching.is_some() {
+                Some(LinkEvent::Reply { request, actor, result, latency_ms, episode_id }) => {
+                    if request.is_reset() || app.watch_mode {
                         episode = episode_id.clone();
                     }
                     if let (Some(recording), true) = (&recording, app.recording) {
-                        recording.reply(request, result, latency_ms, episode_id);
+                        recording.reply(request, actor, result, latency_ms, episode_id);
                     }
                     None
                 }
@@ -346,6 +368,19 @@ async fn drive<B: Backend>(
                         }
                     }
                     Effect::Record(true) => {}
+                    Effect::Control(take) => {
+                        let wish = match take {
+                            true => crate::watching::ControlWish::Take(person.clone()),
+                            false => crate::watching::ControlWish::Release,
+                        };
+                        let sent = match &link.control {
+                            Some(control) => control.send(wish).await.is_ok(),
+                            None => false,
+                        };
+                        if !sent {
+                            pending.push(Msg::Disconnected("the connection ended".into()));
+                        }
+                    }
                     Effect::NextSession => {
                         match next_session(&sessions, app.watching.as_deref()).await {
                             Ok(next) => {

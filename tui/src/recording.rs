@@ -2,7 +2,7 @@
 //! did, becomes `RecordEvent`s for the recorder thread, while recording is on.
 
 use browserenv::models::StepResult;
-use browserenv::trajectory::{RecordEvent, RecorderHandle};
+use browserenv::trajectory::{Actor, RecordEvent, RecorderHandle};
 use tokio::sync::mpsc;
 
 use crate::app::Request;
@@ -16,9 +16,12 @@ pub struct ActiveRecording {
 }
 
 impl ActiveRecording {
+    /// `actor`: who took the step when the link knows (a watched session's frames say whether
+    /// the agent or a person in control acted); otherwise the recorder's own.
     pub fn reply(
         &self,
         request: Request,
+        actor: Option<Actor>,
         result: StepResult,
         latency_ms: f64,
         episode_id: Option<String>,
@@ -39,6 +42,7 @@ impl ActiveRecording {
             },
             Request::Step(action) => RecordEvent::Step {
                 session,
+                actor,
                 action,
                 observation: result,
                 latency_ms,
@@ -46,6 +50,7 @@ impl ActiveRecording {
             },
             Request::Secret { name, action } => RecordEvent::Step {
                 session,
+                actor,
                 action,
                 observation: result,
                 latency_ms,

@@ -273,6 +273,23 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         let short: String = session.chars().take(13).collect();
         spans.push(badge(format!(" watching {short} "), BLACK, WATCH_BG));
         spans.push(bar(" "));
+    } else if app.watch_mode {
+        spans.push(badge(" waiting for a session ", BLACK, WATCH_BG));
+        spans.push(bar(" "));
+    }
+    if app.watch_mode && app.watching.is_some() {
+        // Who drives: the one fact a person about to press a key must not miss.
+        let (text, fg, bg) = match (&app.controller, app.in_control) {
+            (_, true) => (
+                " YOU ARE IN CONTROL (c: hand back) ".to_string(),
+                WHITE,
+                ALERT_BG,
+            ),
+            (Some(name), false) => (format!(" {name} in control "), BLACK, BADGE_BG),
+            (None, false) => (" agent in control ".to_string(), BLACK, WATCH_BG),
+        };
+        spans.push(badge(text, fg, bg));
+        spans.push(bar(" "));
     }
     if app.recording {
         spans.push(badge(" ● REC ", WHITE, ALERT_BG));

@@ -90,7 +90,7 @@ fn spawn_ui(
     server: String,
     size: (u16, u16),
     recorder: Option<(RecorderHandle, mpsc::UnboundedReceiver<String>)>,
-    watch: Option<String>,
+    watch: Option<Option<String>>,
 ) -> Ui {
     let (input, mut input_rx) = mpsc::unbounded_channel::<Event>();
     let events = Box::pin(stream::poll_fn(move |cx| input_rx.poll_recv(cx)));
@@ -353,7 +353,7 @@ async fn watch_mode_follows_an_agent_read_only() {
         input: input_tx,
         mut frames,
         task: ui,
-    } = spawn_ui(app, server.base_url(), (120, 40), None, Some(session));
+    } = spawn_ui(app, server.base_url(), (120, 40), None, Some(Some(session)));
     // The current page at once, then the agent's click.
     until(&mut frames, "the watched page", |f| {
         url(f).ends_with("canvas.html") && f.picture_current

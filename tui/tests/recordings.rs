@@ -60,6 +60,7 @@ fn record_into(dir: &Path) {
     });
     handle.send(RecordEvent::Step {
         session: session(),
+        actor: None,
         action: BrowserAction::click(10, 20),
         observation: observed("https://a.example/2", 90, false),
         latency_ms: 80.0,
@@ -67,6 +68,7 @@ fn record_into(dir: &Path) {
     });
     handle.send(RecordEvent::Step {
         session: session(),
+        actor: None,
         action: BrowserAction::scroll(300),
         observation: observed("https://a.example/2", 170, false),
         latency_ms: 70.0,
@@ -74,6 +76,7 @@ fn record_into(dir: &Path) {
     });
     handle.send(RecordEvent::Step {
         session: session(),
+        actor: None,
         action: BrowserAction::finish("ok"),
         observation: observed("https://a.example/2", 170, true),
         latency_ms: 5.0,
@@ -97,6 +100,7 @@ fn record_second_episode(dir: &Path) {
     });
     handle.send(RecordEvent::Step {
         session: session(),
+        actor: None,
         action: BrowserAction::wait(),
         observation: observed("https://b.example/", 40, false),
         latency_ms: 1000.0,
@@ -104,6 +108,7 @@ fn record_second_episode(dir: &Path) {
     });
     handle.send(RecordEvent::Step {
         session: session(),
+        actor: None,
         action: BrowserAction::scroll(200),
         observation: observed("https://b.example/", 60, false),
         latency_ms: 60.0,

@@ -201,10 +201,21 @@ fn the_status_bar_is_readable_on_any_theme() {
     busy.recording = true;
     busy.grid = true;
     busy.zoom = 2;
+    busy.watch_mode = true;
     busy.watching = Some("0f7c2a1e-session".into());
     busy.update(Msg::Key(KeyInput::Char('b')));
     busy.update(Msg::Key(KeyInput::Char('w')));
     states.push(busy);
+    // Each way control can show: the agent's, another person's, this UI's.
+    for (controller, mine) in [(None, false), (Some("ana"), false), (Some("me"), true)] {
+        let mut watched = app();
+        observed(&mut watched, "", false);
+        watched.watch_mode = true;
+        watched.watching = Some("0f7c2a1e-session".into());
+        watched.controller = controller.map(str::to_string);
+        watched.in_control = mine;
+        states.push(watched);
+    }
     let mut lost = app();
     observed(&mut lost, "", false);
     lost.update(Msg::Disconnected("connection reset".into()));

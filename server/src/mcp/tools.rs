@@ -123,7 +123,7 @@ pub async fn call<L: Launcher>(
 ) -> Result<Outcome, ToolFailure> {
     let empty = Map::new();
     let arguments = arguments.unwrap_or(&empty);
-    let mut session = session.lock().await;
+    let shared = session;
     let result = if name == "reset" {
         if let Some(extra) = arguments
             .keys()
@@ -133,17 +133,17 @@ pub async fn call<L: Launcher>(
                 "Invalid message: {extra}: Extra inputs are not permitted"
             )));
         }
-        session.reset(arguments).await
+        crate::session::agent_reset(shared, arguments).await
     } else {
         let op = Op::from_name(name).ok_or_else(|| ToolFailure::Unknown(name.to_string()))?;
         let action = action_from_tool_arguments(op, arguments)
             .map_err(|errors| ToolFailure::Invalid(ErrorFrame::validation(errors).message))?;
-        session.step(&action).await
+        crate::session::agent_step(shared, &action).await
     };
     let result = result.map_err(|err| ToolFailure::Environment(err.0))?;
     Ok(Outcome {
         result,
-        state: session.state(),
+        state: shared.lock().await.state(),
     })
 }
 

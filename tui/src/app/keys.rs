@@ -97,7 +97,7 @@ impl App {
             }
             KeyInput::PageDown => self.step(BrowserAction::scroll(self.scroll_step)),
             KeyInput::PageUp => self.step(BrowserAction::scroll(-self.scroll_step)),
-            KeyInput::Tab if self.watching.is_some() => vec![Effect::NextSession],
+            KeyInput::Tab if self.watch_mode && !self.in_control => vec![Effect::NextSession],
             KeyInput::Tab => self.step(BrowserAction::key(Key::Tab)),
             KeyInput::Backspace => self.step(BrowserAction::key(Key::Backspace)),
             KeyInput::CtrlA => self.step(BrowserAction::key(Key::CtrlA)),
@@ -117,6 +117,7 @@ impl App {
                 'b' => self.step(BrowserAction::back()),
                 'w' => self.step(BrowserAction::wait()),
                 'f' => self.line(LineKind::Finish, String::new()),
+                'c' if self.watch_mode => self.toggle_control(),
                 'r' => {
                     if let LinkState::Lost(_) = self.link {
                         self.link = LinkState::Connecting;
@@ -186,6 +187,10 @@ pub const BINDINGS: &[(&str, &str)] = &[
         "recording on/off (--record DIR) / note on the last step",
     ),
     ("N / S", "next task / skip this task (--tasks FILE)"),
+    (
+        "c",
+        "watch: take control of the watched session / hand it back",
+    ),
     ("?", "this help"),
     ("q / Ctrl+C", "quit (asks if an episode is in progress)"),
     ("Esc", "leave a prompt, clear the message"),

@@ -66,12 +66,18 @@ pub struct Observed {
 impl App {
     /// Send now, or queue behind the request in flight (shown in the status bar).
     pub(super) fn request(&mut self, request: Request) -> Vec<Effect> {
-        if let Some(session) = &self.watching {
+        if self.watch_mode && !self.in_control {
+            let session = self.watching.as_deref().unwrap_or("nothing yet");
             let text = format!(
-                "watching {session}: read-only, {} not sent (Tab: next session)",
+                "watching {session}: read-only, {} not sent (c: take control, Tab: next session)",
                 request.describe()
             );
             self.error(text);
+            return Vec::new();
+        }
+        if self.watch_mode && request.is_reset() {
+            // One episode: the agent's. A reset would start another under it.
+            self.error("the episode is the agent's: hand back (c) and let it reset");
             return Vec::new();
         }
         if self.link != LinkState::Connected {
@@ -117,8 +123,9 @@ impl App {
     /// a watcher only says whom it follows.
     pub(super) fn on_connected(&mut self) -> Vec<Effect> {
         self.link = LinkState::Connected;
-        if let Some(session) = &self.watching {
-            let text = format!("watching session {session} (read-only; Tab: next session)");
+        if self.watch_mode {
+            let session = self.watching.as_deref().unwrap_or("?");
+            let text = format!("watching session {session} (c: take control; Tab: next session)");
             self.notice(text);
             return Vec::new();
         }
@@ -133,7 +140,13 @@ impl App {
 
     /// An observation ends the request in flight; the next queued one goes out.
     pub(super) fn on_observation(&mut self, observed: Observed) -> Vec<Effect> {
-        let finished = self.in_flight.take();
+        // A watched session's frames are anyone's steps: only the answer to this UI's own step
+        // (`on_stepped`) ends the request in flight.
+        let finished = if self.watch_mode {
+            None
+        } else {
+            self.in_flight.take()
+        };
         if let Some(request) = &finished {
             if request.is_reset() {
                 self.notice(format!("new episode at {}", observed.url));
@@ -164,8 +177,69 @@ impl App {
         }
         self.observed = Some(observed);
         let mut effects = vec![Effect::Redraw];
-        effects.extend(self.send_next());
+        if !self.watch_mode {
+            effects.extend(self.send_next());
+        }
         effects
+    }
+
+    /// Watch mode: the server answered this UI's step on the watched session.
+    pub(super) fn on_stepped(&mut self) -> Vec<Effect> {
+        if let Some(request) = self.in_flight.take() {
+            self.notice(format!("{} done (you are in control)", request.describe()));
+        }
+        self.send_next()
+    }
+
+    /// Watch mode: who is in control changed, or the server answered take / release.
+    pub(super) fn on_control(
+        &mut self,
+        holder: Option<String>,
+        yours: Option<bool>,
+    ) -> Vec<Effect> {
+        let was_mine = self.in_control;
+        self.in_control = match yours {
+            Some(yours) => yours,
+            None => self.in_control && holder.is_some(),
+        };
+        if was_mine && !self.in_control {
+            self.queue.clear();
+            self.in_flight = None;
+            self.notice("control handed back: the agent drives again");
+        } else if !was_mine && self.in_control {
+            self.notice(
+                "YOU ARE IN CONTROL: the keys drive the session; c hands back to the agent",
+            );
+        } else if holder != self.controller {
+            match &holder {
+                Some(name) if !self.in_control => {
+                    self.notice(format!("{name} took control of this session"))
+                }
+                None => self.notice("the agent is in control again"),
+                _ => {}
+            }
+        }
+        self.controller = holder;
+        vec![Effect::Redraw]
+    }
+
+    /// Watch mode: ask for control of the watched session, or hand it back.
+    pub(super) fn toggle_control(&mut self) -> Vec<Effect> {
+        if self.link != LinkState::Connected || self.watching.is_none() {
+            self.error("no session to take control of yet");
+            return Vec::new();
+        }
+        if self.in_control {
+            self.notice("handing back...");
+            vec![Effect::Control(false)]
+        } else {
+            if let Some(name) = &self.controller {
+                self.error(format!("{name} holds control of this session"));
+                return Vec::new();
+            }
+            self.notice("asking for control...");
+            vec![Effect::Control(true)]
+        }
     }
 
     /// An error frame ends the request in flight, but not the session.
@@ -177,6 +251,7 @@ impl App {
 
     pub(super) fn on_disconnected(&mut self, reason: String) -> Vec<Effect> {
         self.in_flight = None;
+        self.in_control = false;
         self.queue.clear();
         self.link = LinkState::Lost(reason.clone());
         self.error(format!("disconnected: {reason} (press r to reconnect)"));

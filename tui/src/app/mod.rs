@@ -77,8 +77,14 @@ pub struct App {
     pub tasks: Vec<TaskView>,
     /// The task of the current (or last) episode.
     pub task_index: Option<usize>,
-    /// Watch mode: the session followed, read-only.
+    /// Watch mode: the session followed (None while waiting for one).
     pub watching: Option<String>,
+    /// Watch mode (`browserenv-tui watch`), with or without a session followed yet.
+    pub watch_mode: bool,
+    /// Watch mode: the person in control of the watched session (None: its agent).
+    pub controller: Option<String>,
+    /// Watch mode: this UI holds control of the watched session; the driving keys act on it.
+    pub in_control: bool,
 }
 
 impl App {
@@ -110,13 +116,16 @@ impl App {
             tasks: Vec::new(),
             task_index: None,
             watching: None,
+            watch_mode: false,
+            controller: None,
+            in_control: false,
         }
     }
 
     /// An episode a person would lose by quitting: reset happened, it has not ended, and the
     /// server still holds it.
     pub fn episode_in_progress(&self) -> bool {
-        self.watching.is_none()
+        !self.watch_mode
             && self.link == LinkState::Connected
             && self.observed.as_ref().is_some_and(|o| !o.done)
     }
@@ -170,6 +179,29 @@ impl App {
             }),
             Msg::ServerError { code, message } => self.on_server_error(code, message),
             Msg::Disconnected(reason) => self.on_disconnected(reason),
+            Msg::WaitingForSession(server) => {
+                self.watching = None;
+                self.notice(format!("waiting for a session on {server}"));
+                Vec::new()
+            }
+            Msg::Following(session) => {
+                self.watching = Some(session);
+                self.controller = None;
+                self.in_control = false;
+                Vec::new()
+            }
+            Msg::WatchedEnded(session) => {
+                self.in_control = false;
+                self.controller = None;
+                self.in_flight = None;
+                self.queue.clear();
+                self.notice(format!(
+                    "session {session} ended (its last frame stays); following the next one"
+                ));
+                Vec::new()
+            }
+            Msg::Stepped => self.on_stepped(),
+            Msg::Control { holder, yours } => self.on_control(holder, yours),
             Msg::RecorderError(error) => {
                 self.error(format!("recording: {error}"));
                 Vec::new()

@@ -46,6 +46,20 @@ pub enum Msg {
         message: String,
     },
     Disconnected(String),
+    /// Watch mode: no session to follow yet on this server; the link waits for one.
+    WaitingForSession(String),
+    /// Watch mode: the link follows this session from now on.
+    Following(String),
+    /// Watch mode: the followed session ended (its last frame stays on screen).
+    WatchedEnded(String),
+    /// Watch mode: the server answered the person's own step (its frame came as an event).
+    Stepped,
+    /// Watch mode: who is in control (`holder` a person's name, None the agent); `yours` when the
+    /// server says whether it is this UI (the answer to take and release).
+    Control {
+        holder: Option<String>,
+        yours: Option<bool>,
+    },
     /// Writing the recording failed (the UI goes on; the message says what was lost).
     RecorderError(String),
     /// The server offers no text layer (said once; the picture goes on alone).
@@ -80,6 +94,8 @@ pub enum Effect {
     Record(bool),
     /// Watch mode: follow the next live session.
     NextSession,
+    /// Watch mode: take control of the watched session (true) or hand it back (false).
+    Control(bool),
     /// Re-encode the current picture (grid toggled or the picture's size changed).
     Redraw,
     Reconnect,

@@ -383,3 +383,98 @@ fn grid_toggles_and_asks_for_a_redraw() {
     key(&mut app, KeyInput::Char('g'));
     assert!(!app.grid);
 }
+
+fn watching_app() -> App {
+    let mut app = App::new(String::new(), "test".into());
+    app.watch_mode = true;
+    assert!(app.update(Msg::Following("s-1".into())).is_empty());
+    assert!(
+        app.update(Msg::Connected).is_empty(),
+        "a watcher resets nothing"
+    );
+    app.update(observation("http://127.0.0.1:1/", false));
+    app
+}
+
+#[test]
+fn c_takes_control_of_the_watched_session_and_hands_it_back() {
+    let mut app = watching_app();
+    assert!(key(&mut app, KeyInput::Char('b')).is_empty());
+    assert!(app.notice.as_ref().unwrap().text.contains("read-only"));
+    assert_eq!(
+        key(&mut app, KeyInput::Char('c')),
+        vec![Effect::Control(true)]
+    );
+    app.update(Msg::Control {
+        holder: Some("ana".into()),
+        yours: Some(true),
+    });
+    assert!(app.in_control);
+    assert!(app
+        .notice
+        .as_ref()
+        .unwrap()
+        .text
+        .contains("YOU ARE IN CONTROL"));
+
+    // In control the driving keys act; a watched frame does not end the request, the answer does.
+    assert_eq!(
+        sent(&key(&mut app, KeyInput::Char('w'))),
+        vec![BrowserAction::wait()]
+    );
+    assert!(
+        sent(&key(&mut app, KeyInput::Char('b'))).is_empty(),
+        "queued"
+    );
+    app.update(observation("http://127.0.0.1:1/", false));
+    assert!(app.in_flight.is_some());
+    assert_eq!(sent(&app.update(Msg::Stepped)), vec![BrowserAction::back()]);
+    // Tab is the page's key while in control; reset stays the agent's.
+    app.update(Msg::Stepped);
+    assert_eq!(
+        sent(&key(&mut app, KeyInput::Tab)),
+        vec![BrowserAction::key(Key::Tab)]
+    );
+    app.update(Msg::Stepped);
+    assert!(app.request(Request::Reset("http://x/".into())).is_empty());
+
+    assert_eq!(
+        key(&mut app, KeyInput::Char('c')),
+        vec![Effect::Control(false)]
+    );
+    app.update(Msg::Control {
+        holder: None,
+        yours: Some(false),
+    });
+    assert!(!app.in_control);
+    assert_eq!(key(&mut app, KeyInput::Tab), vec![Effect::NextSession]);
+}
+
+#[test]
+fn someone_elses_control_is_shown_and_not_taken_over() {
+    let mut app = watching_app();
+    app.update(Msg::Control {
+        holder: Some("bo".into()),
+        yours: None,
+    });
+    assert!(!app.in_control);
+    assert_eq!(app.controller.as_deref(), Some("bo"));
+    assert!(key(&mut app, KeyInput::Char('c')).is_empty());
+    assert!(app
+        .notice
+        .as_ref()
+        .unwrap()
+        .text
+        .contains("bo holds control"));
+    // The watched session ends: control with it; the link follows the next one.
+    app.update(Msg::WatchedEnded("s-1".into()));
+    assert_eq!(app.controller, None);
+    app.update(Msg::WaitingForSession("http://h".into()));
+    assert_eq!(app.watching, None);
+    assert!(app
+        .notice
+        .as_ref()
+        .unwrap()
+        .text
+        .contains("waiting for a session on http://h"));
+}

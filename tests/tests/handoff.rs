@@ -1,0 +1,277 @@
+//! Hand-off on real Chromium: a person watching a session takes control on the watch socket,
+//! acts, and hands back, while the agent's client stays connected and waits.
+
+use std::time::Duration;
+
+use browserenv::trajectory::{read, Actor};
+use browserenv::{BrowserAction, ResetOptions};
+use browserenv_server::settings::PeerTimeouts;
+use browserenv_server::ServerConfig;
+use browserenv_tests::{test_settings, title, Harness};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn watch(harness: &Harness, id: &str, token: Option<&str>) -> Result<Socket, String> {
+    let url = format!("ws://{}/sessions/{id}/watch", harness.server.addr);
+    let mut request = url.into_client_request().unwrap();
+    if let Some(token) = token {
+        let value = format!("Bearer {token}").parse().unwrap();
+        request.headers_mut().insert("authorization", value);
+    }
+    tokio_tungstenite::connect_async(request)
+        .await
+        .map(|(socket, _)| socket)
+        .map_err(|err| err.to_string())
+}
+
+/// The next JSON frame that `wanted` accepts (others skipped), within 20 s.
+async fn until(socket: &mut Socket, wanted: impl Fn(&Value) -> bool) -> Value {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            match socket.next().await.expect("a frame").expect("a frame") {
+                Message::Text(text) => {
+                    let frame: Value = serde_json::from_str(&text).unwrap();
+                    if wanted(&frame) {
+                        return frame;
+                    }
+                }
+                Message::Close(frame) => panic!("closed: {frame:?}"),
+                _ => {}
+            }
+        }
+    })
+    .await
+    .expect("the frame came in time")
+}
+
+async fn send(socket: &mut Socket, frame: Value) {
+    socket.send(Message::text(frame.to_string())).await.unwrap();
+}
+
+fn reply(frame: &Value) -> bool {
+    matches!(
+        frame["type"].as_str(),
+        Some("observation" | "error" | "control")
+    )
+}
+
+async fn session_id(harness: &Harness) -> String {
+    let sessions: Value = reqwest::get(format!("{}/sessions", harness.server.base_url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    sessions[0]["id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_person_takes_over_acts_twice_and_hands_back() {
+    let dir = std::env::temp_dir().join(format!("browserenv-handoff-{}", std::process::id()));
+    let harness = Harness::recording(&dir, test_settings(), false).await;
+    let mut agent = harness.client().await;
+    agent
+        .reset(ResetOptions::new(harness.page("canvas.html")).episode_id("handoff-1"))
+        .await
+        .unwrap();
+    let id = session_id(&harness).await;
+    let mut person = watch(&harness, &id, None).await.unwrap();
+    let mut other = watch(&harness, &id, None).await.unwrap();
+    until(&mut other, |f| f["data"]["kind"] == "reset").await;
+
+    // A step before taking control is refused; then control is the person's, one at a time.
+    send(&mut person, json!({"type": "step", "data": {"op": "wait"}})).await;
+    let refused = until(&mut person, reply).await;
+    assert!(refused["data"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("take control first"));
+    send(
+        &mut person,
+        json!({"type": "take", "data": {"name": "ana"}}),
+    )
+    .await;
+    let taken = until(&mut person, reply).await;
+    assert_eq!(
+        taken["data"],
+        json!({"control": "human", "name": "ana", "yours": true})
+    );
+    let mut bo = watch(&harness, &id, None).await.unwrap();
+    send(&mut bo, json!({"type": "take", "data": {"name": "bo"}})).await;
+    let second = until(&mut bo, reply).await;
+    assert_eq!(second["data"]["reason"], "CONTROL_HELD", "{second}");
+    assert!(second["data"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("ana holds control"));
+
+    // The agent's step waits while the person acts twice, its client connected.
+    let waiting = tokio::spawn(async move {
+        let result = agent.step(BrowserAction::click(30, 40)).await.unwrap();
+        (agent, result)
+    });
+    for (x, y) in [(100, 110), (200, 210)] {
+        send(
+            &mut person,
+            json!({"type": "step", "data": {"op": "click", "x": x, "y": y}}),
+        )
+        .await;
+        let answer = until(&mut person, reply).await;
+        assert_eq!(answer["type"], "observation", "{answer}");
+        assert_eq!(
+            answer["data"]["observation"]["metadata"]["title"],
+            format!("clicked {x},{y}")
+        );
+    }
+    assert!(
+        !waiting.is_finished(),
+        "the agent stepped while the person held control"
+    );
+    send(&mut person, json!({"type": "release"})).await;
+    assert_eq!(until(&mut person, reply).await["data"]["control"], "agent");
+
+    let (mut agent, result) = waiting.await.unwrap();
+    assert_eq!(title(&result), "clicked 30,40");
+    let metadata = &result.observation.metadata;
+    assert_eq!(metadata["step"], 3);
+    let human: Vec<(u64, i64)> = metadata["human_steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["step"].as_u64().unwrap(),
+                s["action"]["x"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(human, [(1, 100), (2, 200)]);
+    assert_eq!(agent.state().await.unwrap().step_count, 3);
+
+    // The other watcher saw who was in control, and each step's actor.
+    let mut seen = Vec::new();
+    while seen.last().map(String::as_str) != Some("step agent") {
+        let frame = until(&mut other, |f| f["type"] == "event").await;
+        let data = &frame["data"];
+        seen.push(match data["kind"].as_str().unwrap() {
+            "control" => format!("control {}", data["control"]["actor"].as_str().unwrap()),
+            kind => format!("{kind} {}", data["actor"].as_str().unwrap()),
+        });
+        if data["kind"] == "step" && data["actor"] == "human" {
+            assert_eq!(data["control"], json!({"actor": "human", "name": "ana"}));
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            "control human",
+            "step human",
+            "step human",
+            "control agent",
+            "step agent"
+        ]
+    );
+
+    agent.close().await.unwrap();
+    harness.stop().await;
+    let recording = read(&dir).unwrap();
+    assert_eq!(recording.problems, vec![]);
+    let steps = recording.episode_steps("handoff-1");
+    let actors: Vec<Actor> = steps.iter().map(|s| s.actor).collect();
+    assert_eq!(actors, [Actor::Human, Actor::Human, Actor::Agent]);
+    assert_eq!(steps.iter().map(|s| s.step).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(recording.episodes.len(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn an_agent_waits_in_vain_then_a_dropped_or_silent_controller_hands_back() {
+    let harness = Harness::start_with(ServerConfig {
+        settings: test_settings(),
+        token: Some("sesame".into()),
+        timeouts: PeerTimeouts {
+            handoff_wait: Duration::from_secs(1),
+            ping_interval: Duration::from_secs(1),
+            ping_timeout: Duration::from_secs(1),
+            ..PeerTimeouts::default()
+        },
+        ..ServerConfig::default()
+    })
+    .await;
+    let mut agent =
+        browserenv::Client::connect_with_token(&harness.server.base_url(), Some("sesame"))
+            .await
+            .unwrap();
+    agent
+        .reset(ResetOptions::new(harness.page("canvas.html")))
+        .await
+        .unwrap();
+    let sessions: Value = reqwest::Client::new()
+        .get(format!("{}/sessions", harness.server.base_url()))
+        .bearer_auth("sesame")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = sessions[0]["id"].as_str().unwrap().to_string();
+
+    // Taking control needs the server's token: the watch socket itself does.
+    let refused = watch(&harness, &id, None).await.unwrap_err();
+    assert!(refused.contains("401"), "{refused}");
+    let mut person = watch(&harness, &id, Some("sesame")).await.unwrap();
+    send(
+        &mut person,
+        json!({"type": "take", "data": {"name": "ana"}}),
+    )
+    .await;
+    until(&mut person, reply).await;
+    send(
+        &mut person,
+        json!({"type": "step", "data": {"op": "click", "x": 50, "y": 60}}),
+    )
+    .await;
+    assert_eq!(until(&mut person, reply).await["type"], "observation");
+
+    // Past BROWSER_HANDOFF_WAIT_SECONDS: the current page, nothing done, control "human".
+    let started = std::time::Instant::now();
+    let result = agent.step(BrowserAction::click(300, 300)).await.unwrap();
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    let metadata = &result.observation.metadata;
+    assert_eq!(
+        (&metadata["control"], &metadata["controller"]),
+        (&json!("human"), &json!("ana"))
+    );
+    assert_eq!(title(&result), "clicked 50,60");
+    assert_eq!(metadata["human_steps"].as_array().unwrap().len(), 1);
+    assert_eq!(agent.state().await.unwrap().step_count, 1);
+
+    // The person's socket closes: control is the agent's again at once.
+    drop(person);
+    let result = agent.step(BrowserAction::click(70, 80)).await.unwrap();
+    assert_eq!(title(&result), "clicked 70,80");
+    assert!(result.observation.metadata.get("control").is_none());
+
+    // A controller that stops answering pings is let go after the ping timeout.
+    let mut silent = watch(&harness, &id, Some("sesame")).await.unwrap();
+    send(&mut silent, json!({"type": "take", "data": {"name": "cy"}})).await;
+    until(&mut silent, reply).await;
+    // Not reading: no pong goes back. The agent keeps talking (its own socket is pinged as
+    // often, and a client reads, so answers, only while it waits for a reply).
+    for _ in 0..10 {
+        agent.state().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let result = agent.step(BrowserAction::click(90, 100)).await.unwrap();
+    assert_eq!(title(&result), "clicked 90,100");
+    assert!(result.observation.metadata.get("control").is_none());
+    drop(silent);
+    agent.close().await.unwrap();
+    harness.stop().await;
+}

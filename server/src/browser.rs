@@ -235,12 +235,6 @@ pub trait Browser: Send + 'static {
     fn is_alive(&self) -> bool {
         true
     }
-    /// Resolves once this episode has its first screenshot (or the browser is gone). Work for
-    /// the session's later episodes (its next context, disposing the last one) waits for it: on
-    /// a small machine it would take the CPU from the reset it runs beside.
-    fn pictured(&self) -> impl Future<Output = ()> + Send + 'static {
-        std::future::ready(())
-    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,6 @@
 //! A warm spare browser: one browser is always being launched in the background (on a shared
 //! Chromium, a context opened), so a `reset` takes it instead of paying the start-up cost on the
-//! caller's clock. The next spare starts as soon as one is taken: a reset right after it is
-//! usually another session's, and waiting for this one's first picture (as a session's own next
-//! context does) left the new episode's first look at its page (its text layer) short of CPU.
+//! caller's clock.
 
 use std::sync::Arc;
 

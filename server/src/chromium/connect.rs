@@ -169,8 +169,6 @@ impl ChromiumBrowser {
             frames,
             egress,
             successor: None,
-            pictured: watch::channel(false).0,
-            pictures: 0,
             fast_screenshots,
         };
         chromium.verify_viewport().await?;

@@ -246,24 +246,37 @@ impl Launcher for ChromiumLauncher {
             Isolation::Context => self.shared_host().await?,
         };
         let browser = self.open_on(host).await?;
-        Ok(self.with_successor(browser, false))
+        Ok(self.with_successor(browser))
     }
 
     /// The next episode is the previous one's successor, opened while it ran; else a new context
     /// on the session's own browser while it has room (process isolation). `None` sends the
     /// caller to `launch`: the shared browser (context isolation), or a fresh one.
     async fn renew(&self, mut previous: ChromiumBrowser) -> Option<ChromiumBrowser> {
-        let next = self.next_on_own_browser(&mut previous).await;
-        // Disposing the old context is not the new episode's business: off its clock, and after
-        // its first picture, so as not to take the CPU from it.
-        let after = next.as_ref().map(ChromiumBrowser::pictured);
-        tokio::spawn(async move {
-            if let Some(after) = after {
-                after.await;
+        let successor = previous.successor.take();
+        let host = previous.host.clone();
+        // Disposing the old context is not the new episode's business: off its clock.
+        tokio::spawn(previous.close());
+        if let Some(successor) = successor {
+            match successor.await {
+                Ok(Ok(next)) if next.is_alive() => return Some(self.with_successor(next)),
+                Ok(Ok(dead)) => dead.close().await,
+                Ok(Err(err)) => tracing::warn!("the spare context failed: {err:#}"),
+                Err(_) => {}
             }
-            previous.close().await;
-        });
-        next
+        }
+        if self.config.isolation == Isolation::Context
+            || !host.has_room(self.config.episodes_per_browser)
+        {
+            return None;
+        }
+        match self.open_on(host).await {
+            Ok(browser) => Some(self.with_successor(browser)),
+            Err(err) => {
+                tracing::warn!("cannot open a new context on the session's browser: {err:#}");
+                None
+            }
+        }
     }
 
     async fn shutdown(&self) {
@@ -272,59 +285,18 @@ impl Launcher for ChromiumLauncher {
 }
 
 impl ChromiumLauncher {
-    /// The session's next episode on its own browser: `previous`'s successor, else a new
-    /// context while the browser has room. `None` on a shared browser (the warm spare serves it).
-    async fn next_on_own_browser(&self, previous: &mut ChromiumBrowser) -> Option<ChromiumBrowser> {
-        // An episode that ended at its first picture (a reset right after a reset) says the next
-        // one may too: its successor cannot wait for a picture to start opening.
-        let eager = previous.pictures <= 1;
-        if let Some(successor) = previous.successor.take() {
-            // Asked for now: it need not wait for `previous`'s picture any more.
-            previous.pictured.send_replace(true);
-            match successor.await {
-                Ok(Ok(next)) if next.is_alive() => return Some(self.with_successor(next, eager)),
-                Ok(Ok(dead)) => dead.close().await,
-                Ok(Err(err)) => tracing::warn!("the spare context failed: {err:#}"),
-                Err(_) => {}
-            }
-        }
-        let host = previous.host.clone();
-        if self.config.isolation == Isolation::Context
-            || !host.has_room(self.config.episodes_per_browser)
-        {
-            return None;
-        }
-        match self.open_on(host).await {
-            Ok(browser) => Some(self.with_successor(browser, eager)),
-            Err(err) => {
-                tracing::warn!("cannot open a new context on the session's browser: {err:#}");
-                None
-            }
-        }
-    }
-
-    /// Start opening `browser`'s successor, when spare contexts are on and the browser is the
-    /// session's own, with room for another episode. The successor waits for `browser`'s first
-    /// picture unless `eager`: opening a context takes a renderer's start (most of a core for
-    /// about half a second here), which would otherwise slow the reset it runs beside; steps and
-    /// an agent's thinking leave room for it later. On a shared browser the warm spare
-    /// (`pool.rs`) is already a context on it, ready for whichever session resets next: a
-    /// successor per session would hold a renderer each for the same job (about 45 MiB a
-    /// session, README "Benchmark").
-    fn with_successor(&self, mut browser: ChromiumBrowser, eager: bool) -> ChromiumBrowser {
+    /// Start opening `browser`'s successor on its browser, when spare contexts are on and the
+    /// browser is the session's own, with room for another episode. On a shared browser the
+    /// warm spare (`pool.rs`) is already a context on it, ready for whichever session resets
+    /// next: a successor per session would hold a renderer each for the same job (about 45 MiB
+    /// a session, README "Benchmark").
+    fn with_successor(&self, mut browser: ChromiumBrowser) -> ChromiumBrowser {
         let host = browser.host.clone();
         if self.config.spare_contexts
             && self.config.isolation == Isolation::Process
             && host.has_room(self.config.episodes_per_browser)
         {
-            let pictured = browser.pictured();
-            let open = self.open_on(host);
-            browser.successor = Some(tokio::spawn(async move {
-                if !eager {
-                    pictured.await;
-                }
-                open.await
-            }));
+            browser.successor = Some(tokio::spawn(self.open_on(host)));
         }
         browser
     }
@@ -391,10 +363,6 @@ pub struct ChromiumBrowser {
     egress: Option<egress::EgressProxy>,
     /// The session's next episode, being opened on the same browser while this one runs.
     successor: Option<JoinHandle<anyhow::Result<ChromiumBrowser>>>,
-    /// Set at the episode's first screenshot (`Browser::pictured`).
-    pictured: watch::Sender<bool>,
-    /// Screenshots taken in this episode.
-    pictures: u64,
     /// `ChromiumConfig::fast_screenshots`.
     fast_screenshots: bool,
 }

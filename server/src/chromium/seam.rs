@@ -236,12 +236,8 @@ impl Browser for ChromiumBrowser {
             };
             tokio::select! {
                 reply = self.exec(params.clone()) => match reply {
-                    Ok(reply) => {
-                        self.pictures += 1;
-                        self.pictured.send_replace(true);
-                        // Already base64 on the wire from Chromium: pass it through.
-                        return Ok(reply.data.into());
-                    }
+                    // Already base64 on the wire from Chromium: pass it through.
+                    Ok(reply) => return Ok(reply.data.into()),
                     Err(err) if is_lost_capture(&err) => {
                         tracing::debug!("capture lost with its document: {err}");
                     }
@@ -256,14 +252,6 @@ impl Browser for ChromiumBrowser {
 
     fn is_alive(&self) -> bool {
         !self.disconnected.load(Ordering::SeqCst)
-    }
-
-    fn pictured(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let mut pictured = self.pictured.subscribe();
-        async move {
-            // An error is a browser already gone: nothing to wait for.
-            let _ = pictured.wait_for(|shown| *shown).await;
-        }
     }
 
     fn take_incidents(&mut self) -> Incidents {

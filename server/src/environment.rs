@@ -338,12 +338,15 @@ impl<L: Launcher> Environment<L> {
             |limit: Duration| limit.min(deadline.saturating_duration_since(Instant::now()));
         if settle {
             let settle_started = Instant::now();
-            let _ = bounded(
+            if let Err(err) = bounded(
                 until_deadline(settings.action_timeout),
                 PageError::ActionTimeout,
                 browser.follow_tabs(),
             )
-            .await;
+            .await
+            {
+                tracing::debug!("following the new tabs: {err}");
+            }
             match settings.settle {
                 SettleMode::Fixed => tokio::time::sleep(until_deadline(settings.action_wait)).await,
                 SettleMode::Adaptive => {
@@ -362,12 +365,15 @@ impl<L: Launcher> Environment<L> {
                 }
             }
             // A tab opened by a delayed handler becomes the page too.
-            let _ = bounded(
+            if let Err(err) = bounded(
                 until_deadline(settings.action_timeout),
                 PageError::ActionTimeout,
                 browser.follow_tabs(),
             )
-            .await;
+            .await
+            {
+                tracing::debug!("following the new tabs: {err}");
+            }
             timings.settle = settle_started.elapsed();
         }
 
@@ -480,7 +486,11 @@ impl<L: Launcher> Environment<L> {
             runs: text.runs,
             truncated: text.truncated,
         };
-        self.text = Some((key, layer.clone()));
+        // A read cut short before it found anything (a busy renderer) is not kept: the next
+        // request for this step tries again.
+        if !(layer.truncated && layer.runs.is_empty()) {
+            self.text = Some((key, layer.clone()));
+        }
         Ok(layer)
     }
 

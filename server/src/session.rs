@@ -510,15 +510,29 @@ mod tests {
         let layer = answer.await.unwrap().unwrap();
         assert_eq!(layer.session, id);
     }
-    #[tokio::test]
-    async fn an_agent_waits_for_the_hand_back_and_hears_of_the_human_steps() {
+
+    /// A WebSocket session an agent has reset, with this hand-off wait, and its id.
+    async fn an_agents_session(
+        handoff_wait: Duration,
+    ) -> (
+        Sessions<FakeLauncher>,
+        std::sync::mpsc::Receiver<RecordEvent>,
+        SharedSession<FakeLauncher>,
+        String,
+    ) {
         let (sessions, recorded) = sessions(1);
-        let sessions = sessions.with_handoff_wait(Duration::from_secs(10));
+        let sessions = sessions.with_handoff_wait(handoff_wait);
         let shared = sessions.open(Transport::WebSocket, "a".into()).unwrap();
         let id = shared.lock().await.id().to_string();
         agent_reset(&shared, &start("https://a.example/"))
             .await
             .unwrap();
+        (sessions, recorded, shared, id)
+    }
+
+    #[tokio::test]
+    async fn an_agent_waits_for_the_hand_back_and_hears_of_the_human_steps() {
+        let (sessions, recorded, shared, id) = an_agents_session(Duration::from_secs(10)).await;
         let hold = sessions.registry().take_control(&id, "ana").unwrap();
         assert_eq!(
             sessions.registry().take_control(&id, "bo").err().unwrap(),
@@ -584,13 +598,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_agent_that_waits_too_long_gets_the_current_observation() {
-        let (sessions, _recorded) = sessions(1);
-        let sessions = sessions.with_handoff_wait(Duration::from_millis(100));
-        let shared = sessions.open(Transport::WebSocket, "a".into()).unwrap();
-        let id = shared.lock().await.id().to_string();
-        agent_reset(&shared, &start("https://a.example/"))
-            .await
-            .unwrap();
+        let (sessions, _recorded, shared, id) = an_agents_session(Duration::from_millis(100)).await;
         let hold = sessions.registry().take_control(&id, "ana").unwrap();
         let controller = hold.controller.id.clone();
         shared

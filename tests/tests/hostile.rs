@@ -211,13 +211,19 @@ async fn a_popup_flood_is_held_to_the_tab_limit() {
         first.observation.metadata
     );
     assert_eq!(first.observation.error, "");
-    // The session goes on in the newest tab it kept.
+    // The session goes on in the newest tab it kept, in front: Chromium draws only the front tab,
+    // and the tabs opened (and closed) after it came forward went in front of it.
     let next = bounded_step(&mut client, &settings, BrowserAction::scroll(100)).await;
     assert_eq!(next.observation.error, "");
     assert!(
-        next.observation.url.contains("blank.html?onload="),
+        next.observation.url.contains("shown.html?onload="),
         "{}",
         next.observation.url
+    );
+    assert_eq!(
+        next.observation.metadata["title"], "visible",
+        "{:?}",
+        next.observation.metadata
     );
     harness.stop().await;
 }

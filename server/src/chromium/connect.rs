@@ -49,6 +49,9 @@ impl ChromiumBrowser {
 
         let incidents = Arc::new(Mutex::new(Incidents::default()));
         let new_tabs = Arc::new(Mutex::new(Vec::new()));
+        // Every tab of ours opened or closed: either may have put another tab in front of ours.
+        let (tab_changes, tab_changes_seen) = watch::channel(0u64);
+        let tab_changes = Arc::new(tab_changes);
         let mut params = CreateTargetParams::new("about:blank");
         params.browser_context_id = Some(context.clone());
         let first = browser
@@ -88,6 +91,7 @@ impl ChromiumBrowser {
         let own_context = Some(context.clone());
         let own_frames = frames.clone();
         let (open, closer, sink) = (open_tabs.clone(), first.clone(), incidents.clone());
+        let opened = tab_changes.clone();
         tasks.0.push(tokio::spawn(async move {
             while let Some(event) = created.next().await {
                 let info = &event.target_info;
@@ -98,6 +102,9 @@ impl ChromiumBrowser {
                     // its target's.
                     if let Ok(mut frames) = own_frames.lock() {
                         frames.insert(info.target_id.as_ref().to_string());
+                    }
+                    if info.r#type == "page" {
+                        opened.send_modify(|n| *n += 1);
                     }
                 }
                 if !(ours && info.r#type == "page" && known.insert(info.target_id.clone())) {
@@ -143,8 +150,15 @@ impl ChromiumBrowser {
         // So does a tab's closing: a command to a tab being closed may never be answered.
         let mut destroyed = browser.event_listener::<EventTargetDestroyed>().await?;
         let states = load_states.clone();
+        let (closed, own_frames) = (tab_changes.clone(), frames.clone());
         tasks.0.push(tokio::spawn(async move {
             while let Some(event) = destroyed.next().await {
+                let ours = own_frames
+                    .lock()
+                    .is_ok_and(|frames| frames.contains(event.target_id.as_ref()));
+                if ours {
+                    closed.send_modify(|n| *n += 1);
+                }
                 update_load_state(&states, &event.target_id, |s| s.closed = true);
                 if let Ok(mut open) = open_tabs.lock() {
                     open.remove(&event.target_id);
@@ -170,6 +184,7 @@ impl ChromiumBrowser {
             egress,
             successor: None,
             fast_screenshots,
+            tab_changes: tab_changes_seen,
         };
         chromium.verify_viewport().await?;
         abandon.keep();

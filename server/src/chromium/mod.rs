@@ -365,6 +365,10 @@ pub struct ChromiumBrowser {
     successor: Option<JoinHandle<anyhow::Result<ChromiumBrowser>>>,
     /// `ChromiumConfig::fast_screenshots`.
     fast_screenshots: bool,
+    /// Counts our tabs opened and closed; marked seen when the current tab was last brought to
+    /// the front. A tab behind another is not drawn: its capture takes seconds, its animation
+    /// frames stop (see `ChromiumBrowser::keep_in_front`).
+    tab_changes: watch::Receiver<u64>,
 }
 
 fn cdp_error(err: CdpError) -> PageError {

@@ -125,17 +125,26 @@ impl Browser for ChromiumBrowser {
     }
 
     async fn follow_tabs(&mut self) -> Result<(), PageError> {
+        // The newest tab becomes the page; the older new ones stay open, unwatched. It leaves the
+        // list only once followed: a step's bound may drop this call half-way (a popup flood
+        // on a loaded machine), and the next call must still know the tab.
         let newest = self
             .new_tabs
             .lock()
-            .map(|mut tabs| {
-                let newest = tabs.pop();
-                tabs.clear();
-                newest
-            })
-            .unwrap_or(None);
+            .ok()
+            .and_then(|tabs| tabs.last().cloned());
         if let Some(target) = newest {
-            self.open_new_tab(target).await?;
+            let followed = if *self.current.page.target_id() == target {
+                Ok(())
+            } else {
+                self.open_new_tab(target.clone()).await
+            };
+            if let Ok(mut tabs) = self.new_tabs.lock() {
+                if let Some(at) = tabs.iter().position(|tab| *tab == target) {
+                    tabs.drain(..=at);
+                }
+            }
+            followed?;
         }
         // The current tab closed itself (window.close()): back to the tab before it, as in a
         // person's browser.
@@ -148,7 +157,7 @@ impl Browser for ChromiumBrowser {
             }
             self.switch_to(previous).await?;
         }
-        Ok(())
+        self.keep_in_front().await
     }
 
     async fn facts(&mut self) -> Result<PageFacts, PageError> {
@@ -225,12 +234,20 @@ impl Browser for ChromiumBrowser {
         // goes down with the old one: it fails ("Not attached to an active page") or is never
         // answered. It is sent again, to the new document, for as long as the step's screenshot
         // budget (the caller's bound) lasts: a page that navigates without end is judged by it.
+        // So is one that opens tabs in front of ours while it is captured (`keep_in_front`).
         let mut commits = self.current.load.clone();
         loop {
+            self.keep_in_front().await?;
             let before = commits.borrow().commits;
             let swapped = async {
                 if commits.wait_for(|s| s.commits != before).await.is_err() {
                     // The page's watchers are gone: only the capture can end this.
+                    std::future::pending::<()>().await;
+                }
+            };
+            let mut tabs = self.tab_changes.clone();
+            let tab_changed = async {
+                if tabs.changed().await.is_err() {
                     std::future::pending::<()>().await;
                 }
             };
@@ -244,6 +261,7 @@ impl Browser for ChromiumBrowser {
                     Err(err) => return Err(err),
                 },
                 () = swapped => tracing::debug!("a new document while capturing"),
+                () = tab_changed => tracing::debug!("a tab opened or closed while capturing"),
             }
             // Let the new document come up before asking again.
             tokio::time::sleep(CAPTURE_RETRY_PAUSE).await;

@@ -74,4 +74,22 @@ impl ChromiumBrowser {
         self.acted(true);
         Ok(())
     }
+
+    /// Bring the current tab back to the front when a tab of ours opened or closed since it last
+    /// was. Chromium draws only the front tab of a window: a popup opens in front of its opener,
+    /// and closing a tab fronts whichever one Chromium picks. Measured (raw CDP): a capture of a
+    /// tab behind another took 3 s, against 60 ms in front; bringing a front tab forward, 1.5 ms.
+    pub(super) async fn keep_in_front(&mut self) -> Result<(), PageError> {
+        if !self.tab_changes.has_changed().unwrap_or(false) {
+            return Ok(());
+        }
+        // Seen first: a tab that opens while the tab comes forward is caught the next time.
+        self.tab_changes.borrow_and_update();
+        self.current
+            .page
+            .execute(BringToFrontParams::default())
+            .await
+            .map(|_| ())
+            .map_err(cdp_error)
+    }
 }

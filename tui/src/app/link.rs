@@ -166,7 +166,9 @@ impl App {
             } else {
                 ""
             };
-            self.error(format!("page error: {}{after}", observed.error));
+            self.page_error(format!("page error: {}{after}", observed.error));
+        } else {
+            self.clear_page_error();
         }
         if let Some((passed, why)) = &observed.verdict {
             self.say_verdict(*passed, why, observed.reward);

@@ -85,6 +85,8 @@ pub struct App {
     pub controller: Option<String>,
     /// Watch mode: this UI holds control of the watched session; the driving keys act on it.
     pub in_control: bool,
+    /// The notice is an observation's page error (see `page_error`).
+    notice_from_page: bool,
 }
 
 impl App {
@@ -119,6 +121,7 @@ impl App {
             watch_mode: false,
             controller: None,
             in_control: false,
+            notice_from_page: false,
         }
     }
 
@@ -135,6 +138,7 @@ impl App {
             text: text.into(),
             is_error: false,
         });
+        self.notice_from_page = false;
     }
 
     fn error(&mut self, text: impl Into<String>) {
@@ -142,6 +146,21 @@ impl App {
             text: text.into(),
             is_error: true,
         });
+        self.notice_from_page = false;
+    }
+
+    /// An observation's error: it describes that page, so a later page without one clears it.
+    fn page_error(&mut self, text: String) {
+        self.error(text);
+        self.notice_from_page = true;
+    }
+
+    /// The page the notice was about is gone (a good frame, another session).
+    fn clear_page_error(&mut self) {
+        if self.notice_from_page {
+            self.notice = None;
+            self.notice_from_page = false;
+        }
     }
 
     pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
@@ -185,6 +204,10 @@ impl App {
                 Vec::new()
             }
             Msg::Following(session) => {
+                self.clear_page_error();
+                if self.watching.as_ref().is_some_and(|s| *s != session) {
+                    self.notice(format!("following session {session}"));
+                }
                 self.watching = Some(session);
                 self.controller = None;
                 self.in_control = false;

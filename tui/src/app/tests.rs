@@ -478,3 +478,39 @@ fn someone_elses_control_is_shown_and_not_taken_over() {
         .text
         .contains("waiting for a session on http://h"));
 }
+
+#[test]
+fn a_watched_page_error_clears_with_the_next_good_frame_or_another_session() {
+    let failed = || Msg::Observation {
+        url: "http://127.0.0.1:1/gone".into(),
+        title: String::new(),
+        error: "navigation_failed".into(),
+        done: false,
+        step: 1,
+        latency: Duration::from_millis(80),
+        reward: Some(0.0),
+        verdict: None,
+        max_steps: None,
+    };
+    let mut app = watching_app();
+    app.update(failed());
+    assert!(app
+        .notice
+        .as_ref()
+        .unwrap()
+        .text
+        .contains("navigation_failed"));
+    app.update(observation("http://127.0.0.1:1/next", false));
+    assert!(app.notice.is_none(), "{:?}", app.notice.map(|n| n.text));
+
+    app.update(failed());
+    app.update(Msg::Following("s-2".into()));
+    let notice = app.notice.as_ref().unwrap();
+    assert_eq!(notice.text, "following session s-2");
+    assert!(!notice.is_error);
+
+    // Other errors stay until something else is said: a frame is not an answer to them.
+    app.error("control refused");
+    app.update(observation("http://127.0.0.1:1/next", false));
+    assert_eq!(app.notice.as_ref().unwrap().text, "control refused");
+}

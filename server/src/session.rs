@@ -202,7 +202,7 @@ pub async fn agent_reset<L: Launcher>(
         Err((session, waited)) => {
             let name = session.control.holder().map(|c| c.name.clone());
             Err(EnvError(format!(
-                "{} holds control of this session: the reset waited {} s                  (BROWSER_HANDOFF_WAIT_SECONDS); try again after the hand-back",
+                "{} holds control of this session: the reset waited {:.1} s (BROWSER_HANDOFF_WAIT_SECONDS); try again after the hand-back",
                 name.unwrap_or_else(|| "a person".into()),
                 waited.as_secs_f64()
             )))

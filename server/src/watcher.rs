@@ -23,6 +23,7 @@ use browserenv::protocol::{ClientMessage, ErrorCode, ErrorFrame, ServerMessage};
 
 use crate::registry::{Hold, HumanAction, Registry};
 use crate::settings::PeerTimeouts;
+use crate::websocket::Heartbeat;
 
 /// The name shown for a person who took control without giving one.
 const UNNAMED: &str = "a person";
@@ -90,10 +91,8 @@ pub async fn run(
     };
     // Pings only while this socket holds control: a silent controller must not keep the agent
     // waiting, and read-only watchers are already let go when they stop taking frames.
-    let mut next_ping = tokio::time::Instant::now() + timeouts.ping_interval;
-    let mut answer_due: Option<tokio::time::Instant> = None;
+    let mut heartbeat = Heartbeat::new(&timeouts);
     loop {
-        let wake = answer_due.unwrap_or(next_ping);
         tokio::select! {
             event = events.recv() => {
                 let frame = match event {
@@ -121,29 +120,28 @@ pub async fn run(
                     return;
                 }
             }
-            () = tokio::time::sleep_until(wake), if steering.hold.is_some() => {
-                if answer_due.is_some() {
+            () = tokio::time::sleep_until(heartbeat.wake()), if steering.hold.is_some() => {
+                if heartbeat.is_silent() {
                     tracing::info!(
                         "session {id}: the person in control answered no ping within {:?}; control is the agent's again",
                         timeouts.ping_timeout
                     );
                     return;
                 }
-                next_ping = tokio::time::Instant::now() + timeouts.ping_interval;
                 if !write(&mut sink, Message::Ping(Default::default())).await {
                     return;
                 }
-                answer_due = Some(tokio::time::Instant::now() + timeouts.ping_timeout);
+                heartbeat.pinged();
             }
             _ = stopped(&mut stopping) => break,
             incoming = stream.next() => {
-                answer_due = None;
+                heartbeat.heard();
                 match incoming {
                     Some(Ok(Message::Text(text))) => {
                         let was_holding = steering.hold.is_some();
                         let reply = steering.answer(&text);
                         if !was_holding && steering.hold.is_some() {
-                            next_ping = tokio::time::Instant::now() + timeouts.ping_interval;
+                            heartbeat = Heartbeat::new(&timeouts);
                         }
                         if let Some(reply) = reply {
                             if !deliver(&mut sink, &reply, &mut shutdown).await {

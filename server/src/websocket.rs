@@ -332,14 +332,11 @@ async fn read_frames(
     timeouts: &PeerTimeouts,
     incoming: &mpsc::Sender<Incoming>,
 ) -> Gone {
-    let mut next_ping = tokio::time::Instant::now() + timeouts.ping_interval;
-    // Set while a ping is unanswered: by then the peer must have sent something, its pong at least.
-    let mut answer_due: Option<tokio::time::Instant> = None;
+    let mut heartbeat = Heartbeat::new(timeouts);
     loop {
-        let wake = answer_due.unwrap_or(next_ping);
         tokio::select! {
             frame = stream.next() => {
-                answer_due = None;
+                heartbeat.heard();
                 let forwarded = match frame {
                     // Waiting here while the queue is full is the back-pressure on a flood.
                     Some(Ok(Message::Text(text))) => incoming.send(Incoming::Text(text)).await,
@@ -353,21 +350,64 @@ async fn read_frames(
                     return Gone::Left;
                 }
             }
-            () = tokio::time::sleep_until(wake) => {
-                if answer_due.is_some() {
+            () = tokio::time::sleep_until(heartbeat.wake()) => {
+                if heartbeat.is_silent() {
                     return Gone::Silent;
                 }
-                next_ping = tokio::time::Instant::now() + timeouts.ping_interval;
                 match outbox.ping().await {
-                    Some(Ok(())) => {
-                        answer_due = Some(tokio::time::Instant::now() + timeouts.ping_timeout);
-                    }
+                    Some(Ok(())) => heartbeat.pinged(),
                     Some(Err(gone)) => return gone,
                     // A reply is being written; the next ping comes at the next interval.
                     None => {}
                 }
             }
         }
+    }
+}
+
+/// When to ping a WebSocket peer and when it has gone silent: the one rule of `/ws` peers and of
+/// a watcher holding control (`watcher.rs`).
+pub(crate) struct Heartbeat {
+    interval: Duration,
+    timeout: Duration,
+    next_ping: tokio::time::Instant,
+    /// Set while a ping is unanswered: by then the peer must have sent something, its pong at least.
+    answer_due: Option<tokio::time::Instant>,
+}
+
+impl Heartbeat {
+    pub(crate) fn new(timeouts: &PeerTimeouts) -> Self {
+        Heartbeat {
+            interval: timeouts.ping_interval,
+            timeout: timeouts.ping_timeout,
+            next_ping: tokio::time::Instant::now() + timeouts.ping_interval,
+            answer_due: None,
+        }
+    }
+
+    /// When to look again: the answer's deadline while a ping is unanswered, else the next ping.
+    pub(crate) fn wake(&self) -> tokio::time::Instant {
+        self.answer_due.unwrap_or(self.next_ping)
+    }
+
+    /// The peer sent a frame: it is alive.
+    pub(crate) fn heard(&mut self) {
+        self.answer_due = None;
+    }
+
+    /// At `wake`: true when a ping went unanswered; otherwise the next ping is scheduled, and the
+    /// caller sends this one.
+    pub(crate) fn is_silent(&mut self) -> bool {
+        if self.answer_due.is_some() {
+            return true;
+        }
+        self.next_ping = tokio::time::Instant::now() + self.interval;
+        false
+    }
+
+    /// A ping went out: the peer has `ping_timeout` to send something.
+    pub(crate) fn pinged(&mut self) {
+        self.answer_due = Some(tokio::time::Instant::now() + self.timeout);
     }
 }
 

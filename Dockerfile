@@ -1,4 +1,4 @@
-# The server image: build the Rust binary, then a slim Debian with Chromium.
+# The server image: build the Rust binary, then a slim Debian with Chromium's headless shell.
 # Run: docker run -p 8000:8000 -e BROWSER_API_TOKEN=... IMAGE
 #  (binding 0.0.0.0 needs a token, or BROWSER_INSECURE=1 behind a proxy that authenticates).
 
@@ -17,7 +17,7 @@ RUN cargo build --release --locked -p browserenv-server \
 
 FROM debian:bookworm-slim
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium ca-certificates fonts-dejavu-core curl \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium-headless-shell ca-certificates fonts-dejavu-core curl \
  && rm -rf /var/lib/apt/lists/*
 # Not root, so Chromium's sandbox can run. It also needs user namespaces, which Docker's default
 # seccomp profile forbids: `docker run --security-opt seccomp=unconfined ...` to get it; without
@@ -37,7 +37,7 @@ ENV BROWSER_MAX_STEPS=20 \
     BROWSER_SETTLE=adaptive \
     BROWSER_HOST=0.0.0.0 \
     SBX_SERVICE_PORT=8000 \
-    BROWSER_CHROMIUM=/usr/bin/chromium
+    BROWSER_CHROMIUM=/usr/lib/chromium/chromium-headless-shell
 
 USER browserenv
 WORKDIR /home/browserenv

@@ -1,8 +1,13 @@
 # The two commands of the README: `make demo` and `make test` (plus `make server`, `make bench`).
-# Each installs what is missing first (Debian's chromium, the terminal emulators and X tools of the
+# Each installs what is missing first (Debian's chromium-headless-shell and chromium, the terminal emulators and X tools of the
 # UI's real-terminal tests, the Python venv for the interop tests) or says exactly what to run.
 
-CHROMIUM ?= /usr/bin/chromium
+# Chromium's headless shell (Debian's chromium-headless-shell): what the server launches when it is
+# installed. A context and its tab open in 15 ms instead of 200 with the full browser.
+CHROMIUM ?= /usr/lib/chromium/chromium-headless-shell
+# The full browser too: the tests run a remote browser and the back/forward cache on it, which the
+# headless shell does not have.
+FULL_CHROMIUM ?= /usr/bin/chromium
 VENV ?= .venv
 MCP2_VENV ?= .venv-mcp2
 PORT ?= 8000
@@ -37,10 +42,10 @@ check:
 	cargo clippy --workspace --all-targets -- -D warnings
 
 chromium:
-	@if [ ! -x "$(CHROMIUM)" ]; then \
-	  echo "Chromium is missing: installing Debian's chromium package"; \
-	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium \
-	  || { echo "Could not install it. Run: sudo apt-get install chromium"; exit 1; }; \
+	@if [ ! -x "$(CHROMIUM)" ] || [ ! -x "$(FULL_CHROMIUM)" ]; then \
+	  echo "Chromium is missing: installing Debian's chromium-headless-shell and chromium packages"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium-headless-shell chromium \
+	  || { echo "Could not install them. Run: sudo apt-get install chromium-headless-shell chromium"; exit 1; }; \
 	fi
 
 ## The UI's terminal tests run xterm (sixel) and kitty under Xvfb, screenshot them with

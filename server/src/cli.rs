@@ -105,8 +105,8 @@ pub struct Cli {
         default_value_t = 10.0
     )]
     pub screenshot_timeout: f64,
-    /// The Chromium executable.
-    #[arg(long, env = "BROWSER_CHROMIUM", default_value = "/usr/bin/chromium")]
+    /// The Chromium executable: Debian's chromium-headless-shell where installed, else chromium.
+    #[arg(long, env = "BROWSER_CHROMIUM", default_value_os_t = crate::chromium::default_executable())]
     pub chromium: PathBuf,
     /// Chromium's sandbox: `auto` (on unless the server runs as root or may not create user
     /// namespaces, said at start), `on` (refuse to start without it) or `off`.
@@ -133,10 +133,11 @@ pub struct Cli {
     /// it; 1 launches a new Chromium for every episode.
     #[arg(long, env = "BROWSER_EPISODES_PER_BROWSER", default_value_t = crate::chromium::DEFAULT_EPISODES_PER_BROWSER)]
     pub episodes_per_browser: u32,
-    /// Encode screenshots for speed (Chromium's `optimizeForSpeed`): the same pixels in a larger
-    /// PNG, a few milliseconds sooner (README, "Benchmark").
-    #[arg(long, env = "BROWSER_FAST_SCREENSHOTS")]
-    pub fast_screenshots: bool,
+    /// How screenshots are taken: `frame` (the compositor's next frame, about half the time,
+    /// a PNG about 30% larger) or `redraw` (Chromium's `Page.captureScreenshot`, which has the
+    /// page draw a frame for it). The same pixels either way (README, "Benchmark").
+    #[arg(long, env = "BROWSER_SCREENSHOTS", value_enum, default_value = "frame")]
+    pub screenshots: crate::chromium::Screenshots,
     /// Load pages with invalid certificates instead of failing them (`navigation_failed` with the
     /// `net::ERR_CERT_…` detail otherwise). For test sites with self-signed certificates only.
     #[arg(long, env = "BROWSER_IGNORE_HTTPS_ERRORS")]
@@ -298,7 +299,7 @@ impl Cli {
             isolation: self.isolation,
             episodes_per_browser: self.episodes_per_browser,
             spare_contexts: !self.no_warm_spare,
-            fast_screenshots: self.fast_screenshots,
+            screenshots: self.screenshots,
             ..ChromiumConfig::default()
         }
     }
@@ -403,7 +404,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         tracing::info!("sessions run on the remote browser at {shown} ({version})");
     } else if !chromium_config.executable.exists() {
         anyhow::bail!(
-            "Chromium not found at {} (install it: `sudo apt-get install chromium`, or pass --chromium PATH)",
+            "Chromium not found at {} (install it: `sudo apt-get install chromium-headless-shell`, or pass --chromium PATH)",
             chromium_config.executable.display()
         );
     }

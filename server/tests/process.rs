@@ -72,10 +72,12 @@ fn profiles(tmp: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Processes whose command line mentions `tmp` (Chromium and its helpers carry the profile path).
+/// Processes whose command line mentions `tmp` (each browser carries its profile path; the full
+/// Chromium's helpers do too), and every process in their process groups (the headless shell's
+/// renderers do not carry it).
 fn processes_using(tmp: &Path) -> Vec<i32> {
     let needle = tmp.to_string_lossy().to_string();
-    std::fs::read_dir("/proc")
+    let live: Vec<(i32, String)> = std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter_map(|entry| {
@@ -84,8 +86,20 @@ fn processes_using(tmp: &Path) -> Vec<i32> {
             let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
             // A zombie has exited already; it is only waiting for its parent.
             let zombie = state.split(' ').nth(2) == Some("Z");
-            (!zombie && String::from_utf8_lossy(&cmdline).contains(&needle)).then_some(pid)
+            (!zombie).then(|| (pid, String::from_utf8_lossy(&cmdline).to_string()))
         })
+        .collect();
+    // SAFETY: getpgid on an arbitrary pid only reads.
+    let group = |pid: i32| unsafe { libc::getpgid(pid) };
+    let groups: Vec<i32> = live
+        .iter()
+        .filter(|(_, cmdline)| cmdline.contains(&needle))
+        .map(|(pid, _)| group(*pid))
+        .filter(|pgid| *pgid > 1)
+        .collect();
+    live.iter()
+        .filter(|(pid, cmdline)| cmdline.contains(&needle) || groups.contains(&group(*pid)))
+        .map(|(pid, _)| *pid)
         .collect()
 }
 

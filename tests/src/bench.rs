@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use browserenv::models::Key;
 use browserenv::{BrowserAction, Client, ResetOptions};
-use browserenv_server::chromium::{ChromiumConfig, Isolation, DEFAULT_EPISODES_PER_BROWSER};
+use browserenv_server::chromium::{
+    ChromiumConfig, Isolation, Screenshots, DEFAULT_EPISODES_PER_BROWSER,
+};
 use browserenv_server::settings::EnvSettings;
 use browserenv_server::ServerConfig;
 use browserenv_tests::{test_chromium, test_settings, Harness, RemoteChromium};
@@ -600,23 +602,31 @@ fn print_phases(rows: &[String]) {
 }
 
 /// Where a scroll step's time goes: the server's own phases (from `metadata.timings_ms`; the
-/// rest of `total` is reading the page's facts) beside the client's round trip, with no settle,
-/// with no settle and `BROWSER_FAST_SCREENSHOTS`, and with the default adaptive settle.
+/// rest of `total` is reading the page's facts) beside the client's round trip, with no settle
+/// and with the default adaptive settle, for each way of taking the screenshot.
 async fn frame_phases(rounds: usize) -> anyhow::Result<()> {
     println!(
         "| scroll step | n | round trip | server total | action | settle | screenshot | PNG KiB |"
     );
     println!("|---|---|---|---|---|---|---|---|");
     let adaptive = EnvSettings::default().action_wait;
-    for (label, wait, fast) in [
-        ("BROWSER_ACTION_WAIT_SECONDS=0", Duration::ZERO, false),
+    for (label, wait, screenshots) in [
         (
-            "BROWSER_ACTION_WAIT_SECONDS=0, BROWSER_FAST_SCREENSHOTS",
+            "BROWSER_ACTION_WAIT_SECONDS=0 (BROWSER_SCREENSHOTS=frame, default)",
             Duration::ZERO,
-            true,
+            Screenshots::Frame,
         ),
-        ("adaptive settle (default)", adaptive, false),
-        ("adaptive settle, BROWSER_FAST_SCREENSHOTS", adaptive, true),
+        (
+            "BROWSER_ACTION_WAIT_SECONDS=0, BROWSER_SCREENSHOTS=redraw",
+            Duration::ZERO,
+            Screenshots::Redraw,
+        ),
+        ("adaptive settle (default)", adaptive, Screenshots::Frame),
+        (
+            "adaptive settle, BROWSER_SCREENSHOTS=redraw",
+            adaptive,
+            Screenshots::Redraw,
+        ),
     ] {
         let settings = EnvSettings {
             max_steps: 200,
@@ -624,7 +634,7 @@ async fn frame_phases(rounds: usize) -> anyhow::Result<()> {
             ..test_settings()
         };
         let chromium = ChromiumConfig {
-            fast_screenshots: fast,
+            screenshots,
             ..test_chromium()
         };
         let config = ServerConfig {

@@ -25,7 +25,7 @@ pub fn assets_dir() -> PathBuf {
 pub fn chromium_path() -> PathBuf {
     std::env::var_os("BROWSER_CHROMIUM")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"))
+        .unwrap_or_else(browserenv_server::chromium::default_executable)
 }
 
 /// The browsers tests launch: the Chromium of `BROWSER_CHROMIUM`, the rest as the server does.
@@ -211,7 +211,9 @@ impl RemoteChromium {
             rand_seed()
         ));
         std::fs::create_dir_all(&profile).unwrap();
-        let mut command = Command::new(chromium_path());
+        // The full Chromium, as a pool's browser usually is, where it is installed.
+        let full = PathBuf::from(browserenv_server::chromium::CHROMIUM);
+        let mut command = Command::new(if full.exists() { full } else { chromium_path() });
         // Deliberately not the server's flags (server/src/chromium/process.rs): a remote is someone else's
         // browser, started the plain way a pool starts one, without our popup and scrolling
         // flags and at another window size and scale, which the server must cope with.

@@ -1,11 +1,15 @@
 //! The adaptive settle must show the settled page: on pages with late effects its screenshot equals
-//! the one taken after a long fixed wait.
+//! the one taken after a long fixed wait. And the two ways of taking a screenshot (the
+//! compositor's next frame, the default, and `Page.captureScreenshot`'s redraw) give the same
+//! pixels.
 
 use std::time::Duration;
 
 use browserenv::{BrowserAction, Client, ResetOptions, StepResult};
+use browserenv_server::chromium::{ChromiumConfig, Screenshots};
 use browserenv_server::settings::{EnvSettings, SettleMode};
-use browserenv_tests::{test_settings, title, Harness, Picture};
+use browserenv_server::ServerConfig;
+use browserenv_tests::{test_chromium, test_settings, title, Harness, Picture};
 
 /// A scenario: reset to a page, then some actions; returns every observation.
 async fn run(client: &mut Client, start: &str, actions: &[BrowserAction]) -> Vec<StepResult> {
@@ -37,16 +41,39 @@ fn assert_same_pictures(adaptive: &[StepResult], fixed: &[StepResult], scenario:
     }
 }
 
-#[tokio::test]
-async fn adaptive_screenshots_equal_long_fixed_waits() {
-    let adaptive = Harness::start(test_settings()).await;
-    let fixed = Harness::start(EnvSettings {
-        settle: SettleMode::Fixed,
-        action_wait: Duration::from_secs(2),
-        ..test_settings()
-    })
-    .await;
-    let scenarios: Vec<(&str, Vec<BrowserAction>)> = vec![
+/// The same scenarios on two servers: every observation's URL path, title and pixels equal.
+async fn same_pictures_on(
+    one: &Harness,
+    other: &Harness,
+    scenarios: Vec<(&str, Vec<BrowserAction>)>,
+) -> Vec<(String, Vec<StepResult>)> {
+    let mut a = one.client().await;
+    let mut f = other.client().await;
+    let mut seen = Vec::new();
+    for (page, actions) in scenarios {
+        let got_a = run(&mut a, &one.page(page), &actions).await;
+        let got_f = run(&mut f, &other.page(page), &actions).await;
+        // The two servers serve the pages on different ports: compare paths, not whole URLs.
+        let strip = |results: Vec<StepResult>, origin: &str| -> Vec<StepResult> {
+            results
+                .into_iter()
+                .map(|mut r| {
+                    r.observation.url = r.observation.url.replace(origin, "");
+                    r
+                })
+                .collect()
+        };
+        let got_a = strip(got_a, &one.page(""));
+        let got_f = strip(got_f, &other.page(""));
+        assert_same_pictures(&got_a, &got_f, page);
+        seen.push((page.to_string(), got_a));
+    }
+    seen
+}
+
+/// Late effects, navigations and scrolling.
+fn scenarios() -> Vec<(&'static str, Vec<BrowserAction>)> {
+    vec![
         // A timer and a fetch that render after load; a click whose effect lands 250 ms later.
         ("delayed.html", vec![BrowserAction::click(200, 50)]),
         // A link click that navigates, then back.
@@ -59,37 +86,42 @@ async fn adaptive_screenshots_equal_long_fixed_waits() {
             "bfcache1.html",
             vec![BrowserAction::click(200, 50), BrowserAction::back()],
         ),
-    ];
-    let mut a = adaptive.client().await;
-    let mut f = fixed.client().await;
-    for (page, actions) in scenarios {
-        let start_a = adaptive.page(page);
-        let start_f = fixed.page(page);
-        let got_a = run(&mut a, &start_a, &actions).await;
-        let got_f = run(&mut f, &start_f, &actions).await;
-        // The two servers serve the pages on different ports: compare paths, not whole URLs.
-        let strip = |results: Vec<StepResult>, origin: &str| -> Vec<StepResult> {
-            results
-                .into_iter()
-                .map(|mut r| {
-                    r.observation.url = r.observation.url.replace(origin, "");
-                    r
-                })
-                .collect()
-        };
-        let got_a = strip(got_a, &adaptive.page(""));
-        let got_f = strip(got_f, &fixed.page(""));
-        assert_same_pictures(&got_a, &got_f, page);
+        // Scrolling down and back up a long page: each picture shows where the scroll ended.
+        (
+            "long.html",
+            vec![
+                BrowserAction::scroll(600),
+                BrowserAction::scroll(600),
+                BrowserAction::scroll(-300),
+            ],
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn adaptive_screenshots_equal_long_fixed_waits() {
+    let adaptive = Harness::start(test_settings()).await;
+    let fixed = Harness::start(EnvSettings {
+        settle: SettleMode::Fixed,
+        action_wait: Duration::from_secs(2),
+        ..test_settings()
+    })
+    .await;
+    for (page, got_a) in same_pictures_on(&adaptive, &fixed, scenarios()).await {
+        let page = page.as_str();
         if page == "delayed.html" {
             assert_eq!(title(&got_a[0]), "Delayed ready");
             assert_eq!(title(&got_a[1]), "Delayed clicked");
         }
         if page == "bfcache1.html" {
-            assert_eq!(
-                title(&got_a[2]),
-                "bfcache1 persisted=1",
-                "restored from bfcache"
-            );
+            // The headless shell has no back/forward cache (Chromium's "disabled for delegate"):
+            // back loads the page again. The full Chromium restores it (the test below).
+            let expected = if headless_shell() {
+                "bfcache1 persisted=0"
+            } else {
+                "bfcache1 persisted=1"
+            };
+            assert_eq!(title(&got_a[2]), expected, "back to the first page");
         }
         // And the adaptive server was not simply as slow as the fixed one.
         let settle_ms = got_a[1].observation.metadata["timings_ms"]["settle"]
@@ -102,4 +134,114 @@ async fn adaptive_screenshots_equal_long_fixed_waits() {
     }
     adaptive.stop().await;
     fixed.stop().await;
+}
+
+#[tokio::test]
+async fn a_frame_of_the_compositor_equals_a_redrawn_capture() {
+    let frames = Harness::start(test_settings()).await;
+    let redrawn = Harness::start_with_browser(
+        ChromiumConfig {
+            screenshots: Screenshots::Redraw,
+            ..test_chromium()
+        },
+        ServerConfig {
+            settings: test_settings(),
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    same_pictures_on(&frames, &redrawn, scenarios()).await;
+    // A frame's PNG is encoded for speed: larger than the redrawn capture's, never smaller.
+    let mut a = frames.client().await;
+    let mut b = redrawn.client().await;
+    let frame = a
+        .reset(ResetOptions::new(frames.page("long.html")))
+        .await
+        .unwrap();
+    let capture = b
+        .reset(ResetOptions::new(redrawn.page("long.html")))
+        .await
+        .unwrap();
+    assert!(
+        frame.observation.screenshot.len() >= capture.observation.screenshot.len(),
+        "frame {} bytes, capture {}",
+        frame.observation.screenshot.len(),
+        capture.observation.screenshot.len()
+    );
+    frames.stop().await;
+    redrawn.stop().await;
+}
+
+/// Whether the tests' browser is Chromium's headless shell.
+fn headless_shell() -> bool {
+    browserenv_tests::chromium_path()
+        .to_string_lossy()
+        .contains("headless-shell")
+}
+
+/// On the full Chromium (`BROWSER_CHROMIUM=/usr/bin/chromium`), back restores a page from the
+/// back/forward cache, and the picture still equals the one after a long fixed wait.
+#[tokio::test]
+async fn back_restores_from_the_back_forward_cache_on_the_full_chromium() {
+    let full = std::path::PathBuf::from(browserenv_server::chromium::CHROMIUM);
+    assert!(full.exists(), "make test installs Debian's chromium");
+    let on_full = |settings: EnvSettings| {
+        Harness::start_with_browser(
+            ChromiumConfig {
+                executable: full.clone(),
+                ..test_chromium()
+            },
+            ServerConfig {
+                settings,
+                ..ServerConfig::default()
+            },
+        )
+    };
+    let adaptive = on_full(test_settings()).await;
+    let fixed = on_full(EnvSettings {
+        settle: SettleMode::Fixed,
+        action_wait: Duration::from_secs(2),
+        ..test_settings()
+    })
+    .await;
+    let back = vec![BrowserAction::click(200, 50), BrowserAction::back()];
+    let seen = same_pictures_on(&adaptive, &fixed, vec![("bfcache1.html", back)]).await;
+    assert_eq!(title(&seen[0].1[2]), "bfcache1 persisted=1");
+    adaptive.stop().await;
+    fixed.stop().await;
+}
+
+/// The headless shell (the default browser) draws pages as the full Chromium does: monospace
+/// text, a scrolled page, a late effect and a plain page, pixel for pixel.
+#[tokio::test]
+async fn the_headless_shell_draws_pages_as_the_full_chromium_does() {
+    let full = std::path::PathBuf::from(browserenv_server::chromium::CHROMIUM);
+    let shell = std::path::PathBuf::from(browserenv_server::chromium::HEADLESS_SHELL);
+    assert!(
+        full.exists() && shell.exists(),
+        "make test installs Debian's chromium and chromium-headless-shell"
+    );
+    let on = |executable: std::path::PathBuf| {
+        Harness::start_with_browser(
+            ChromiumConfig {
+                executable,
+                ..test_chromium()
+            },
+            ServerConfig {
+                settings: test_settings(),
+                ..ServerConfig::default()
+            },
+        )
+    };
+    let (on_full, on_shell) = (on(full).await, on(shell).await);
+    let scenarios = vec![
+        // 14 px monospace over 40,000 lines: another font would put other lines on screen.
+        ("hugetext.html", vec![BrowserAction::scroll(600)]),
+        ("long.html", vec![BrowserAction::scroll(600)]),
+        ("delayed.html", vec![BrowserAction::click(200, 50)]),
+        ("index.html", vec![]),
+    ];
+    same_pictures_on(&on_full, &on_shell, scenarios).await;
+    on_full.stop().await;
+    on_shell.stop().await;
 }

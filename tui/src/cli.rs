@@ -53,11 +53,11 @@ pub struct Cli {
     /// Steps per episode (embedded mode).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=200))]
     pub max_steps: u64,
-    /// Chromium executable (embedded mode).
+    /// Chromium executable (embedded mode): chromium-headless-shell where installed, else chromium.
     #[arg(
         long,
         env = "BROWSER_CHROMIUM",
-        default_value = "/usr/bin/chromium",
+        default_value_os_t = browserenv_server::chromium::default_executable(),
         global = true
     )]
     pub chromium: PathBuf,

@@ -40,7 +40,7 @@ pub async fn start_embedded(
     }
     if !chromium.exists() {
         anyhow::bail!(
-            "Chromium not found at {} (install it: `sudo apt-get install chromium`, or pass --chromium PATH)",
+            "Chromium not found at {} (install it: `sudo apt-get install chromium-headless-shell`, or pass --chromium PATH)",
             chromium.display()
         );
     }

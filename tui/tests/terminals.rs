@@ -43,7 +43,7 @@ async fn serve() -> Served {
     let launcher = ChromiumLauncher::new(ChromiumConfig {
         executable: std::env::var_os("BROWSER_CHROMIUM")
             .map(Into::into)
-            .unwrap_or_else(|| "/usr/bin/chromium".into()),
+            .unwrap_or_else(browserenv_server::chromium::default_executable),
         ..ChromiumConfig::default()
     });
     let server = start(launcher, ServerConfig::default()).await.unwrap();

@@ -10,7 +10,7 @@ impl ChromiumBrowser {
     pub(super) async fn open(
         host: Arc<Host>,
         egress_policy: Option<Arc<egress::EgressPolicy>>,
-        fast_screenshots: bool,
+        screenshots: Screenshots,
     ) -> anyhow::Result<Self> {
         let egress = match egress_policy {
             Some(policy) => Some(
@@ -183,7 +183,10 @@ impl ChromiumBrowser {
             frames,
             egress,
             successor: None,
-            fast_screenshots,
+            screenshots,
+            renderer_answered: false,
+            frames_misfit: AtomicBool::new(false),
+            pointer: None,
             tab_changes: tab_changes_seen,
         };
         chromium.verify_viewport().await?;

@@ -12,6 +12,7 @@
 //! `memory` (the renderer memory limit), `egress` (the private-network proxy). This file holds the
 //! settings, the launcher and the state the rooms share.
 
+mod capture;
 mod connect;
 pub mod egress;
 mod host;
@@ -49,8 +50,8 @@ use chromiumoxide::cdp::browser_protocol::page::{
     AddScriptToEvaluateOnNewDocumentParams, BringToFrontParams, CaptureScreenshotFormat,
     CaptureScreenshotParams, EventFrameAttached, EventFrameNavigated, EventFrameStartedLoading,
     EventFrameStoppedLoading, EventJavascriptDialogOpening, EventNavigatedWithinDocument,
-    GetNavigationHistoryParams, HandleJavaScriptDialogParams, NavigateParams,
-    NavigateToHistoryEntryParams,
+    FontFamilies, GetNavigationHistoryParams, HandleJavaScriptDialogParams, NavigateParams,
+    NavigateToHistoryEntryParams, SetFontFamiliesParams,
 };
 use chromiumoxide::cdp::browser_protocol::target::{
     CloseTargetParams, CreateBrowserContextParams, CreateTargetParams, EventTargetCrashed,
@@ -72,6 +73,7 @@ use crate::browser::{
     clip, clipped, Browser, Incidents, Launcher, PageError, PageFacts, PageText, SettleOutcome,
 };
 
+pub use capture::Screenshots;
 pub use host::Isolation;
 pub use process::{clean_leftovers, kill_all, live_count, shutdown_all};
 pub use remote::{redacted_url, remote_version, without_secrets_of};
@@ -106,6 +108,25 @@ const FACTS_TIMEOUT: Duration = Duration::from_secs(2);
 /// Walking the page for its text layer stops after this long (the answer says it was cut).
 const TEXT_BUDGET: Duration = Duration::from_millis(500);
 
+/// Debian's `chromium-headless-shell`: Chromium's headless build without the desktop browser
+/// around it. Measured on raw CDP against `chromium` of the same version (README, "Benchmark"):
+/// a context and its tab open in 15 ms instead of 200, a browser starts in a fraction of the
+/// time, and pages render the same. The binary itself, not the package's `/usr/bin` script (see
+/// `process::launchable`).
+pub const HEADLESS_SHELL: &str = "/usr/lib/chromium/chromium-headless-shell";
+/// Debian's `chromium`: used when the headless shell is not installed.
+pub const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// The browser launched unless `BROWSER_CHROMIUM` names one: the headless shell where it is
+/// installed, else Chromium.
+pub fn default_executable() -> PathBuf {
+    [HEADLESS_SHELL, CHROMIUM]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|path| path.exists())
+        .unwrap_or_else(|| PathBuf::from(CHROMIUM))
+}
+
 #[derive(Debug, Clone)]
 pub struct ChromiumConfig {
     pub executable: PathBuf,
@@ -135,15 +156,14 @@ pub struct ChromiumConfig {
     /// that a `reset` finds it ready (off with `BROWSER_NO_WARM_SPARE`; on a shared browser the
     /// warm spare does this job).
     pub spare_contexts: bool,
-    /// Encode screenshots with `optimizeForSpeed` (`BROWSER_FAST_SCREENSHOTS`): a faster zlib
-    /// level, a larger PNG of the same pixels.
-    pub fast_screenshots: bool,
+    /// How screenshots are taken (`BROWSER_SCREENSHOTS`; see `capture.rs`).
+    pub screenshots: Screenshots,
 }
 
 impl Default for ChromiumConfig {
     fn default() -> Self {
         ChromiumConfig {
-            executable: PathBuf::from("/usr/bin/chromium"),
+            executable: default_executable(),
             profile_root: std::env::temp_dir(),
             launch_timeout: Duration::from_secs(20),
             remote: None,
@@ -154,7 +174,7 @@ impl Default for ChromiumConfig {
             isolation: Isolation::Process,
             episodes_per_browser: DEFAULT_EPISODES_PER_BROWSER,
             spare_contexts: true,
-            fast_screenshots: false,
+            screenshots: Screenshots::Frame,
         }
     }
 }
@@ -209,11 +229,7 @@ impl ChromiumLauncher {
         host: Arc<Host>,
     ) -> impl std::future::Future<Output = anyhow::Result<ChromiumBrowser>> + Send + 'static {
         host.count_episode();
-        let open = ChromiumBrowser::open(
-            host,
-            self.config.egress.clone(),
-            self.config.fast_screenshots,
-        );
+        let open = ChromiumBrowser::open(host, self.config.egress.clone(), self.config.screenshots);
         let limit = self.config.launch_timeout;
         async move {
             tokio::time::timeout(limit, open)
@@ -363,8 +379,16 @@ pub struct ChromiumBrowser {
     egress: Option<egress::EgressProxy>,
     /// The session's next episode, being opened on the same browser while this one runs.
     successor: Option<JoinHandle<anyhow::Result<ChromiumBrowser>>>,
-    /// `ChromiumConfig::fast_screenshots`.
-    fast_screenshots: bool,
+    /// `ChromiumConfig::screenshots`.
+    screenshots: Screenshots,
+    /// The current tab's renderer answered this step's facts: its compositor's frame can be
+    /// trusted to show the page (`capture.rs`).
+    renderer_answered: bool,
+    /// A screencast frame did not come or was not the viewport's size: this episode's captures
+    /// are redrawn (`capture.rs`).
+    frames_misfit: AtomicBool,
+    /// Where the pointer is (`input.rs`), when known.
+    pointer: Option<input::Pointer>,
     /// Counts our tabs opened and closed; marked seen when the current tab was last brought to
     /// the front. A tab behind another is not drawn: its capture takes seconds, its animation
     /// frames stop (see `ChromiumBrowser::keep_in_front`).

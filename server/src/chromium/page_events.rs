@@ -12,6 +12,17 @@ pub(super) async fn prepare_page(
 ) -> anyhow::Result<CurrentPage> {
     let metrics = SetDeviceMetricsOverrideParams::new(VIEWPORT_WIDTH, VIEWPORT_HEIGHT, 1.0, false);
     page.execute(metrics).await?;
+    // The full Chromium's monospace font (its "Monospace", which fontconfig resolves): the
+    // headless shell's own default, "Courier New", resolves to another font with other line
+    // heights. With it, both draw pages pixel for pixel alike (tests/tests/settle.rs). Chromium
+    // takes this once per tab ("can only be set once"): a tab we switch back to has it already.
+    let fonts = FontFamilies {
+        fixed: Some("Monospace".into()),
+        ..FontFamilies::default()
+    };
+    if let Err(err) = page.execute(SetFontFamiliesParams::new(fonts)).await {
+        tracing::debug!("font families: {err}");
+    }
     // chromiumoxide asks for every new worker and frame of the tab to wait for a debugger, then
     // detaches from service workers at once, and the release is often lost: the page's
     // `register()` never settles (tests/tests/isolation.rs). Ours start at once.

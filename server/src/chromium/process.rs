@@ -106,7 +106,7 @@ impl ChromiumProcess {
         std::fs::create_dir_all(&scratch)?;
         let scratch_fits = scratch.as_os_str().len() + 46 < 108;
 
-        let mut command = Command::new(executable);
+        let mut command = Command::new(launchable(executable));
         if !sandbox {
             command.arg("--no-sandbox");
         }
@@ -153,7 +153,7 @@ impl ChromiumProcess {
                 let _ = std::fs::remove_dir_all(&profile);
                 return Err(err).with_context(|| {
                     format!(
-                        "cannot run {} (install it with `apt-get install chromium` or pass --chromium PATH)",
+                        "cannot run {} (install it with `apt-get install chromium-headless-shell` or pass --chromium PATH)",
                         executable.display()
                     )
                 });
@@ -190,6 +190,20 @@ impl ChromiumProcess {
             .lock()
             .ok()
             .and_then(|mut kill| kill.take())
+    }
+}
+
+/// Debian's `/usr/bin/chromium-headless-shell` is a shell script that runs the browser as its
+/// child instead of replacing itself with it: the parent-death signal would reach only the shell,
+/// and a SIGKILLed server would leave the browser running (`server/tests/process.rs`). The binary
+/// it runs is launched instead.
+fn launchable(executable: &Path) -> &Path {
+    const DEBIAN_SCRIPT: &str = "/usr/bin/chromium-headless-shell";
+    let binary = Path::new(super::HEADLESS_SHELL);
+    if executable == Path::new(DEBIAN_SCRIPT) && binary.exists() {
+        binary
+    } else {
+        executable
     }
 }
 

@@ -30,12 +30,15 @@ impl Browser for ChromiumBrowser {
     }
 
     async fn click(&mut self, x: i64, y: i64) -> Result<(), PageError> {
-        self.mouse(DispatchMouseEventType::MouseMoved, x, y, None)
-            .await?;
-        self.mouse(DispatchMouseEventType::MousePressed, x, y, None)
-            .await?;
-        self.mouse(DispatchMouseEventType::MouseReleased, x, y, None)
-            .await?;
+        self.mouse_events(
+            &[
+                (DispatchMouseEventType::MousePressed, None),
+                (DispatchMouseEventType::MouseReleased, None),
+            ],
+            x,
+            y,
+        )
+        .await?;
         self.acted(true);
         Ok(())
     }
@@ -73,9 +76,7 @@ impl Browser for ChromiumBrowser {
     }
 
     async fn scroll(&mut self, x: i64, y: i64, dy: i64) -> Result<(), PageError> {
-        self.mouse(DispatchMouseEventType::MouseMoved, x, y, None)
-            .await?;
-        self.mouse(DispatchMouseEventType::MouseWheel, x, y, Some(dy))
+        self.mouse_events(&[(DispatchMouseEventType::MouseWheel, Some(dy))], x, y)
             .await?;
         self.acted(false);
         Ok(())
@@ -162,10 +163,13 @@ impl Browser for ChromiumBrowser {
 
     async fn facts(&mut self) -> Result<PageFacts, PageError> {
         // The URL comes from the browser process, so it is known even when the renderer is hung.
+        // Unset until the read answers: the caller's bound may drop this call at any await.
+        self.renderer_answered = false;
         let url = self.current_url().await?;
         let script = format!("{PROBE_JS}; window.__browserenv.facts({MAX_TEXT_CHARS})");
         let read =
             tokio::time::timeout(FACTS_TIMEOUT, evaluate(&self.current.page, script, false)).await;
+        self.renderer_answered = matches!(read, Ok(Ok(_)));
         let mut facts = PageFacts {
             url,
             ..PageFacts::default()
@@ -223,13 +227,6 @@ impl Browser for ChromiumBrowser {
     }
 
     async fn screenshot(&mut self) -> Result<String, PageError> {
-        let params = CaptureScreenshotParams {
-            format: Some(CaptureScreenshotFormat::Png),
-            from_surface: Some(true),
-            capture_beyond_viewport: Some(false),
-            optimize_for_speed: Some(self.fast_screenshots),
-            ..CaptureScreenshotParams::default()
-        };
         // A capture still pending when the page commits a new document (often in a new renderer)
         // goes down with the old one: it fails ("Not attached to an active page") or is never
         // answered. It is sent again, to the new document, for as long as the step's screenshot
@@ -252,9 +249,8 @@ impl Browser for ChromiumBrowser {
                 }
             };
             tokio::select! {
-                reply = self.exec(params.clone()) => match reply {
-                    // Already base64 on the wire from Chromium: pass it through.
-                    Ok(reply) => return Ok(reply.data.into()),
+                reply = self.capture() => match reply {
+                    Ok(png) => return Ok(png),
                     Err(err) if is_lost_capture(&err) => {
                         tracing::debug!("capture lost with its document: {err}");
                     }
@@ -263,7 +259,9 @@ impl Browser for ChromiumBrowser {
                 () = swapped => tracing::debug!("a new document while capturing"),
                 () = tab_changed => tracing::debug!("a tab opened or closed while capturing"),
             }
-            // Let the new document come up before asking again.
+            // Let the new document come up before asking again; its renderer has not answered
+            // yet, so the capture waits for it to draw (`capture.rs`).
+            self.renderer_answered = false;
             tokio::time::sleep(CAPTURE_RETRY_PAUSE).await;
         }
     }

@@ -7,7 +7,8 @@
 //!
 //! Rooms: `connect` (the CDP connection and browser-level watchers), `page_events` (a tab's
 //! watchers and load state), `input` (commands and input events), `navigation` (history, URL,
-//! loads, settling), `tabs` (following tabs), `seam` (the `Browser` operations built from them),
+//! loads, settling), `tabs` (following tabs), `capture` (screenshots), `seam` (the `Browser`
+//! operations built from them),
 //! `remote` (`--browser-url`), `process` (our own Chromium processes and profiles), `sandbox`,
 //! `memory` (the renderer memory limit), `egress` (the private-network proxy). This file holds the
 //! settings, the launcher and the state the rooms share.

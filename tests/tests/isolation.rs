@@ -424,7 +424,7 @@ async fn episodes_do_not_share_state(
     episodes_per_browser: u32,
     executable: PathBuf,
 ) {
-    let shell = executable.to_string_lossy().contains("headless-shell");
+    let shell = browserenv_server::chromium::is_headless_shell(&executable);
     let name = format!(
         "{isolation:?}-{episodes_per_browser}{}",
         if shell { "" } else { "-full" }

@@ -139,17 +139,11 @@ async fn adaptive_screenshots_equal_long_fixed_waits() {
 #[tokio::test]
 async fn a_frame_of_the_compositor_equals_a_redrawn_capture() {
     let frames = Harness::start(test_settings()).await;
-    let redrawn = Harness::start_with_browser(
-        ChromiumConfig {
-            screenshots: Screenshots::Redraw,
-            ..test_chromium()
-        },
-        ServerConfig {
-            settings: test_settings(),
-            ..ServerConfig::default()
-        },
-    )
-    .await;
+    let redraw = ChromiumConfig {
+        screenshots: Screenshots::Redraw,
+        ..test_chromium()
+    };
+    let redrawn = on_browser(redraw, test_settings()).await;
     same_pictures_on(&frames, &redrawn, scenarios()).await;
     // A frame's PNG is encoded for speed: larger than the redrawn capture's, never smaller.
     let mut a = frames.client().await;
@@ -174,9 +168,16 @@ async fn a_frame_of_the_compositor_equals_a_redrawn_capture() {
 
 /// Whether the tests' browser is Chromium's headless shell.
 fn headless_shell() -> bool {
-    browserenv_tests::chromium_path()
-        .to_string_lossy()
-        .contains("headless-shell")
+    browserenv_server::chromium::is_headless_shell(&browserenv_tests::chromium_path())
+}
+
+/// A server with the tests' settings on `chromium`.
+async fn on_browser(chromium: ChromiumConfig, settings: EnvSettings) -> Harness {
+    let config = ServerConfig {
+        settings,
+        ..ServerConfig::default()
+    };
+    Harness::start_with_browser(chromium, config).await
 }
 
 /// On the full Chromium (`BROWSER_CHROMIUM=/usr/bin/chromium`), back restores a page from the
@@ -186,16 +187,11 @@ async fn back_restores_from_the_back_forward_cache_on_the_full_chromium() {
     let full = std::path::PathBuf::from(browserenv_server::chromium::CHROMIUM);
     assert!(full.exists(), "make test installs Debian's chromium");
     let on_full = |settings: EnvSettings| {
-        Harness::start_with_browser(
-            ChromiumConfig {
-                executable: full.clone(),
-                ..test_chromium()
-            },
-            ServerConfig {
-                settings,
-                ..ServerConfig::default()
-            },
-        )
+        let chromium = ChromiumConfig {
+            executable: full.clone(),
+            ..test_chromium()
+        };
+        on_browser(chromium, settings)
     };
     let adaptive = on_full(test_settings()).await;
     let fixed = on_full(EnvSettings {
@@ -222,16 +218,11 @@ async fn the_headless_shell_draws_pages_as_the_full_chromium_does() {
         "make test installs Debian's chromium and chromium-headless-shell"
     );
     let on = |executable: std::path::PathBuf| {
-        Harness::start_with_browser(
-            ChromiumConfig {
-                executable,
-                ..test_chromium()
-            },
-            ServerConfig {
-                settings: test_settings(),
-                ..ServerConfig::default()
-            },
-        )
+        let chromium = ChromiumConfig {
+            executable,
+            ..test_chromium()
+        };
+        on_browser(chromium, test_settings())
     };
     let (on_full, on_shell) = (on(full).await, on(shell).await);
     let scenarios = vec![

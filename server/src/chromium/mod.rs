@@ -115,6 +115,11 @@ const TEXT_BUDGET: Duration = Duration::from_millis(500);
 /// time, and pages render the same. The binary itself, not the package's `/usr/bin` script (see
 /// `process::launchable`).
 pub const HEADLESS_SHELL: &str = "/usr/lib/chromium/chromium-headless-shell";
+/// Whether `executable` is the headless shell (the binary or Debian's script): it has no
+/// back/forward cache and answers permission prompts and HTTP auth its own way.
+pub fn is_headless_shell(executable: &std::path::Path) -> bool {
+    executable.to_string_lossy().contains("headless-shell")
+}
 /// Debian's `chromium`: used when the headless shell is not installed.
 pub const CHROMIUM: &str = "/usr/bin/chromium";
 

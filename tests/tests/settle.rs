@@ -76,6 +76,9 @@ fn scenarios() -> Vec<(&'static str, Vec<BrowserAction>)> {
     vec![
         // A timer and a fetch that render after load; a click whose effect lands 250 ms later.
         ("delayed.html", vec![BrowserAction::click(200, 50)]),
+        // Rendering through animation frames and MessageChannel (no timer, no request), after
+        // load and after a click: 12 rows each.
+        ("frames.html", vec![BrowserAction::click(200, 50)]),
         // A link click that navigates, then back.
         (
             "nav1.html",
@@ -112,6 +115,10 @@ async fn adaptive_screenshots_equal_long_fixed_waits() {
         if page == "delayed.html" {
             assert_eq!(title(&got_a[0]), "Delayed ready");
             assert_eq!(title(&got_a[1]), "Delayed clicked");
+        }
+        if page == "frames.html" {
+            assert_eq!(title(&got_a[0]), "Frames 12");
+            assert_eq!(title(&got_a[1]), "Frames 24");
         }
         if page == "bfcache1.html" {
             // The headless shell has no back/forward cache (Chromium's "disabled for delegate"):

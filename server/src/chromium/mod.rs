@@ -81,7 +81,7 @@ pub use remote::{redacted_url, remote_version, without_secrets_of};
 
 // The rooms' shared helpers, for every room (`use super::*`).
 use host::{Endpoint, Host};
-use page_events::{evaluate, prepare_page};
+use page_events::{evaluate, prepare_page, probe};
 
 const PROBE_JS: &str = include_str!("probe.js");
 /// How long the DOM must be unchanged to count as quiet.

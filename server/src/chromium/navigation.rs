@@ -41,9 +41,8 @@ impl ChromiumBrowser {
             .saturating_sub(now.duration_since(self.last_action))
             .as_millis();
         let max_ms = deadline.duration_since(now).as_millis();
-        let expression =
-            format!("{PROBE_JS}; window.__browserenv.settle({QUIET_MS}, {min_ms}, {max_ms})");
-        let result = evaluate(&self.current.page, expression, true).await;
+        let call = format!("settle({QUIET_MS}, {min_ms}, {max_ms})");
+        let result = probe(&self.current.page, &call, true).await;
         let navigated = self.current.load.borrow().navigation_events != before;
         match result {
             Ok(value) if !navigated => Some(if value["bounded"] == Value::Bool(true) {

@@ -186,6 +186,26 @@ pub(super) async fn prepare_page(
     })
 }
 
+/// What the expression of `probe` answers when the document has no probe yet.
+const PROBE_MISSING: &str = "browserenv: no probe";
+
+/// Call the probe's `call` (`facts(…)`, `settle(…)`) in the page's current document. The probe's
+/// source (27 KB) goes along only when the document lacks it, one that loaded before we attached:
+/// parsed on every call, it cost a few milliseconds of each step.
+pub(super) async fn probe(
+    page: &Page,
+    call: &str,
+    await_promise: bool,
+) -> Result<Value, PageError> {
+    let bare = format!("window.__browserenv ? window.__browserenv.{call} : {PROBE_MISSING:?}");
+    let value = evaluate(page, bare, await_promise).await?;
+    if value.as_str() != Some(PROBE_MISSING) {
+        return Ok(value);
+    }
+    let whole = format!("{PROBE_JS}; window.__browserenv.{call}");
+    evaluate(page, whole, await_promise).await
+}
+
 /// `Runtime.evaluate` in the page's current main-world context (no cached context id, so it never
 /// hits a context destroyed by a navigation that already happened).
 pub(super) async fn evaluate(

@@ -87,35 +87,57 @@
   window.addEventListener('click', stopForbidden, true);
   window.addEventListener('auxclick', stopForbidden, true);
 
-  const twoFrames = () =>
-    new Promise((resolve) => {
-      // rAF does not run in a hidden page; never wait on it for long.
-      const fallback = nativeSetTimeout(resolve, 100);
-      requestAnimationFrame(() =>
-        requestAnimationFrame(() => {
-          nativeClearTimeout(fallback);
-          resolve();
-        }),
-      );
-    });
+  // A page that has no frames (hidden) must not hold a settle for long.
+  const NO_FRAMES_MS = 100;
 
   const api = {
+    // Resolves once the page is quiet (no requests, no short timers, loaded, no DOM change for
+    // quietMs, at least minMs after the start) and then drawn: two frames have begun since the
+    // start and since its last change, so the frame that painted it has gone to the compositor.
+    // The two waits overlap: a change quietMs ago is usually drawn already. A change after the
+    // page was found quiet (a scroll handler setting the title) is drawn by those frames but
+    // does not start the wait again. Past maxMs it resolves `bounded` once two frames have
+    // begun since.
     settle(quietMs, minMs, maxMs) {
       const start = performance.now();
       return new Promise((resolve) => {
-        const check = () => {
+        // When the last two frames began (requestAnimationFrame), oldest first.
+        const frames = [];
+        let finished = false;
+        // Once quiet or out of time: since when the page must be drawn, and whether it was quiet.
+        let ready = null;
+        // Whether the settle is over (then it has resolved).
+        const over = () => {
           const now = performance.now();
-          const busy =
-            state.requests > 0 || state.timers.size > 0 || document.readyState !== 'complete';
-          const quiet = !busy && now - state.lastMutation >= quietMs && now - start >= minMs;
-          const bounded = now - start >= maxMs;
-          if (quiet || bounded) {
-            twoFrames().then(() => resolve({ bounded: !quiet }));
-          } else {
-            nativeSetTimeout(check, 10);
+          if (ready === null) {
+            const busy =
+              state.requests > 0 || state.timers.size > 0 || document.readyState !== 'complete';
+            const quiet = !busy && now - state.lastMutation >= quietMs && now - start >= minMs;
+            if (quiet) {
+              ready = { at: now, since: Math.max(start, state.lastMutation), quiet };
+            } else if (now - start >= maxMs) {
+              ready = { at: now, since: now, quiet };
+            } else {
+              return false;
+            }
           }
+          const drawn = frames.length === 2 && frames[0] > ready.since;
+          if (!drawn && now - ready.at < NO_FRAMES_MS) return false;
+          finished = true;
+          resolve({ bounded: !ready.quiet });
+          return true;
         };
-        check();
+        const poll = () => {
+          if (!finished && !over()) nativeSetTimeout(poll, 10);
+        };
+        const frame = () => {
+          if (finished) return;
+          frames.push(performance.now());
+          if (frames.length > 2) frames.shift();
+          if (!over()) requestAnimationFrame(frame);
+        };
+        requestAnimationFrame(frame);
+        poll();
       });
     },
     facts(maxText) {

@@ -165,10 +165,13 @@ impl Browser for ChromiumBrowser {
         // The URL comes from the browser process, so it is known even when the renderer is hung.
         // Unset until the read answers: the caller's bound may drop this call at any await.
         self.renderer_answered = false;
-        let url = self.current_url().await?;
-        let script = format!("{PROBE_JS}; window.__browserenv.facts({MAX_TEXT_CHARS})");
-        let read =
-            tokio::time::timeout(FACTS_TIMEOUT, evaluate(&self.current.page, script, false)).await;
+        // Both at once: one round trip of the step instead of two.
+        let call = format!("facts({MAX_TEXT_CHARS})");
+        let (url, read) = tokio::join!(
+            self.current_url(),
+            tokio::time::timeout(FACTS_TIMEOUT, probe(&self.current.page, &call, false))
+        );
+        let url = url?;
         self.renderer_answered = matches!(read, Ok(Ok(_)));
         let mut facts = PageFacts {
             url,
@@ -205,18 +208,14 @@ impl Browser for ChromiumBrowser {
             Some((x, y)) => (x.to_string(), y.to_string()),
             None => ("null".into(), "null".into()),
         };
-        let script = format!("{PROBE_JS}; window.__browserenv.element({x}, {y})");
-        let value = evaluate(self.page()?, script, false).await?;
+        let value = probe(self.page()?, &format!("element({x}, {y})"), false).await?;
         Ok((!value.is_null()).then_some(value))
     }
 
     async fn visible_text(&mut self) -> Result<PageText, PageError> {
-        let script = format!(
-            "{PROBE_JS}; window.__browserenv.textRuns({MAX_RUNS}, {})",
-            TEXT_BUDGET.as_millis()
-        );
+        let call = format!("textRuns({MAX_RUNS}, {})", TEXT_BUDGET.as_millis());
         let url = self.current_url().await?;
-        let value = evaluate(self.page()?, script, false).await?;
+        let value = probe(self.page()?, &call, false).await?;
         let runs: Vec<TextRun> = serde_json::from_value(value["runs"].clone())
             .map_err(|err| PageError::ActionFailed(format!("unreadable text runs: {err}")))?;
         Ok(PageText {

@@ -23,6 +23,13 @@ impl ChromiumBrowser {
             .unwrap_or_default())
     }
 
+    /// Whether the main frame is loading, or has started or committed a navigation since the
+    /// counts given.
+    pub(super) fn document_changing(&self, commits: u64, navigations: u64) -> bool {
+        let state = self.current.load.borrow();
+        state.loading || state.commits != commits || state.navigation_events != navigations
+    }
+
     /// One settle attempt on the current document; `None` when a navigation replaced it.
     pub(super) async fn settle_once(
         &self,

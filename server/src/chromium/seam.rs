@@ -234,7 +234,10 @@ impl Browser for ChromiumBrowser {
         let mut commits = self.current.load.clone();
         loop {
             self.keep_in_front().await?;
-            let before = commits.borrow().commits;
+            let (before, navigations) = {
+                let state = commits.borrow();
+                (state.commits, state.navigation_events)
+            };
             let swapped = async {
                 if commits.wait_for(|s| s.commits != before).await.is_err() {
                     // The page's watchers are gone: only the capture can end this.
@@ -252,6 +255,11 @@ impl Browser for ChromiumBrowser {
                     Ok(png) => return Ok(png),
                     Err(err) if is_lost_capture(&err) => {
                         tracing::debug!("capture lost with its document: {err}");
+                    }
+                    // Other failures too ("Unable to capture screenshot") while the document is
+                    // being replaced: the failure's reply can come before the navigation's events.
+                    Err(err) if self.document_changing(before, navigations) => {
+                        tracing::debug!("capture failed while the document changed: {err}");
                     }
                     Err(err) => return Err(err),
                 },

@@ -23,7 +23,13 @@ async fn run(client: &mut Client, start: &str, actions: &[BrowserAction]) -> Vec
 fn assert_same_pictures(adaptive: &[StepResult], fixed: &[StepResult], scenario: &str) {
     for (i, (a, f)) in adaptive.iter().zip(fixed).enumerate() {
         assert_eq!(a.observation.url, f.observation.url, "{scenario} step {i}");
-        assert_eq!(title(a), title(f), "{scenario} step {i}");
+        assert_eq!(
+            title(a),
+            title(f),
+            "{scenario} step {i}: {:?} / {:?}",
+            a.observation.metadata,
+            f.observation.metadata
+        );
         let (pa, pf) = (
             Picture::from_base64(&a.observation.screenshot),
             Picture::from_base64(&f.observation.screenshot),
@@ -76,7 +82,7 @@ fn scenarios() -> Vec<(&'static str, Vec<BrowserAction>)> {
     vec![
         // A timer and a fetch that render after load; a click whose effect lands 250 ms later.
         ("delayed.html", vec![BrowserAction::click(200, 50)]),
-        // Rendering through animation frames and MessageChannel (no timer, no request), after
+        // Rendering frame by frame in animation frame callbacks (no timer, no request), after
         // load and after a click: 12 rows each.
         ("frames.html", vec![BrowserAction::click(200, 50)]),
         // A link click that navigates, then back.

@@ -87,44 +87,49 @@
   window.addEventListener('click', stopForbidden, true);
   window.addEventListener('auxclick', stopForbidden, true);
 
-  // A page that has no frames (hidden) must not hold a settle for long.
+  // A page whose frames stop (or come slower than this on a loaded machine) must not hold a
+  // settle for long: its facts and screenshot share the step's budget. A hidden page draws none.
   const NO_FRAMES_MS = 100;
 
   const api = {
     // Resolves once the page is quiet (no requests, no short timers, loaded, no DOM change for
-    // quietMs, at least minMs after the start) and then drawn: two frames have begun since the
-    // start and since its last change, so the frame that painted it has gone to the compositor.
-    // The two waits overlap: a change quietMs ago is usually drawn already. A change after the
-    // page was found quiet (a scroll handler setting the title) is drawn by those frames but
-    // does not start the wait again. Past maxMs it resolves `bounded` once two frames have
-    // begun since.
+    // quietMs, at least minMs after the start) and drawn: two frames have begun since the start
+    // and since its last DOM change, so the frame that painted the change has gone to the
+    // compositor. The two waits overlap: a change quietMs ago is usually drawn already. A change
+    // once the page was found quiet (a scroll handler setting the title, rendering that goes on
+    // frame by frame on a slow machine) needs two frames more, not quietMs more. Past maxMs it
+    // resolves `bounded` once two frames have begun since; with no frames for NO_FRAMES_MS, or
+    // none to come (a hidden page), at once.
     settle(quietMs, minMs, maxMs) {
       const start = performance.now();
       return new Promise((resolve) => {
         // When the last two frames began (requestAnimationFrame), oldest first.
         const frames = [];
         let finished = false;
-        // Once quiet or out of time: since when the page must be drawn, and whether it was quiet.
-        let ready = null;
+        // When the page was found quiet, or ran out of time (then it is not quiet).
+        let readyAt = null;
+        let quiet = false;
         // Whether the settle is over (then it has resolved).
         const over = () => {
           const now = performance.now();
-          if (ready === null) {
+          if (readyAt === null || (quiet && now - start >= maxMs)) {
             const busy =
               state.requests > 0 || state.timers.size > 0 || document.readyState !== 'complete';
-            const quiet = !busy && now - state.lastMutation >= quietMs && now - start >= minMs;
-            if (quiet) {
-              ready = { at: now, since: Math.max(start, state.lastMutation), quiet };
+            if (readyAt === null && !busy && now - state.lastMutation >= quietMs && now - start >= minMs) {
+              quiet = true;
             } else if (now - start >= maxMs) {
-              ready = { at: now, since: now, quiet };
+              quiet = false;
             } else {
               return false;
             }
+            readyAt = now;
           }
-          const drawn = frames.length === 2 && frames[0] > ready.since;
-          if (!drawn && now - ready.at < NO_FRAMES_MS) return false;
+          const since = quiet ? Math.max(start, state.lastMutation) : readyAt;
+          const drawn = frames.length === 2 && frames[0] > since;
+          const lastFrame = Math.max(readyAt, frames.length ? frames[frames.length - 1] : 0);
+          if (!drawn && !document.hidden && now - lastFrame < NO_FRAMES_MS) return false;
           finished = true;
-          resolve({ bounded: !ready.quiet });
+          resolve({ bounded: !quiet });
           return true;
         };
         const poll = () => {

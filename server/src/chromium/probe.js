@@ -61,6 +61,32 @@
       }
     };
   }
+  // A response's body is read after its fetch has resolved (`response.json()`): a request too,
+  // until it is read, or the page looks quiet while the data it will render is on its way.
+  if (window.Response) {
+    for (const name of ['json', 'text', 'arrayBuffer', 'blob', 'formData']) {
+      const nativeRead = Response.prototype[name];
+      if (typeof nativeRead !== 'function') continue;
+      Response.prototype[name] = function (...args) {
+        state.requests++;
+        let settled = false;
+        const done = () => {
+          if (!settled) {
+            settled = true;
+            state.requests--;
+          }
+        };
+        try {
+          const promise = nativeRead.apply(this, args);
+          promise.then(done, done);
+          return promise;
+        } catch (error) {
+          done();
+          throw error;
+        }
+      };
+    }
+  }
   const nativeSend = XMLHttpRequest.prototype.send;
   XMLHttpRequest.prototype.send = function (...args) {
     state.requests++;

@@ -40,51 +40,32 @@
     return nativeClearTimeout(id);
   };
 
-  if (window.fetch) {
-    const nativeFetch = window.fetch;
-    window.fetch = function (...args) {
-      state.requests++;
-      let settled = false;
-      const done = () => {
-        if (!settled) {
-          settled = true;
-          state.requests--;
-        }
-      };
-      try {
-        const promise = nativeFetch.apply(this, args);
-        promise.then(done, done);
-        return promise;
-      } catch (error) {
-        done();
-        throw error;
+  // A call counted as a request from its start until its promise settles.
+  const counted = (native) => function (...args) {
+    state.requests++;
+    let settled = false;
+    const done = () => {
+      if (!settled) {
+        settled = true;
+        state.requests--;
       }
     };
-  }
+    try {
+      const promise = native.apply(this, args);
+      promise.then(done, done);
+      return promise;
+    } catch (error) {
+      done();
+      throw error;
+    }
+  };
+  if (window.fetch) window.fetch = counted(window.fetch);
   // A response's body is read after its fetch has resolved (`response.json()`): a request too,
   // until it is read, or the page looks quiet while the data it will render is on its way.
   if (window.Response) {
     for (const name of ['json', 'text', 'arrayBuffer', 'blob', 'formData']) {
       const nativeRead = Response.prototype[name];
-      if (typeof nativeRead !== 'function') continue;
-      Response.prototype[name] = function (...args) {
-        state.requests++;
-        let settled = false;
-        const done = () => {
-          if (!settled) {
-            settled = true;
-            state.requests--;
-          }
-        };
-        try {
-          const promise = nativeRead.apply(this, args);
-          promise.then(done, done);
-          return promise;
-        } catch (error) {
-          done();
-          throw error;
-        }
-      };
+      if (typeof nativeRead === 'function') Response.prototype[name] = counted(nativeRead);
     }
   }
   const nativeSend = XMLHttpRequest.prototype.send;

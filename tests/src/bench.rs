@@ -59,13 +59,12 @@ async fn timed<T>(series: &mut Series, future: impl std::future::Future<Output =
     value
 }
 
-/// Proportional set size (KiB) of every Chromium process this benchmark launched: each browser
-/// (its profile names this process) and everything in its process group (renderers, GPU,
-/// network and storage services).
-fn chromium_pss_kib() -> u64 {
+/// Every Chromium process this benchmark launched: each browser (its profile names this process)
+/// and everything in its process group (renderers, GPU, network and storage services).
+fn chromium_processes() -> Vec<i32> {
     let marker = format!("browserenv-{}-", std::process::id());
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
+        return Vec::new();
     };
     let processes: Vec<(i32, String)> = entries
         .flatten()
@@ -81,10 +80,18 @@ fn chromium_pss_kib() -> u64 {
         .map(|(pid, _)| *pid)
         .collect();
     processes
-        .iter()
+        .into_iter()
         // SAFETY: getpgid on an arbitrary pid only reads.
         .filter(|(pid, _)| browsers.contains(&unsafe { libc::getpgid(*pid) }))
-        .filter_map(|(pid, _)| std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok())
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// Proportional set size (KiB) of every Chromium process this benchmark launched.
+fn chromium_pss_kib() -> u64 {
+    chromium_processes()
+        .into_iter()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok())
         .filter_map(|rollup| {
             rollup
                 .lines()
@@ -93,6 +100,23 @@ fn chromium_pss_kib() -> u64 {
                 .and_then(|v| v.parse::<u64>().ok())
         })
         .sum()
+}
+
+/// CPU time (user and system, milliseconds) used so far by the Chromium processes running now.
+fn chromium_cpu_ms() -> f64 {
+    // SAFETY: sysconf only reads a constant.
+    let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let ticks: u64 = chromium_processes()
+        .into_iter()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+        .filter_map(|stat| {
+            // Fields after the command (which may hold spaces): utime and stime are the 12th
+            // and 13th.
+            let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+            Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+        })
+        .sum();
+    ticks as f64 * 1000.0 / ticks_per_second
 }
 
 /// Open sessions on `harness`, each reset to the long test page, until there are `count`.
@@ -153,7 +177,10 @@ async fn memory_by_sessions() -> anyhow::Result<()> {
 }
 
 /// The scroll step with 8 sessions stepping at once against one session alone, per isolation mode.
+/// Then the CPU time Chromium spent per step, alone and together: 8 steps at once on this
+/// machine's cores cannot take less than 8 times that, divided by the cores.
 async fn concurrent_steps(rounds: usize) -> anyhow::Result<()> {
+    let mut cpu_rows = Vec::new();
     for (name, isolation) in [
         ("BROWSER_ISOLATION=process", Isolation::Process),
         ("BROWSER_ISOLATION=context", Isolation::Context),
@@ -167,22 +194,39 @@ async fn concurrent_steps(rounds: usize) -> anyhow::Result<()> {
         open_sessions(&harness, &mut clients, 8).await?;
         tokio::time::sleep(Duration::from_secs(3)).await;
         let alone_name = format!("step scroll, 1 session alone ({name})");
+        let cpu_before = chromium_cpu_ms();
         let (alone, _) = scrolls(&mut clients[0], rounds, &alone_name).await?;
+        let alone_cpu = (chromium_cpu_ms() - cpu_before) / rounds as f64;
         println!("{}", alone.row());
+        let cpu_before = chromium_cpu_ms();
         let mut tasks = Vec::new();
         for mut client in clients {
             tasks.push(tokio::spawn(async move {
                 let series = scrolls(&mut client, rounds, "").await.map(|(s, _)| s);
-                let _ = client.close().await;
-                series
+                (client, series)
             }));
         }
         let mut together = Series::new(&format!("step scroll, 8 sessions at once ({name})"));
+        let mut clients = Vec::new();
         for task in tasks {
-            together.millis.extend(task.await??.millis);
+            let (client, series) = task.await?;
+            together.millis.extend(series?.millis);
+            clients.push(client);
         }
+        // Before the sessions close: a closed context's renderer takes its CPU time with it.
+        let together_cpu = (chromium_cpu_ms() - cpu_before) / together.millis.len() as f64;
         println!("{}", together.row());
+        cpu_rows.push(format!("| {name} | {alone_cpu:.1} | {together_cpu:.1} |"));
+        for client in clients {
+            client.close().await?;
+        }
         harness.stop().await;
+    }
+    println!();
+    println!("| Chromium CPU ms per scroll step | 1 session alone | 8 sessions at once |");
+    println!("|---|---|---|");
+    for row in cpu_rows {
+        println!("{row}");
     }
     Ok(())
 }

@@ -85,6 +85,11 @@ fn scenarios() -> Vec<(&'static str, Vec<BrowserAction>)> {
         // Rendering frame by frame in animation frame callbacks (no timer, no request), after
         // load and after a click: 12 rows each.
         ("frames.html", vec![BrowserAction::click(200, 50)]),
+        // A click whose effect is drawn on a canvas by a timer: no DOM change shows it.
+        (
+            "canvastimer.html",
+            vec![BrowserAction::click(200, 50), BrowserAction::click(200, 50)],
+        ),
         // A link click that navigates, then back.
         (
             "nav1.html",

@@ -10,6 +10,15 @@
     requests: 0,
     timers: new Set(),
     lastMutation: performance.now(),
+    // Orders the page's changes and the settle's frames: a counter, not a clock, whose 0.1 ms
+    // steps would make a change and the frame right after it look simultaneous.
+    order: 0,
+    // The last thing the page did that may change its picture (a DOM change, a short timer's
+    // callback that may have drawn a canvas, the end of a request), in `order`. The settle's
+    // frames count from it.
+    lastChange: 0,
+    // Called on each such change: a settle in progress asks for frames again.
+    wakers: new Set(),
     // The first links stopped since the last step (as [start of href, its length]), and how
     // many more: a page can click thousands of them.
     blocked: [],
@@ -23,6 +32,11 @@
   const MAX_INCIDENT_CHARS = 200;
   const FORBIDDEN = /^\s*(javascript|file|data|chrome|chrome-untrusted|devtools|view-source|filesystem)\s*:/i;
 
+  const changed = () => {
+    state.lastChange = ++state.order;
+    for (const wake of state.wakers) wake();
+  };
+
   window.setTimeout = function (handler, delay, ...args) {
     const ms = Number(delay) || 0;
     if (typeof handler !== 'function' || ms > SHORT_TIMER_MS) {
@@ -30,7 +44,11 @@
     }
     const id = nativeSetTimeout(function () {
       state.timers.delete(id);
-      return handler.apply(this, args);
+      try {
+        return handler.apply(this, args);
+      } finally {
+        changed();
+      }
     }, ms);
     state.timers.add(id);
     return id;
@@ -48,6 +66,7 @@
       if (!settled) {
         settled = true;
         state.requests--;
+        changed();
       }
     };
     try {
@@ -71,12 +90,16 @@
   const nativeSend = XMLHttpRequest.prototype.send;
   XMLHttpRequest.prototype.send = function (...args) {
     state.requests++;
-    this.addEventListener('loadend', () => state.requests--, { once: true });
+    this.addEventListener('loadend', () => {
+      state.requests--;
+      changed();
+    }, { once: true });
     return nativeSend.apply(this, args);
   };
 
   new MutationObserver(() => {
     state.lastMutation = performance.now();
+    changed();
   }).observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
 
   const stopForbidden = (event) => {
@@ -101,21 +124,50 @@
   const api = {
     // Resolves once the page is quiet (no requests, no short timers, loaded, no DOM change for
     // quietMs, at least minMs after the start) and drawn: two frames have begun since the start
-    // and since its last DOM change, so the frame that painted the change has gone to the
-    // compositor. The two waits overlap: a change quietMs ago is usually drawn already. A change
-    // once the page was found quiet (a scroll handler setting the title, rendering that goes on
-    // frame by frame on a slow machine) needs two frames more, not quietMs more. Past maxMs it
-    // resolves `bounded` once two frames have begun since; with no frames for NO_FRAMES_MS, or
-    // none to come (a hidden page), at once.
+    // and since its last change (DOM change, timer callback, request end), so the frame that
+    // painted the change has gone to the compositor. The two waits overlap: a change quietMs ago
+    // is usually drawn already. A change once the page was found quiet (a scroll handler setting
+    // the title, rendering that goes on frame by frame on a slow machine) needs two frames more,
+    // not quietMs more. Past maxMs it resolves `bounded` once two frames have begun since; with
+    // no frames for NO_FRAMES_MS, or none to come (a hidden page), at once.
+    //
+    // Frames are asked for only while the last change is not yet drawn: each one costs the
+    // renderer and the compositor a few milliseconds of CPU, which sessions sharing a machine
+    // pay for each other. A change asks for them again.
     settle(quietMs, minMs, maxMs) {
       const start = performance.now();
       return new Promise((resolve) => {
-        // When the last two frames began (requestAnimationFrame), oldest first.
+        const startOrder = ++state.order;
+        // When (in `order`) the last two frames began (requestAnimationFrame), oldest first, and
+        // when (in time) the last one did.
         const frames = [];
+        let lastFrameAt = 0;
         let finished = false;
-        // When the page was found quiet, or ran out of time (then it is not quiet).
+        // When the page was found quiet, or ran out of time (then it is not quiet), in time and
+        // in `order`.
         let readyAt = null;
+        let readyOrder = 0;
         let quiet = false;
+        // Whether a frame has been asked for, and when frames were last asked for after a pause.
+        let asked = false;
+        let askedAt = start;
+        // What the frames count from.
+        const since = () => (readyAt !== null && !quiet ? readyOrder : Math.max(startOrder, state.lastChange));
+        const drawn = () => frames.length === 2 && frames[0] > since();
+        const frame = () => {
+          asked = false;
+          if (finished) return;
+          frames.push(++state.order);
+          lastFrameAt = performance.now();
+          if (frames.length > 2) frames.shift();
+          if (!over() && !drawn()) wake();
+        };
+        const wake = () => {
+          if (asked || finished) return;
+          asked = true;
+          askedAt = performance.now();
+          requestAnimationFrame(frame);
+        };
         // Whether the settle is over (then it has resolved).
         const over = () => {
           const now = performance.now();
@@ -130,25 +182,26 @@
               return false;
             }
             readyAt = now;
+            readyOrder = ++state.order;
           }
-          const since = quiet ? Math.max(start, state.lastMutation) : readyAt;
-          const drawn = frames.length === 2 && frames[0] > since;
-          const lastFrame = Math.max(readyAt, frames.length ? frames[frames.length - 1] : 0);
-          if (!drawn && !document.hidden && now - lastFrame < NO_FRAMES_MS) return false;
+          if (!drawn() && !document.hidden) {
+            wake();
+            const lastFrame = Math.max(readyAt, askedAt, lastFrameAt);
+            if (now - lastFrame < NO_FRAMES_MS) return false;
+          }
           finished = true;
+          state.wakers.delete(wake);
           resolve({ bounded: !quiet });
           return true;
         };
+        // Polled every 10 ms, or sooner when the quiet is due (quietMs after the last DOM change).
         const poll = () => {
-          if (!finished && !over()) nativeSetTimeout(poll, 10);
+          if (finished || over()) return;
+          const due = Math.max(state.lastMutation + quietMs, start + minMs) - performance.now();
+          nativeSetTimeout(poll, readyAt === null && due > 0 ? Math.min(10, Math.ceil(due)) : 10);
         };
-        const frame = () => {
-          if (finished) return;
-          frames.push(performance.now());
-          if (frames.length > 2) frames.shift();
-          if (!over()) requestAnimationFrame(frame);
-        };
-        requestAnimationFrame(frame);
+        state.wakers.add(wake);
+        wake();
         poll();
       });
     },

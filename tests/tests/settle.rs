@@ -11,6 +11,11 @@ use browserenv_server::settings::{EnvSettings, SettleMode};
 use browserenv_server::ServerConfig;
 use browserenv_tests::{test_chromium, test_settings, title, Harness, Picture};
 
+/// Held by each test here for its whole run: each compares the pictures of two browsers, and
+/// four such pairs on two cores (`make test` runs four tests at a time) slow frames and loads past
+/// the settle's limits, where it says `bounded` and the pictures rightly differ.
+static ONE_PAIR_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A scenario: reset to a page, then some actions; returns every observation.
 async fn run(client: &mut Client, start: &str, actions: &[BrowserAction]) -> Vec<StepResult> {
     let mut results = vec![client.reset(ResetOptions::new(start)).await.unwrap()];
@@ -114,6 +119,7 @@ fn scenarios() -> Vec<(&'static str, Vec<BrowserAction>)> {
 
 #[tokio::test]
 async fn adaptive_screenshots_equal_long_fixed_waits() {
+    let _one = ONE_PAIR_AT_A_TIME.lock().await;
     let adaptive = Harness::start(test_settings()).await;
     let fixed = Harness::start(EnvSettings {
         settle: SettleMode::Fixed,
@@ -156,6 +162,7 @@ async fn adaptive_screenshots_equal_long_fixed_waits() {
 
 #[tokio::test]
 async fn a_frame_of_the_compositor_equals_a_redrawn_capture() {
+    let _one = ONE_PAIR_AT_A_TIME.lock().await;
     let frames = Harness::start(test_settings()).await;
     let redraw = ChromiumConfig {
         screenshots: Screenshots::Redraw,
@@ -202,6 +209,7 @@ async fn on_browser(chromium: ChromiumConfig, settings: EnvSettings) -> Harness 
 /// back/forward cache, and the picture still equals the one after a long fixed wait.
 #[tokio::test]
 async fn back_restores_from_the_back_forward_cache_on_the_full_chromium() {
+    let _one = ONE_PAIR_AT_A_TIME.lock().await;
     let full = std::path::PathBuf::from(browserenv_server::chromium::CHROMIUM);
     assert!(full.exists(), "make test installs Debian's chromium");
     let on_full = |settings: EnvSettings| {
@@ -229,6 +237,7 @@ async fn back_restores_from_the_back_forward_cache_on_the_full_chromium() {
 /// text, a scrolled page, a late effect and a plain page, pixel for pixel.
 #[tokio::test]
 async fn the_headless_shell_draws_pages_as_the_full_chromium_does() {
+    let _one = ONE_PAIR_AT_A_TIME.lock().await;
     let full = std::path::PathBuf::from(browserenv_server::chromium::CHROMIUM);
     let shell = std::path::PathBuf::from(browserenv_server::chromium::HEADLESS_SHELL);
     assert!(

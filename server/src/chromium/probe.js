@@ -117,9 +117,11 @@
   window.addEventListener('click', stopForbidden, true);
   window.addEventListener('auxclick', stopForbidden, true);
 
-  // A page whose frames stop (or come slower than this on a loaded machine) must not hold a
-  // settle for long: its facts and screenshot share the step's budget. A hidden page draws none.
-  const NO_FRAMES_MS = 100;
+  // A page whose frames stop must not hold a settle for long: its facts and screenshot share the
+  // step's budget. On a loaded machine frames can come 100-200 ms apart (eight Chromiums on two
+  // cores): waiting that long gives the settled picture, not the half-drawn one. A hidden page
+  // draws none.
+  const NO_FRAMES_MS = 300;
 
   const api = {
     // Resolves once the page is quiet (no requests, no short timers, loaded, no DOM change for
@@ -129,7 +131,8 @@
     // is usually drawn already. A change once the page was found quiet (a scroll handler setting
     // the title, rendering that goes on frame by frame on a slow machine) needs two frames more,
     // not quietMs more. Past maxMs it resolves `bounded` once two frames have begun since; with
-    // no frames for NO_FRAMES_MS, or none to come (a hidden page), at once.
+    // no frames for NO_FRAMES_MS it resolves `bounded` at once (the last change may not be drawn);
+    // with none to come (a hidden page), as it was.
     //
     // Frames are asked for only while the last change is not yet drawn: each one costs the
     // renderer and the compositor a few milliseconds of CPU, which sessions sharing a machine
@@ -184,14 +187,16 @@
             readyAt = now;
             readyOrder = ++state.order;
           }
+          let undrawn = false;
           if (!drawn() && !document.hidden) {
             wake();
             const lastFrame = Math.max(readyAt, askedAt, lastFrameAt);
             if (now - lastFrame < NO_FRAMES_MS) return false;
+            undrawn = true;
           }
           finished = true;
           state.wakers.delete(wake);
-          resolve({ bounded: !quiet });
+          resolve({ bounded: !quiet || undrawn });
           return true;
         };
         // Polled every 10 ms, or sooner when the quiet is due (quietMs after the last DOM change).

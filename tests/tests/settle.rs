@@ -95,6 +95,11 @@ fn scenarios() -> Vec<(&'static str, Vec<BrowserAction>)> {
             "canvastimer.html",
             vec![BrowserAction::click(200, 50), BrowserAction::click(200, 50)],
         ),
+        // requestAnimationFrame replaced by a timer: the settle's frames do not go through it.
+        (
+            "rafshim.html",
+            vec![BrowserAction::click(200, 50), BrowserAction::click(200, 50)],
+        ),
         // A link click that navigates, then back.
         (
             "nav1.html",
@@ -136,6 +141,9 @@ async fn adaptive_screenshots_equal_long_fixed_waits() {
         if page == "frames.html" {
             assert_eq!(title(&got_a[0]), "Frames 12");
             assert_eq!(title(&got_a[1]), "Frames 24");
+        }
+        if page == "rafshim.html" {
+            assert_eq!(title(&got_a[2]), "Frame shim 2");
         }
         if page == "bfcache1.html" {
             // The headless shell has no back/forward cache (Chromium's "disabled for delegate"):

@@ -6,6 +6,9 @@
   if (window.__browserenv) return;
   const nativeSetTimeout = window.setTimeout.bind(window);
   const nativeClearTimeout = window.clearTimeout.bind(window);
+  // The settle's frames: a page that replaces requestAnimationFrame with a timer (old polyfills)
+  // would make them look like its own timers and changes, and no step quiet.
+  const nativeRequestAnimationFrame = window.requestAnimationFrame.bind(window);
   const state = {
     requests: 0,
     timers: new Set(),
@@ -169,7 +172,7 @@
           if (asked || finished) return;
           asked = true;
           askedAt = performance.now();
-          requestAnimationFrame(frame);
+          nativeRequestAnimationFrame(frame);
         };
         // Whether the settle is over (then it has resolved).
         const over = () => {

@@ -190,12 +190,12 @@
             readyAt = now;
             readyOrder = ++state.order;
           }
-          let undrawn = false;
-          if (!drawn() && !document.hidden) {
+          // Past here with the change undrawn only when no frame came for NO_FRAMES_MS.
+          const undrawn = !drawn() && !document.hidden;
+          if (undrawn) {
             wake();
             const lastFrame = Math.max(readyAt, askedAt, lastFrameAt);
             if (now - lastFrame < NO_FRAMES_MS) return false;
-            undrawn = true;
           }
           finished = true;
           state.wakers.delete(wake);

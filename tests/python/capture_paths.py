@@ -5,7 +5,8 @@ many sessions on few cores a step's time is bounded by the CPU its Chromium work
 picture is most of it. This script measures that work outside the server, on raw CDP, for every
 capture path, so that the choice can be checked again on a new Chromium or machine.
 
-It launches the headless shell as the server does (software compositing, 800x600), opens TABS
+It launches the headless shell with the server's rendering flags (software compositing, an
+800x600 window, no smooth scrolling; without the sandbox and the server's other flags), opens TABS
 tabs, each in a browser context of its own, on PAGE_URL, and has every tab, all at once, turn the
 wheel by a viewport (600 pixels down, then up, as `make bench` does), wait for two animation
 frames and take a picture, STEPS times. Paths:
@@ -36,6 +37,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -46,6 +48,8 @@ import websockets
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PATHS = ["none", "frame", "running", "redraw", "redraw-fast", "begin-frame"]
+# A command not answered in this time fails the run (a hung or crashed browser).
+REPLY_WAIT = 30
 TWO_FRAMES = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
 
 
@@ -95,13 +99,18 @@ class Cdp:
         self.socket, self.next_id, self.replies, self.listeners = socket, 0, {}, []
 
     async def read(self):
-        async for text in self.socket:
-            message = json.loads(text)
-            if "id" in message:
-                self.replies.pop(message["id"]).set_result(message)
-            else:
-                for listener in self.listeners:
-                    listener(message)
+        try:
+            async for text in self.socket:
+                message = json.loads(text)
+                if "id" in message:
+                    self.replies.pop(message["id"]).set_result(message)
+                else:
+                    for listener in self.listeners:
+                        listener(message)
+        finally:
+            for reply in self.replies.values():
+                if not reply.done():
+                    reply.set_exception(RuntimeError("the DevTools connection closed"))
 
     async def call(self, method, params=None, session=None):
         self.next_id += 1
@@ -111,10 +120,31 @@ class Cdp:
         if session:
             message["sessionId"] = session
         await self.socket.send(json.dumps(message))
-        message = await reply
+        message = await asyncio.wait_for(reply, REPLY_WAIT)
         if "error" in message:
             raise RuntimeError(f"{method}: {message['error']['message']}")
         return message["result"]
+
+
+def kill_tree(root):
+    """Stop every process of the tree until no new one appears (Chromium starts a GPU or network
+    process again when one dies), then kill them all: renderers leave the process group."""
+    stopped = set()
+    while True:
+        fresh = [pid for pid in process_tree(root) if pid not in stopped]
+        if not fresh:
+            break
+        for pid in fresh:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+            stopped.add(pid)
+    for pid in stopped:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 async def launch(chromium, path, profile):
@@ -136,12 +166,18 @@ async def launch(chromium, path, profile):
             if len(lines) == 2:
                 return browser, f"ws://127.0.0.1:{lines[0]}{lines[1]}"
         await asyncio.sleep(0.05)
+    kill_tree(browser.pid)
+    browser.wait()
     raise RuntimeError("Chromium did not open its DevTools port")
 
 
 async def measure(chromium, path, page_url, tab_count, steps):
     profile = tempfile.mkdtemp(prefix="capture-paths-")
-    browser, endpoint = await launch(chromium, path, profile)
+    try:
+        browser, endpoint = await launch(chromium, path, profile)
+    except BaseException:
+        shutil.rmtree(profile, ignore_errors=True)
+        raise
     try:
         async with websockets.connect(endpoint, max_size=None) as socket:
             cdp = Cdp(socket)
@@ -180,7 +216,8 @@ async def measure(chromium, path, page_url, tab_count, steps):
                 if screenshot:
                     params["screenshot"] = {"format": "png"}
                 reply = await cdp.call("HeadlessExperimental.beginFrame", params, tab)
-                await asyncio.sleep(0.016)
+                if not screenshot:  # frames 60 a second, as a display would give them
+                    await asyncio.sleep(0.016)
                 return reply
 
             if path == "begin-frame":
@@ -196,6 +233,11 @@ async def measure(chromium, path, page_url, tab_count, steps):
 
             sizes = []
 
+            def drain(tab):
+                """Drop frames already sent: a step's picture is one sent after it asked."""
+                while not frames[tab].empty():
+                    frames[tab].get_nowait()
+
             async def step(tab, number):
                 wheel = {"type": "mouseWheel", "x": 400, "y": 300, "deltaX": 0,
                          "deltaY": 600 if number % 2 == 0 else -600}
@@ -210,10 +252,13 @@ async def measure(chromium, path, page_url, tab_count, steps):
                     reply = await begin_frame(tab, screenshot=True)
                     sizes.append(len(reply.get("screenshotData", "")))
                     return
+                if path == "running":
+                    drain(tab)
                 await cdp.call("Input.dispatchMouseEvent", wheel, tab)
                 await cdp.call("Runtime.evaluate",
                                {"expression": TWO_FRAMES, "awaitPromise": True}, tab)
                 if path == "frame":
+                    drain(tab)
                     await cdp.call("Page.startScreencast", {"format": "png"}, tab)
                     frame = await asyncio.wait_for(frames[tab].get(), 5)
                     await cdp.call("Page.stopScreencast", session=tab)
@@ -240,6 +285,8 @@ async def measure(chromium, path, page_url, tab_count, steps):
             for tab in tabs:
                 for number in range(3):
                     await step(tab, number)
+            for tab in tabs:
+                drain(tab)
             sizes.clear()
             sent[0] = 0
             times = []
@@ -251,15 +298,13 @@ async def measure(chromium, path, page_url, tab_count, steps):
             for ack in acks:
                 ack.cancel()
     finally:
-        # Renderers leave the process group with their zygote: kill the whole tree.
-        for pid in reversed(process_tree(browser.pid)):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_tree(browser.pid)
         browser.wait()
+        shutil.rmtree(profile, ignore_errors=True)
 
     count = len(times)
+    # Processes that exit during the run would take their CPU time with them; tabs stay open
+    # until it is read.
     per_step = {kind: (after[kind] - before.get(kind, 0)) * 1000 / CLOCK_TICKS / count
                 for kind in after}
     times.sort()
@@ -281,6 +326,8 @@ async def main():
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--paths", default="none,frame,running,redraw,redraw-fast,begin-frame")
     args = parser.parse_args()
+    if args.tabs < 1 or args.steps < 1:
+        parser.error("--tabs and --steps need at least 1")
     paths = args.paths.split(",")
     unknown = [path for path in paths if path not in PATHS]
     if unknown:
@@ -291,7 +338,10 @@ async def main():
         if path == "begin-frame" and args.tabs > 1:
             print(f"| {path} | {args.tabs} | | | | one tab only (see the docstring) |")
             continue
-        await measure(args.chromium, path, args.page_url, args.tabs, args.steps)
+        try:
+            await measure(args.chromium, path, args.page_url, args.tabs, args.steps)
+        except (RuntimeError, OSError, asyncio.TimeoutError) as err:
+            print(f"| {path} | {args.tabs} | | | | failed: {err or type(err).__name__} |")
 
 
 if __name__ == "__main__":

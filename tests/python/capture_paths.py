@@ -324,7 +324,7 @@ async def main():
     parser.add_argument("--chromium", default="/usr/lib/chromium/chromium-headless-shell")
     parser.add_argument("--tabs", type=int, default=1)
     parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--paths", default="none,frame,running,redraw,redraw-fast,begin-frame")
+    parser.add_argument("--paths", default=",".join(PATHS))
     args = parser.parse_args()
     if args.tabs < 1 or args.steps < 1:
         parser.error("--tabs and --steps need at least 1")

@@ -7,7 +7,8 @@
 //! origin is allowed (`BROWSER_ALLOWED_ORIGINS`). DNS rebinding (a name of the attacker's that
 //! resolves to `127.0.0.1`) arrives with that name in `Host`, so only IP literals, `localhost` and
 //! configured names (`BROWSER_ALLOWED_HOSTS`) are served. Both apply to every route, `/health`
-//! included; the token to every route but `/health`, which launchers poll without one.
+//! included; the token to every route but `/health` and `/ready`, which launchers and balancers
+//! poll without one.
 
 use std::sync::Arc;
 
@@ -20,7 +21,7 @@ use crate::api_error::ApiError;
 /// The access rules of one server.
 #[derive(Debug, Clone, Default)]
 pub struct Access {
-    /// Every route but `/health` needs `Authorization: Bearer <token>`.
+    /// Every route but `/health` and `/ready` needs `Authorization: Bearer <token>`.
     pub token: Option<String>,
     /// Browser origins (`scheme://host[:port]`) whose pages may use the server.
     pub allowed_origins: Vec<String>,
@@ -138,7 +139,7 @@ pub async fn check_origin_and_host(
     }
 }
 
-/// `Authorization: Bearer <token>` on every route but `/health`.
+/// `Authorization: Bearer <token>` on every route but `/health` and `/ready`.
 pub async fn require_token(
     State(access): State<Arc<Access>>,
     request: axum::extract::Request,

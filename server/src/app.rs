@@ -8,7 +8,7 @@ use axum::extract::{DefaultBodyLimit, State, WebSocketUpgrade};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json, Router};
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio::sync::watch;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
@@ -21,8 +21,9 @@ use crate::api_error::ErrorBody;
 use crate::browser::Launcher;
 use crate::connection::{Peer, MAX_INCOMING_BYTES};
 use crate::http_session::HttpSession;
-use crate::openapi::{Health, Metadata, Schemas};
+use crate::openapi::{Health, Metadata, Readiness, Schemas};
 use crate::registry::SessionInfo;
+use crate::replicas::Replicas;
 use crate::session::Sessions;
 use crate::settings::PeerTimeouts;
 
@@ -39,6 +40,40 @@ pub struct AppState<L: Launcher> {
     pub access: Arc<crate::access::Access>,
     /// How long sessions may go without a request, and how WebSocket peers are kept to time.
     pub timeouts: PeerTimeouts,
+    /// The other replicas behind the same address (`BROWSER_PEERS`), if any.
+    pub replicas: Arc<Replicas>,
+}
+
+/// `?local=true`: this replica's own answer, never passed on to a peer (what peers ask each other).
+#[derive(serde::Deserialize, utoipa::IntoParams, Default)]
+#[into_params(parameter_in = Query)]
+struct Scope {
+    /// Answer for this replica alone, without asking its peers (`BROWSER_PEERS`).
+    #[serde(default)]
+    local: bool,
+}
+
+impl<L: Launcher> AppState<L> {
+    /// The replica that holds session `id`, when it is not this one and peers may be asked.
+    async fn owner_elsewhere(&self, id: &str, scope: &Scope) -> Option<String> {
+        if scope.local || !self.replicas.configured() || self.sessions.registry().get(id).is_some()
+        {
+            return None;
+        }
+        self.replicas.owner_of(id).await
+    }
+
+    /// This replica as its peers see it (`GET /replica`).
+    fn own_view(&self) -> Value {
+        let capacity = self.sessions.capacity();
+        json!({
+            "id": self.replicas.id,
+            "status": self.sessions.readiness(),
+            "active_sessions": capacity.active(),
+            "max_sessions": capacity.max(),
+            "sessions": self.sessions.registry().list(),
+        })
+    }
 }
 
 pub fn router<L: Launcher>(state: Arc<AppState<L>>) -> Router {
@@ -65,6 +100,8 @@ fn routes<L: Launcher>(state: &Arc<AppState<L>>) -> OpenApiRouter<Arc<AppState<L
         .merge(crate::http_session::routes(state.http.clone()))
         .routes(routes!(ws_upgrade))
         .routes(routes!(list_sessions))
+        .routes(routes!(replica))
+        .routes(routes!(replicas))
         .routes(routes!(session_info))
         .routes(routes!(watch_session))
         .routes(routes!(session_text))
@@ -74,6 +111,7 @@ fn routes<L: Launcher>(state: &Arc<AppState<L>>) -> OpenApiRouter<Arc<AppState<L
         ));
     OpenApiRouter::with_openapi(crate::openapi::ApiDoc::openapi())
         .routes(routes!(health))
+        .routes(routes!(ready))
         .merge(guarded)
 }
 
@@ -82,12 +120,38 @@ fn routes<L: Launcher>(state: &Arc<AppState<L>>) -> OpenApiRouter<Arc<AppState<L
     path = "/health",
     tag = "openenv",
     summary = "Liveness",
-    description = "Launchers (Docker, HF Sandbox) poll it. The only route without a token.",
+    description = "Launchers (Docker, HF Sandbox) poll it. With `/ready`, the only route without \
+        a token.",
     security(()),
     responses((status = 200, description = "healthy", body = Health)),
 )]
 async fn health() -> Json<Health> {
     Json(Health { status: "healthy" })
+}
+
+#[utoipa::path(
+    get,
+    path = "/ready",
+    tag = "deployment",
+    summary = "Readiness: whether this replica takes a new session now",
+    description = "For load balancers and Kubernetes' readiness probe; `/health` stays liveness. \
+        503 while every `BROWSER_MAX_SESSIONS` slot is taken (`at_capacity`) and from the moment \
+        the server is asked to stop (`draining`: running episodes may finish for \
+        `BROWSER_DRAIN_SECONDS`). No token.",
+    security(()),
+    responses(
+        (status = 200, description = "`ready`", body = Readiness),
+        (status = 503, description = "`at_capacity` or `draining`", body = Readiness),
+    ),
+)]
+async fn ready<L: Launcher>(State(app): State<Arc<AppState<L>>>) -> (StatusCode, Json<Readiness>) {
+    let status = app.sessions.readiness();
+    let code = if status == "ready" {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, Json(Readiness { status }))
 }
 
 #[utoipa::path(
@@ -145,6 +209,9 @@ struct WsQuery {
     /// Drive this session (made with OpenEnv's `openenv/session/create` on `/mcp`) instead of a
     /// new one.
     session_id: Option<String>,
+    /// With `session_id`: only a session of this replica, never one a peer holds.
+    #[serde(default)]
+    local: bool,
 }
 
 #[utoipa::path(
@@ -163,6 +230,27 @@ async fn ws_upgrade<L: Launcher>(
     axum::extract::Query(query): axum::extract::Query<WsQuery>,
     upgrade: WebSocketUpgrade,
 ) -> Response {
+    // A session another replica holds (`BROWSER_PEERS`): the socket is relayed to it.
+    if let Some(id) = query.session_id.as_deref() {
+        let elsewhere = !query.local && app.replicas.configured() && !app.mcp.openenv.keeps(id);
+        let owner = if elsewhere {
+            app.replicas.owner_of(id).await
+        } else {
+            None
+        };
+        if let Some(owner) = owner {
+            let upstream = attach_url(&owner, id);
+            let (timeouts, shutdown) = (app.timeouts.clone(), app.shutdown.clone());
+            let authorization = app.replicas.authorization();
+            let id = id.to_string();
+            return upgrade
+                .max_message_size(MAX_INCOMING_BYTES)
+                .max_frame_size(MAX_INCOMING_BYTES)
+                .on_upgrade(move |socket| {
+                    crate::relay::run(socket, upstream, authorization, id, timeouts, shutdown)
+                });
+        }
+    }
     let context = crate::websocket::Context {
         sessions: app.sessions.clone(),
         openenv: app.mcp.openenv.clone(),
@@ -176,6 +264,16 @@ async fn ws_upgrade<L: Launcher>(
         .on_upgrade(move |socket| crate::websocket::run(socket, context, peer))
 }
 
+/// `ws://owner/ws?session_id=…&local=true`, the id escaped.
+fn attach_url(owner: &str, id: &str) -> String {
+    let mut url = url::Url::parse(owner).expect("a peer URL parses");
+    url.set_path("/ws");
+    url.query_pairs_mut()
+        .append_pair("session_id", id)
+        .append_pair("local", "true");
+    url.to_string().replacen("http", "ws", 1)
+}
+
 #[utoipa::path(
     get,
     path = "/sessions",
@@ -183,10 +281,138 @@ async fn ws_upgrade<L: Launcher>(
     summary = "The live sessions",
     description = "WebSocket ones, MCP ones as `mcp-…`, and the shared HTTP session as `http-…` \
         once it has reset.",
-    responses((status = 200, description = "the sessions", body = Vec<SessionInfo>)),
+    params(Scope),
+    responses((status = 200, description = "the sessions; with `BROWSER_PEERS` every replica's, \
+        each with its `replica`, and the replicas that did not answer named in the \
+        `Browserenv-Replicas-Unreachable` header (see `/replicas`)", body = Vec<SessionInfo>)),
 )]
-async fn list_sessions<L: Launcher>(State(app): State<Arc<AppState<L>>>) -> Json<Vec<SessionInfo>> {
-    Json(app.sessions.registry().list())
+async fn list_sessions<L: Launcher>(
+    State(app): State<Arc<AppState<L>>>,
+    axum::extract::Query(scope): axum::extract::Query<Scope>,
+) -> Response {
+    let local = app.sessions.registry().list();
+    if scope.local || !app.replicas.configured() {
+        return Json(local).into_response();
+    }
+    let reports = app.replicas.survey().await;
+    let own = app.replicas.own_url();
+    let mut listed: Vec<Value> = local
+        .into_iter()
+        .map(|info| {
+            json!(SessionInfo {
+                replica: own.clone(),
+                ..info
+            })
+        })
+        .collect();
+    let mut unreachable = Vec::new();
+    for report in reports {
+        match report.answer {
+            Ok(view) if view["id"].as_str() == Some(app.replicas.id.as_str()) => {}
+            Ok(view) => {
+                for mut session in view["sessions"].as_array().cloned().unwrap_or_default() {
+                    session["replica"] = json!(report.url);
+                    listed.push(session);
+                }
+            }
+            Err(err) => {
+                tracing::warn!("replica {} did not answer: {err}", report.url);
+                unreachable.push(report.url);
+            }
+        }
+    }
+    let mut response = Json(listed).into_response();
+    if let Ok(value) = unreachable.join(", ").parse() {
+        if !unreachable.is_empty() {
+            response
+                .headers_mut()
+                .insert("browserenv-replicas-unreachable", value);
+        }
+    }
+    response
+}
+
+#[utoipa::path(
+    get,
+    path = "/replica",
+    tag = "deployment",
+    summary = "This replica: its id, readiness, session counts and sessions",
+    description = "What replicas ask each other (`BROWSER_PEERS`): `{\"id\", \"status\", \
+        \"active_sessions\", \"max_sessions\", \"sessions\": [...]}`, `status` as `/ready` says it.",
+    responses((status = 200, description = "this replica", body = Object)),
+)]
+async fn replica<L: Launcher>(State(app): State<Arc<AppState<L>>>) -> Json<Value> {
+    Json(app.own_view())
+}
+
+#[utoipa::path(
+    get,
+    path = "/replicas",
+    tag = "deployment",
+    summary = "Every replica behind this address (`BROWSER_PEERS`) and whether it answers",
+    description = "`[{\"url\", \"self\", \"id\", \"status\", \"active_sessions\", \
+        \"max_sessions\", \"error\"}]`: one entry per address the peers resolve to (this replica \
+        alone without peers, `url` null); `status` is `ready`, `at_capacity`, `draining`, or \
+        `unreachable` with the `error`.",
+    responses((status = 200, description = "the replicas", body = Object)),
+)]
+async fn replicas<L: Launcher>(State(app): State<Arc<AppState<L>>>) -> Json<Value> {
+    let summary = |url: Option<String>, own: bool, view: &Value| {
+        json!({
+            "url": url,
+            "self": own,
+            "id": view["id"],
+            "status": view["status"],
+            "active_sessions": view["active_sessions"],
+            "max_sessions": view["max_sessions"],
+            "error": null,
+        })
+    };
+    if !app.replicas.configured() {
+        return Json(json!([summary(None, true, &app.own_view())]));
+    }
+    let reports = app.replicas.survey().await;
+    let listed: Vec<Value> = reports
+        .into_iter()
+        .map(|report| match report.answer {
+            Ok(view) => {
+                let own = view["id"].as_str() == Some(app.replicas.id.as_str());
+                summary(Some(report.url), own, &view)
+            }
+            Err(err) => json!({
+                "url": report.url,
+                "self": false,
+                "id": null,
+                "status": "unreachable",
+                "active_sessions": null,
+                "max_sessions": null,
+                "error": err,
+            }),
+        })
+        .collect();
+    Json(Value::Array(listed))
+}
+
+/// Answer with what the owner of a session answered (`replicas.rs`).
+async fn forwarded<L: Launcher>(
+    app: &AppState<L>,
+    owner: &str,
+    id: &str,
+    tail: &str,
+) -> Result<Response, ApiError> {
+    match app.replicas.forward_get(owner, id, tail).await {
+        Ok((status, body)) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+            Ok((status, Json(body)).into_response())
+        }
+        Err(err) => Err(ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "REPLICA_UNREACHABLE",
+            format!(
+                "session {id:?} is held by the replica at {owner}, which did not answer: {err}"
+            ),
+        )),
+    }
 }
 
 #[utoipa::path(
@@ -194,18 +420,23 @@ async fn list_sessions<L: Launcher>(State(app): State<Arc<AppState<L>>>) -> Json
     path = "/sessions/{id}",
     tag = "sessions",
     summary = "One live session",
-    params(("id" = String, Path, description = "A session id from `/sessions`")),
+    params(("id" = String, Path, description = "A session id from `/sessions`"), Scope),
     responses(
         (status = 200, description = "the session", body = SessionInfo),
         (status = 404, description = "`SESSION_NOT_FOUND`", body = ErrorBody),
+        (status = 502, description = "`REPLICA_UNREACHABLE`: the replica holding it did not answer", body = ErrorBody),
     ),
 )]
 async fn session_info<L: Launcher>(
     State(app): State<Arc<AppState<L>>>,
     axum::extract::Path(id): axum::extract::Path<String>,
-) -> Result<Json<SessionInfo>, ApiError> {
+    axum::extract::Query(scope): axum::extract::Query<Scope>,
+) -> Result<Response, ApiError> {
+    if let Some(owner) = app.owner_elsewhere(&id, &scope).await {
+        return forwarded(&app, &owner, &id, "").await;
+    }
     match app.sessions.registry().get(&id) {
-        Some(info) => Ok(Json(info)),
+        Some(info) => Ok(Json(info).into_response()),
         None => Err(ApiError::unknown_session(&id)),
     }
 }
@@ -222,18 +453,23 @@ async fn session_info<L: Launcher>(
         \"width\",\"height\",\"size\",\"color\":[r,g,b],\"bold\",\"link\",\"kind\"}],\"truncated\"}`: \
         one run per line of text in viewport pixels, top to bottom. Answered between the session's \
         own steps; observations are unchanged.",
-    params(("id" = String, Path, description = "A session id from `/sessions`")),
+    params(("id" = String, Path, description = "A session id from `/sessions`"), Scope),
     responses(
         (status = 200, description = "the text layer", body = Object),
         (status = 400, description = "`EXECUTION_ERROR`: no page yet (before the first reset)", body = ErrorBody),
         (status = 404, description = "`SESSION_NOT_FOUND`", body = ErrorBody),
+        (status = 502, description = "`REPLICA_UNREACHABLE`: the replica holding it did not answer", body = ErrorBody),
         (status = 503, description = "`SESSION_BUSY`: no answer within 15 s", body = ErrorBody),
     ),
 )]
 async fn session_text<L: Launcher>(
     State(app): State<Arc<AppState<L>>>,
     axum::extract::Path(id): axum::extract::Path<String>,
+    axum::extract::Query(scope): axum::extract::Query<Scope>,
 ) -> Result<Response, ApiError> {
+    if let Some(owner) = app.owner_elsewhere(&id, &scope).await {
+        return forwarded(&app, &owner, &id, "/text").await;
+    }
     let (reply, answer) = tokio::sync::oneshot::channel();
     let busy = || {
         ApiError::new(
@@ -267,9 +503,10 @@ async fn session_text<L: Launcher>(
         step and change of control. `{\"type\":\"take\",\"data\":{\"name\":...}}`, `step` frames \
         and `{\"type\":\"release\"}` hand the session to a person and back (docs/wire.md §8). An \
         unknown id gets an error frame then close 1000 on a WebSocket.",
-    params(("id" = String, Path, description = "A session id from `/sessions`")),
+    params(("id" = String, Path, description = "A session id from `/sessions`"), Scope),
     responses(
-        (status = 101, description = "switching to the WebSocket protocol"),
+        (status = 101, description = "switching to the WebSocket protocol (relayed to the replica \
+            that holds the session, with `BROWSER_PEERS`)"),
         (status = 404, description = "`SESSION_NOT_FOUND` (plain HTTP)", body = ErrorBody),
         (status = 426, description = "`UPGRADE_REQUIRED`: watch streams are WebSockets", body = ErrorBody),
     ),
@@ -277,9 +514,27 @@ async fn session_text<L: Launcher>(
 async fn watch_session<L: Launcher>(
     State(app): State<Arc<AppState<L>>>,
     axum::extract::Path(id): axum::extract::Path<String>,
+    axum::extract::Query(scope): axum::extract::Query<Scope>,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
+    let owner = match &upgrade {
+        Ok(_) => app.owner_elsewhere(&id, &scope).await,
+        Err(_) => None,
+    };
     match upgrade.ok() {
+        Some(upgrade) if owner.is_some() => {
+            let owner = owner.unwrap_or_default();
+            let upstream = crate::replicas::session_path(&owner, &id, "/watch")
+                .unwrap_or_default()
+                .replacen("http", "ws", 1);
+            let (timeouts, shutdown) = (app.timeouts.clone(), app.shutdown.clone());
+            let authorization = app.replicas.authorization();
+            Ok(upgrade
+                .max_message_size(MAX_INCOMING_BYTES)
+                .on_upgrade(move |socket| {
+                    crate::relay::run(socket, upstream, authorization, id, timeouts, shutdown)
+                }))
+        }
         Some(upgrade) => {
             let (registry, shutdown) = (app.sessions.registry().clone(), app.shutdown.clone());
             let timeouts = app.timeouts.clone();

@@ -5,11 +5,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
+// On/off settings take what people write in an environment: 1/0, true/false, yes/no, on/off
+// (anything but an empty value, 0, false, no, off, n or f is on).
+use clap::builder::FalseyValueParser;
 use clap::Parser;
 
 use browserenv::tasks::TaskSet;
 
 use crate::chromium::{self, ChromiumConfig, ChromiumLauncher};
+use crate::drain::Stop;
 use crate::environment::TaskCatalog;
 use crate::settings::{
     max_steps_in_range, seconds_in_range, EnvSettings, PeerTimeouts, SettleMode,
@@ -72,6 +76,17 @@ pub struct Cli {
     /// Python client: 60 s).
     #[arg(long, env = "BROWSER_HANDOFF_WAIT_SECONDS", default_value_t = 30.0)]
     pub handoff_wait: f64,
+    /// Seconds running episodes may go on after SIGTERM (readiness is 503 and new sessions are
+    /// refused at once); then what still runs is ended with a frame saying why, 0..=3600. A
+    /// second signal stops at once.
+    #[arg(long, env = "BROWSER_DRAIN_SECONDS", default_value_t = crate::drain::DEFAULT_DRAIN.as_secs_f64())]
+    pub drain_seconds: f64,
+    /// The replicas behind the same address (comma-separated `http://host:port`; a name whose
+    /// DNS records are the replicas, such as a Kubernetes headless Service, stands for all of
+    /// them): `/sessions` lists every replica's sessions, and a session's watch, hand-off and text
+    /// are reached through any replica. They must share BROWSER_API_TOKEN.
+    #[arg(long, env = "BROWSER_PEERS", value_delimiter = ',')]
+    pub peers: Vec<String>,
     /// Connections open at once (HTTP requests, WebSocket sessions, watchers); one more is
     /// answered 503 and closed.
     #[arg(long, env = "BROWSER_MAX_CONNECTIONS", default_value_t = 256)]
@@ -115,7 +130,7 @@ pub struct Cli {
     /// Refuse the browsers' connections to loopback, private and link-local addresses (after
     /// resolving the name), except to the --site and task base URL and
     /// --private-network-allow: for servers whose network reaches what pages must not.
-    #[arg(long, env = "BROWSER_BLOCK_PRIVATE_NETWORKS")]
+    #[arg(long, env = "BROWSER_BLOCK_PRIVATE_NETWORKS", value_parser = FalseyValueParser::new())]
     pub block_private_networks: bool,
     /// `host:port` entries (comma-separated) a page may reach although they are private.
     #[arg(long, env = "BROWSER_PRIVATE_NETWORK_ALLOW", value_delimiter = ',')]
@@ -140,7 +155,7 @@ pub struct Cli {
     pub screenshots: crate::chromium::Screenshots,
     /// Load pages with invalid certificates instead of failing them (`navigation_failed` with the
     /// `net::ERR_CERT_…` detail otherwise). For test sites with self-signed certificates only.
-    #[arg(long, env = "BROWSER_IGNORE_HTTPS_ERRORS")]
+    #[arg(long, env = "BROWSER_IGNORE_HTTPS_ERRORS", value_parser = FalseyValueParser::new())]
     pub ignore_https_errors: bool,
     /// Use an already running Chromium (a DevTools endpoint: `http://host:9222` or
     /// `ws://host:9222/devtools/browser/…`, e.g. a browserless pool) instead of launching one per
@@ -155,13 +170,13 @@ pub struct Cli {
     #[arg(long, env = "BROWSER_RECORD_DIR")]
     pub record_dir: Option<PathBuf>,
     /// With --record-dir: black out password inputs in the recorded screenshots.
-    #[arg(long, env = "BROWSER_REDACT")]
+    #[arg(long, env = "BROWSER_REDACT", value_parser = FalseyValueParser::new())]
     pub redact: bool,
     /// Require `Authorization: Bearer TOKEN` on every route but /health.
     #[arg(long, env = "BROWSER_API_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Allow binding a non-loopback address without a token.
-    #[arg(long, env = "BROWSER_INSECURE")]
+    #[arg(long, env = "BROWSER_INSECURE", value_parser = FalseyValueParser::new())]
     pub insecure: bool,
     /// Browser origins (`scheme://host[:port]`, comma-separated) whose pages may use the server;
     /// any other request carrying an `Origin` header is refused (403).
@@ -179,7 +194,7 @@ pub struct Cli {
     pub task_base_url: Option<String>,
     /// Do not keep a browser launched, or a session's next context opened, ahead of the next
     /// reset.
-    #[arg(long, env = "BROWSER_NO_WARM_SPARE")]
+    #[arg(long, env = "BROWSER_NO_WARM_SPARE", value_parser = FalseyValueParser::new())]
     pub no_warm_spare: bool,
 }
 
@@ -285,6 +300,8 @@ impl Cli {
             check_host: self.unix_dir.is_none(),
             timeouts,
             max_connections: self.max_connections,
+            drain: seconds_in_range("BROWSER_DRAIN_SECONDS", self.drain_seconds, 0.0, 3600.0)?,
+            peers: crate::replicas::parse_peers(&self.peers)?,
         })
     }
 
@@ -338,19 +355,33 @@ fn is_loopback(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// Resolves on SIGTERM or Ctrl-C. The handlers are installed when this is called, not when the
-/// future is first polled: a launcher may send SIGTERM right after the address line appears.
-fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+/// SIGTERM or Ctrl-C asks the server to drain (`drain.rs`); a second one to stop now. The
+/// handlers are installed when this is called, not later: a launcher may send SIGTERM right after
+/// the address line appears.
+fn stop_requests() -> anyhow::Result<crate::StopRequests> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut terminate = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
-    Ok(async move {
-        tokio::select! {
-            _ = terminate.recv() => {}
-            _ = interrupt.recv() => {}
+    let (asked, requests) = tokio::sync::watch::channel(None);
+    tokio::spawn(async move {
+        for request in [Stop::Drain, Stop::Now] {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+            tracing::info!(
+                "{}",
+                match request {
+                    Stop::Drain => "shutting down (a second signal stops at once)",
+                    Stop::Now => "stopping now",
+                }
+            );
+            if asked.send(Some(request)).is_err() {
+                return;
+            }
         }
-        tracing::info!("shutting down");
-    })
+    });
+    Ok(requests)
 }
 
 /// The address line comes first: scripts and tests read it to find the server.
@@ -419,7 +450,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         );
     }
     let mut chromium_config = chromium_config;
-    let shutdown = shutdown_signal()?;
+    let stop = stop_requests()?;
     let site = match &cli.site {
         Some(dir) => Some(
             crate::site::serve_dir(dir)
@@ -476,7 +507,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             if let Some(site) = &site {
                 tracing::info!("static pages at {}", site.url(""));
             }
-            crate::serve_mcp_stdio(launcher, config, shutdown).await
+            let mut stop = stop;
+            let signalled = async move {
+                let _ = stop.wait_for(Option::is_some).await;
+            };
+            crate::serve_mcp_stdio(launcher, config, signalled).await
         }
         Some(dir) => {
             let path = dir.join(format!("{}.sock", cli.port));
@@ -484,14 +519,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let listener = tokio::net::UnixListener::bind(&path)
                 .with_context(|| format!("cannot listen on {}", path.display()))?;
             announce(&format!("unix:{}", path.display()), site.as_ref());
-            crate::serve(listener, launcher, config, shutdown).await
+            crate::serve(listener, launcher, config, stop).await
         }
         None => {
             let listener = tokio::net::TcpListener::bind((cli.host.as_str(), cli.port))
                 .await
                 .with_context(|| format!("cannot listen on {}:{}", cli.host, cli.port))?;
             announce(&format!("http://{}", listener.local_addr()?), site.as_ref());
-            crate::serve(listener, launcher, config, shutdown).await
+            crate::serve(listener, launcher, config, stop).await
         }
     };
     // Whatever is still alive (a session mid-close, the spare) goes now.

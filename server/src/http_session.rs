@@ -143,9 +143,14 @@ async fn reset<L: Launcher>(
         }
     };
     let mut current = http.current.lock().await;
+    // A session a draining server closed is not reused: the next one is refused, saying why.
+    let reusable = match &current.session {
+        Some(session) => !session.lock().await.is_closed(),
+        None => false,
+    };
     let session = match &current.session {
-        Some(session) => session.clone(),
-        None => {
+        Some(session) if reusable => session.clone(),
+        _ => {
             let session = http
                 .sessions
                 .open(Transport::Http, peer)

@@ -17,6 +17,7 @@ pub mod chromium;
 pub mod cli;
 pub mod connection;
 pub mod control;
+pub mod drain;
 pub mod environment;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
@@ -28,6 +29,8 @@ pub mod outcome;
 pub mod pool;
 pub mod recording;
 pub mod registry;
+pub mod relay;
+pub mod replicas;
 pub mod session;
 pub mod settings;
 pub mod site;
@@ -40,11 +43,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::app::AppState;
 use crate::browser::Launcher;
+use crate::drain::{Lifecycle, Phase, Stop};
 use crate::http_session::HttpSession;
 use crate::pool::WarmPool;
 use crate::session::Sessions;
@@ -63,7 +67,7 @@ pub struct ServerConfig {
     pub record_dir: Option<std::path::PathBuf>,
     /// Black out password inputs in recorded screenshots (`--redact`).
     pub redact: bool,
-    /// When set, every route but `/health` needs `Authorization: Bearer <token>`.
+    /// When set, every route but `/health` and `/ready` needs `Authorization: Bearer <token>`.
     pub token: Option<String>,
     /// Tasks `reset` may name with `task_id` (`--tasks`).
     pub tasks: Option<Arc<environment::TaskCatalog>>,
@@ -78,6 +82,11 @@ pub struct ServerConfig {
     pub timeouts: PeerTimeouts,
     /// `BROWSER_MAX_CONNECTIONS`: connections open at once; one more gets a 503 and is closed.
     pub max_connections: usize,
+    /// `BROWSER_DRAIN_SECONDS`: how long running episodes may go on once the server is asked to
+    /// drain (`drain.rs`).
+    pub drain: std::time::Duration,
+    /// `BROWSER_PEERS`: the other replicas behind the same address (`replicas.rs`).
+    pub peers: Vec<replicas::PeerEntry>,
 }
 
 impl Default for ServerConfig {
@@ -95,26 +104,41 @@ impl Default for ServerConfig {
             check_host: true,
             timeouts: PeerTimeouts::default(),
             max_connections: 256,
+            drain: drain::DEFAULT_DRAIN,
+            peers: Vec::new(),
         }
     }
 }
 
-/// Serve until `shutdown` resolves, then end every session and close every browser.
+/// What the owner of a running server has asked of it so far (None: nothing yet).
+pub type StopRequests = watch::Receiver<Option<Stop>>;
+
+/// Serve until asked to stop: at `Stop::Drain` drain first (`drain.rs`), at `Stop::Now` (or
+/// when the drain is over) end every session and close every browser.
 pub async fn serve<N, L>(
     listener: N,
     launcher: L,
     config: ServerConfig,
-    shutdown: impl Future<Output = ()> + Send + 'static,
+    stop: StopRequests,
 ) -> anyhow::Result<()>
 where
     N: axum::serve::Listener,
     N::Addr: std::fmt::Debug + Clone + Send + Sync + 'static,
     L: Launcher,
 {
-    let core = Core::start(launcher, &config).await?;
+    let (phase, lifecycle) = Lifecycle::new();
+    let core = Core::start(launcher, &config, lifecycle).await?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let sessions = core.sessions.clone();
-    let mcp = Arc::new(mcp::endpoint::Mcp::new(sessions.clone(), &config.timeouts));
+    let replicas = Arc::new(replicas::Replicas::new(
+        config.peers.clone(),
+        config.token.clone(),
+    ));
+    let mcp = Arc::new(mcp::endpoint::Mcp::new(
+        sessions.clone(),
+        &config.timeouts,
+        replicas.clone(),
+    ));
     let http = Arc::new(HttpSession::new(sessions.clone()));
     let state = Arc::new(AppState {
         sessions,
@@ -128,6 +152,7 @@ where
             check_host: config.check_host,
         }),
         timeouts: config.timeouts.clone(),
+        replicas,
     });
     let app = app::router(state.clone()).layer(axum::middleware::from_fn(
         connection::remember_peer::<N::Addr>,
@@ -145,9 +170,9 @@ where
         ));
     }
     let stop_sessions = {
-        let mcp = mcp.clone();
+        let (mcp, sessions) = (mcp.clone(), core.sessions.clone());
         async move {
-            shutdown.await;
+            drain(stop, phase, &sessions, config.drain).await;
             let _ = stop_tx.send(true);
             mcp.stop();
         }
@@ -164,13 +189,48 @@ where
     Ok(())
 }
 
+/// Wait for the first stop request; for `Stop::Drain`, drain: no new sessions or episodes, and
+/// running episodes go on until they end, the drain time is over or `Stop::Now` comes.
+async fn drain<L: Launcher>(
+    mut stop: StopRequests,
+    phase: watch::Sender<Phase>,
+    sessions: &Sessions<L>,
+    time: std::time::Duration,
+) {
+    let asked = match stop.wait_for(Option::is_some).await {
+        Ok(asked) => *asked,
+        // The owner is gone without a word: nothing can ask any more, so stop now.
+        Err(_) => Some(Stop::Now),
+    };
+    if asked == Some(Stop::Drain) && !time.is_zero() {
+        let until = tokio::time::Instant::now() + time;
+        let _ = phase.send(Phase::Draining { until });
+        let capacity = sessions.capacity();
+        tracing::info!(
+            "draining: not ready, no new sessions; {} session(s) open, running episodes get up to {} s (BROWSER_DRAIN_SECONDS)",
+            capacity.active(),
+            time.as_secs_f64()
+        );
+        tokio::select! {
+            () = capacity.all_free() => tracing::info!("drained: every session has ended"),
+            () = tokio::time::sleep_until(until) => tracing::info!(
+                "the drain time is over: ending {} session(s)", capacity.active()
+            ),
+            _ = stop.wait_for(|asked| *asked == Some(Stop::Now)) => tracing::info!(
+                "asked again to stop: ending {} session(s) now", capacity.active()
+            ),
+        }
+    }
+    let _ = phase.send(Phase::Stopping);
+}
+
 /// Serve one MCP session over stdin and stdout (`browserenv-server mcp`), until stdin ends.
 pub async fn serve_mcp_stdio<L: Launcher>(
     launcher: L,
     config: ServerConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let core = Core::start(launcher, &config).await?;
+    let core = Core::start(launcher, &config, Lifecycle::serving()).await?;
     let served = tokio::select! {
         served = mcp::serve_stdio(core.sessions.clone()) => served,
         () = shutdown => Ok(()),
@@ -187,7 +247,11 @@ struct Core<L: Launcher> {
 }
 
 impl<L: Launcher> Core<L> {
-    async fn start(launcher: L, config: &ServerConfig) -> anyhow::Result<Self> {
+    async fn start(
+        launcher: L,
+        config: &ServerConfig,
+        lifecycle: Lifecycle,
+    ) -> anyhow::Result<Self> {
         let recorder = match &config.record_dir {
             Some(dir) => Some(start_recorder(dir, config.redact)?),
             None => None,
@@ -202,7 +266,8 @@ impl<L: Launcher> Core<L> {
                 config.max_sessions,
                 recorder.as_ref().map(RecorderHandle::sender),
             )
-            .with_handoff_wait(config.timeouts.handoff_wait),
+            .with_handoff_wait(config.timeouts.handoff_wait)
+            .with_lifecycle(lifecycle),
         );
         Ok(Core {
             pool,
@@ -247,7 +312,7 @@ fn start_recorder(dir: &std::path::Path, redact: bool) -> anyhow::Result<Recorde
 /// A server running in this process on a loopback port.
 pub struct ServerHandle {
     pub addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
+    stop: watch::Sender<Option<Stop>>,
     task: JoinHandle<anyhow::Result<()>>,
 }
 
@@ -256,26 +321,46 @@ impl ServerHandle {
         format!("http://{}", self.addr)
     }
 
-    /// Graceful shutdown: sessions end, browsers close.
-    pub async fn stop(mut self) -> anyhow::Result<()> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        (&mut self.task).await?
+    /// Begin draining, as SIGTERM does (`drain.rs`); `stop` or `finished` waits for the end.
+    pub fn drain(&self) {
+        self.stop.send_if_modified(|asked| {
+            let first = asked.is_none();
+            if first {
+                *asked = Some(Stop::Drain);
+            }
+            first
+        });
+    }
+
+    /// Graceful shutdown now: sessions end, browsers close.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        let _ = self.stop.send(Some(Stop::Now));
+        self.finished().await
+    }
+
+    /// Wait until the server has stopped by itself (after a drain).
+    pub async fn finished(self) -> anyhow::Result<()> {
+        let ServerHandle { stop, task, .. } = self;
+        let served = task.await?;
+        drop(stop);
+        served
     }
 }
 
 /// Bind `127.0.0.1:0` and serve in a background task.
 pub async fn start<L: Launcher>(launcher: L, config: ServerConfig) -> anyhow::Result<ServerHandle> {
-    let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+    start_on(TcpListener::bind(("127.0.0.1", 0)).await?, launcher, config)
+}
+
+/// Serve on a listener bound already (its address may be needed first, e.g. by the peers of a
+/// replica), in a background task.
+pub fn start_on<L: Launcher>(
+    listener: TcpListener,
+    launcher: L,
+    config: ServerConfig,
+) -> anyhow::Result<ServerHandle> {
     let addr = listener.local_addr()?;
-    let (stop_tx, stop_rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve(listener, launcher, config, async move {
-        let _ = stop_rx.await;
-    }));
-    Ok(ServerHandle {
-        addr,
-        stop: Some(stop_tx),
-        task,
-    })
+    let (stop, requests) = watch::channel(None);
+    let task = tokio::spawn(serve(listener, launcher, config, requests));
+    Ok(ServerHandle { addr, stop, task })
 }

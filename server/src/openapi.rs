@@ -25,7 +25,7 @@ use browserenv::models::{action_schema, observation_schema, state_schema};
             docs/wire.md §2); the HTTP `/reset`, `/step` and `/state` routes drive one shared HTTP \
             session. Error answers are `{\"detail\": \"...\", \"code\": \"...\"}` (`ErrorBody`), \
             except FastAPI's 422 `{\"detail\": [...]}` (`HTTPValidationError`). When the server \
-            has a token (`BROWSER_API_TOKEN`), every route but `/health` needs \
+            has a token (`BROWSER_API_TOKEN`), every route but `/health` and `/ready` needs \
             `Authorization: Bearer <token>` (401 `UNAUTHORIZED` without it); every route checks \
             `Origin` and `Host` (403 `ORIGIN_NOT_ALLOWED`, `HOST_NOT_ALLOWED`)."
     ),
@@ -36,6 +36,7 @@ use browserenv::models::{action_schema, observation_schema, state_schema};
         (name = "openenv", description = "The OpenEnv wire contract (docs/wire.md §3)"),
         (name = "mcp", description = "MCP and OpenEnv's JSON-RPC (docs/wire.md §6)"),
         (name = "sessions", description = "Read-only session routes of the terminal UI, outside the wire contract"),
+        (name = "deployment", description = "Probes for balancers and orchestrators, and the replicas behind one address (docs/deployment.md)"),
     )
 )]
 pub struct ApiDoc;
@@ -52,7 +53,7 @@ impl Modify for BearerToken {
                     .scheme(HttpAuthScheme::Bearer)
                     .description(Some(
                         "`BROWSER_API_TOKEN`, when the server has one (`--token`); `/health` \
-                         never needs it",
+                         and `/ready` never need it",
                     ))
                     .build(),
             ),
@@ -157,6 +158,15 @@ pub struct StepReply {
 #[derive(Serialize, ToSchema)]
 pub struct Health {
     #[schema(example = "healthy")]
+    pub status: &'static str,
+}
+
+/// `GET /ready`: whether this replica takes a new session now.
+#[derive(Serialize, ToSchema)]
+pub struct Readiness {
+    /// `ready`; `at_capacity` while every `BROWSER_MAX_SESSIONS` slot is taken; `draining` once it
+    /// is shutting down.
+    #[schema(example = "ready")]
     pub status: &'static str,
 }
 

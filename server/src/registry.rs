@@ -63,6 +63,9 @@ pub struct SessionInfo {
     /// The name of the person in control.
     pub human: Option<String>,
     pub watchers: usize,
+    /// With `BROWSER_PEERS`: the replica that holds the session (`http://10.0.0.5:8000`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
 }
 
 struct Entry {
@@ -175,6 +178,7 @@ impl Registry {
             control: "agent",
             human: None,
             watchers: 0,
+            replica: None,
         };
         let control = Arc::new(Control::default());
         if let Ok(mut sessions) = self.sessions.lock() {

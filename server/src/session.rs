@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Notify};
 
 use browserenv::models::{BrowserAction, BrowserState, StepResult};
 use browserenv::text_layer::TextLayer;
@@ -30,6 +30,7 @@ use browserenv::trajectory::{Actor, RecordEvent};
 use crate::browser::Launcher;
 use crate::capacity::{AtCapacity, Capacity, Slot};
 use crate::control::Control;
+use crate::drain::Lifecycle;
 use crate::environment::{EnvError, Environment, TaskCatalog};
 use crate::pool::WarmPool;
 use crate::recording::SessionRecorder;
@@ -79,6 +80,8 @@ pub struct Sessions<L: Launcher> {
     registry: Arc<Registry>,
     /// How long an agent's request waits for a person to hand control back.
     handoff_wait: Duration,
+    /// Serving or draining (`drain.rs`): a draining server opens no session and starts no episode.
+    lifecycle: Lifecycle,
 }
 
 /// A session behind the lock its transport and its text-layer requests share.
@@ -98,6 +101,9 @@ pub struct Session<L: Launcher> {
     last: Option<StepResult>,
     /// The person's steps since the agent's last observation, for its next one.
     human_steps: Vec<Value>,
+    lifecycle: Lifecycle,
+    /// Told when an episode ends, so a draining server closes the session (`close_when_drained`).
+    episode_ended: Arc<Notify>,
 }
 
 impl<L: Launcher> Sessions<L> {
@@ -116,6 +122,29 @@ impl<L: Launcher> Sessions<L> {
             recorder,
             registry: Arc::new(Registry::default()),
             handoff_wait: DEFAULT_HANDOFF_WAIT,
+            lifecycle: Lifecycle::serving(),
+        }
+    }
+
+    /// Follow this lifecycle: while it drains, no session opens and no episode starts.
+    pub fn with_lifecycle(mut self, lifecycle: Lifecycle) -> Self {
+        self.lifecycle = lifecycle;
+        self
+    }
+
+    pub fn lifecycle(&self) -> &Lifecycle {
+        &self.lifecycle
+    }
+
+    /// Whether a new session would be taken now: `ready`, `at_capacity` or `draining` (what
+    /// `/ready` answers, and peers tell each other).
+    pub fn readiness(&self) -> &'static str {
+        if self.lifecycle.is_draining() {
+            "draining"
+        } else if self.capacity.active() >= self.capacity.max() {
+            "at_capacity"
+        } else {
+            "ready"
         }
     }
 
@@ -140,6 +169,9 @@ impl<L: Launcher> Sessions<L> {
     /// A new session, if a slot is free: listed in the registry from now on, answering text-layer
     /// requests whenever its transport does not hold it.
     pub fn open(&self, transport: Transport, peer: String) -> Result<SharedSession<L>, AtCapacity> {
+        if self.lifecycle.is_draining() {
+            return Err(self.capacity.draining());
+        }
         let slot = self.capacity.try_acquire()?;
         let id = format!("{}{}", transport.id_prefix(), uuid::Uuid::new_v4());
         let registration = self.registry.register(id.clone(), transport.as_str(), peer);
@@ -147,6 +179,7 @@ impl<L: Launcher> Sessions<L> {
         let human_actions = registration.serve_human();
         let env = Environment::new(self.pool.clone(), self.settings.clone())
             .with_tasks(self.tasks.clone());
+        let episode_ended = Arc::new(Notify::new());
         let session = Arc::new(Mutex::new(Session {
             recorder: Some(SessionRecorder::new(id.clone(), self.recorder.clone())),
             id,
@@ -157,23 +190,49 @@ impl<L: Launcher> Sessions<L> {
             handoff_wait: self.handoff_wait,
             last: None,
             human_steps: Vec::new(),
+            lifecycle: self.lifecycle.clone(),
+            episode_ended: episode_ended.clone(),
         }));
-        serve_watchers(Arc::downgrade(&session), text_requests, human_actions);
+        // A WebSocket session's own loop closes it when drained, together with its socket.
+        let drain =
+            (transport != Transport::WebSocket).then(|| (self.lifecycle.clone(), episode_ended));
+        serve_watchers(
+            Arc::downgrade(&session),
+            text_requests,
+            human_actions,
+            drain,
+        );
         Ok(session)
     }
 }
 
 /// Answer the session's text-layer requests and run the actions of the person in control, one
-/// at a time, until it leaves the registry (which closes both queues). The task holds the session
-/// only weakly: it never keeps a session alive.
+/// at a time, until it leaves the registry (which closes both queues). With `drain`, also close
+/// the session once the server drains and its episode is over. The task holds the session only
+/// weakly: it never keeps a session alive.
 fn serve_watchers<L: Launcher>(
     session: std::sync::Weak<Mutex<Session<L>>>,
     mut text_requests: tokio::sync::mpsc::Receiver<TextReply>,
     mut human_actions: tokio::sync::mpsc::Receiver<HumanAction>,
+    drain: Option<(Lifecycle, Arc<Notify>)>,
 ) {
     tokio::spawn(async move {
+        // Once the drain has begun, look again only when an episode ends.
+        let mut drain_seen = false;
         loop {
             tokio::select! {
+                () = async {
+                    let (lifecycle, ended) = drain.as_ref().expect("guarded");
+                    if drain_seen { ended.notified().await } else { lifecycle.draining().await }
+                }, if drain.is_some() => {
+                    drain_seen = true;
+                    let Some(session) = session.upgrade() else { break };
+                    let mut session = session.lock().await;
+                    if session.drained() {
+                        tracing::info!("session {}: closed, the server is draining and its episode is over", session.id);
+                        session.close().await;
+                    }
+                }
                 reply = text_requests.recv() => {
                     let Some(reply) = reply else { break };
                     let Some(session) = session.upgrade() else { break };
@@ -258,14 +317,46 @@ impl<L: Launcher> Session<L> {
         self.env.state()
     }
 
-    fn closed() -> EnvError {
-        EnvError("the session is closed".into())
+    fn closed(&self) -> EnvError {
+        if self.lifecycle.is_draining() {
+            EnvError(format!(
+                "the session is closed: {}",
+                crate::drain::DRAINING_MESSAGE
+            ))
+        } else {
+            EnvError("the session is closed".into())
+        }
+    }
+
+    /// An episode has begun and not ended.
+    pub fn running(&self) -> bool {
+        self.registration.is_some() && self.last.as_ref().is_some_and(|last| !last.done)
+    }
+
+    /// The server is draining and this session has no episode running: it may be closed.
+    pub fn drained(&self) -> bool {
+        self.lifecycle.is_draining() && !self.running()
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.registration.is_none()
+    }
+
+    /// Keep the newest observation; a draining server hears of an episode that ended.
+    fn remember(&mut self, result: &StepResult) {
+        self.last = Some(result.clone());
+        if result.done {
+            self.episode_ended.notify_one();
+        }
     }
 
     /// Start a new episode (keyword arguments as on the wire), record it and show it to watchers.
     async fn reset(&mut self, kwargs: &Map<String, Value>) -> Result<StepResult, EnvError> {
         if self.registration.is_none() {
-            return Err(Self::closed());
+            return Err(self.closed());
+        }
+        if self.lifecycle.is_draining() {
+            return Err(EnvError(crate::drain::DRAINING_MESSAGE.into()));
         }
         let result = self.env.reset(kwargs).await?;
         // The person's steps belonged to the episode that just ended.
@@ -277,7 +368,7 @@ impl<L: Launcher> Session<L> {
         if let Some(registration) = &self.registration {
             registration.publish(episode_id, 0, None, Actor::Agent, &result, 0.0);
         }
-        self.last = Some(result.clone());
+        self.remember(&result);
         Ok(result)
     }
 
@@ -330,7 +421,7 @@ impl<L: Launcher> Session<L> {
     /// (and, while a person holds control, `control` and `controller`).
     fn current_observation(&mut self, controller: Option<String>) -> Result<StepResult, EnvError> {
         if self.registration.is_none() {
-            return Err(Self::closed());
+            return Err(self.closed());
         }
         let Some(mut result) = self.last.clone() else {
             return Err(EnvError("reset before stepping".into()));
@@ -359,7 +450,7 @@ impl<L: Launcher> Session<L> {
     /// one step path of both the agent and the person in control.
     async fn step(&mut self, action: &BrowserAction, actor: Actor) -> Result<StepResult, EnvError> {
         if self.registration.is_none() {
-            return Err(Self::closed());
+            return Err(self.closed());
         }
         let started = Instant::now();
         let result = self.env.step(action).await?;
@@ -378,14 +469,14 @@ impl<L: Launcher> Session<L> {
                 latency_ms,
             );
         }
-        self.last = Some(result.clone());
+        self.remember(&result);
         Ok(result)
     }
 
     /// The current page's visible text (the terminal UI's text layer); the episode is untouched.
     pub async fn visible_text(&mut self) -> Result<TextLayer, EnvError> {
         if self.registration.is_none() {
-            return Err(Self::closed());
+            return Err(self.closed());
         }
         self.env.visible_text(&self.id).await
     }
@@ -460,7 +551,14 @@ mod tests {
         let (sessions, recorded) = sessions(1);
         let first = sessions.open(Transport::WebSocket, "a".into()).unwrap();
         let refused = sessions.open(Transport::Mcp, "b".into()).err().unwrap();
-        assert_eq!(refused, AtCapacity { active: 1, max: 1 });
+        assert_eq!(
+            refused,
+            AtCapacity {
+                active: 1,
+                max: 1,
+                draining: false
+            }
+        );
 
         let mut session = first.lock().await;
         session.reset(&start("https://a.example/")).await.unwrap();

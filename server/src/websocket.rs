@@ -62,6 +62,8 @@ enum Ending {
     /// No request for the session timeout.
     Idle,
     Peer(Gone),
+    /// The server drains and this session has no episode running; its close frame is sent.
+    Drained,
     Shutdown,
 }
 
@@ -101,6 +103,32 @@ impl Outbox {
             Ok(Err(_)) => Err(Gone::Left),
             Err(_) => Err(Gone::Stalled),
         })
+    }
+
+    /// A reply and the close frame in one write, so a client that reads the reply also finds its
+    /// socket closed, and its next request opens a new one (OpenEnv's client does so by itself)
+    /// instead of going out on a socket that is closing.
+    async fn send_then_close(
+        &self,
+        message: &ServerMessage,
+        code: u16,
+        reason: &'static str,
+    ) -> Result<(), Gone> {
+        let close = Message::Close(Some(CloseFrame {
+            code,
+            reason: Utf8Bytes::from_static(reason),
+        }));
+        let sent = tokio::time::timeout(self.deadline, async {
+            let mut sink = self.sink.lock().await;
+            sink.feed(Message::Text(message.to_text().into())).await?;
+            sink.send(close).await
+        })
+        .await;
+        match sent {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(Gone::Left),
+            Err(_) => Err(Gone::Stalled),
+        }
     }
 
     /// The last frames: an error frame saying why (if any), then the close frame.
@@ -184,13 +212,28 @@ pub async fn run<L: Launcher>(socket: WebSocket, context: Context<L>, peer: Stri
         }
     });
 
+    let lifecycle = sessions.lifecycle().clone();
+    // Once the drain has begun, the session is looked at after each reply instead.
+    let mut drain_seen = false;
     let mut idle_until = deadline(timeouts.session_timeout);
     let ending = loop {
         let next = tokio::select! {
-            next = incoming.recv() => next,
+            next = incoming.recv() => Some(next),
             () = until(idle_until) => break Ending::Idle,
             why = departure(&mut gone) => break Ending::Peer(why),
             _ = shutdown.wait_for(|stop| *stop) => break Ending::Shutdown,
+            () = lifecycle.draining(), if !drain_seen => None,
+        };
+        let Some(next) = next else {
+            // The drain began while the session waited for a request.
+            drain_seen = true;
+            if session.lock().await.drained() {
+                outbox
+                    .farewell(None, 1001, crate::drain::DRAINED_REASON)
+                    .await;
+                break Ending::Drained;
+            }
+            continue;
         };
         let text = match next {
             Some(Incoming::Text(text)) => text,
@@ -235,6 +278,16 @@ pub async fn run<L: Launcher>(socket: WebSocket, context: Context<L>, peer: Stri
             }
             Err(frame) => ServerMessage::Error(frame),
         };
+        if lifecycle.is_draining() && session.lock().await.drained() {
+            // The episode is over on a draining server: this reply is the session's last.
+            match outbox
+                .send_then_close(&reply, 1001, crate::drain::DRAINED_REASON)
+                .await
+            {
+                Ok(()) => break Ending::Drained,
+                Err(why) => break Ending::Peer(why),
+            }
+        }
         if let Err(why) = outbox.send(&reply).await {
             break Ending::Peer(why);
         }
@@ -320,8 +373,18 @@ fn farewell_for(
             // 1011 with this reason is what Python's `websockets` sends in the same case.
             (Some(frame), Some((1011, "keepalive ping timeout")))
         }
-        Ending::Peer(Gone::Stalled) => (None, None),
-        Ending::Peer(Gone::Left) | Ending::Done | Ending::Shutdown => (None, Some((1000, ""))),
+        Ending::Shutdown => {
+            let frame = ErrorFrame::new(
+                ErrorCode::SessionError,
+                "Session ended: the server is shutting down (an episode still running when \
+                 BROWSER_DRAIN_SECONDS is over is ended); its browser is closed. Connect again to \
+                 reach another replica",
+            )
+            .with_extra("reason", json!("SERVER_SHUTDOWN"));
+            (Some(frame), Some((1001, "server shutting down")))
+        }
+        Ending::Peer(Gone::Stalled) | Ending::Drained => (None, None),
+        Ending::Peer(Gone::Left) | Ending::Done => (None, Some((1000, ""))),
     }
 }
 

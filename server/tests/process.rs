@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use browserenv::{Client, ResetOptions};
+use browserenv::{BrowserAction, Client, ResetOptions};
 use browserenv_server::site::serve_dir;
 
 const BIN: &str = env!("CARGO_BIN_EXE_browserenv-server");
@@ -187,15 +187,106 @@ async fn closing_a_session_removes_its_profile_and_sigterm_ends_sessions() {
     });
     eventually("its browser is gone", || processes_using(&tmp).is_empty());
 
-    // A session that is open when the server is told to stop is ended, not waited for.
+    // A running episode is given the drain time; a second signal ends it at once.
     let mut open = Client::connect(&address).await.unwrap();
     open.reset(ResetOptions::new(pages.url("long.html")))
         .await
         .unwrap();
     signal(&server, libc::SIGTERM);
+    eventually("readiness turns off", || ready(&address) == Some(503));
+    assert!(
+        server.try_wait().unwrap().is_none(),
+        "the episode is waited for"
+    );
+    signal(&server, libc::SIGTERM);
     assert!(server.wait().unwrap().success());
+    // It is told why before the close.
+    match open.closed().await {
+        browserenv::ClientError::Server(frame) => {
+            assert_eq!(frame.extra["reason"], "SERVER_SHUTDOWN", "{frame:?}")
+        }
+        other => panic!("no frame saying why: {other}"),
+    }
     assert!(processes_using(&tmp).is_empty());
     assert!(profiles(&tmp).is_empty());
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+/// `GET /ready`'s status, or None when nothing answers.
+fn ready(address: &str) -> Option<u16> {
+    let authority = address.strip_prefix("http://")?;
+    let mut stream = std::net::TcpStream::connect(authority).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        stream,
+        "GET /ready HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    answer.split(' ').nth(1)?.parse().ok()
+}
+
+#[tokio::test]
+async fn sigterm_drains_the_running_episode_and_its_recording_is_complete() {
+    let tmp = scratch_dir();
+    let record = tmp.join("recording");
+    let pages = serve_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../assets/pages"))
+        .await
+        .unwrap();
+    let (mut server, address) = spawn_server(
+        &tmp,
+        &[
+            ("BROWSER_DRAIN_SECONDS", "60"),
+            ("BROWSER_RECORD_DIR", record.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(ready(&address), Some(200));
+    let mut running = Client::connect(&address).await.unwrap();
+    running
+        .reset(ResetOptions::new(pages.url("long.html")).episode_id("drained"))
+        .await
+        .unwrap();
+    let mut idle = Client::connect(&address).await.unwrap();
+    idle.state().await.unwrap();
+
+    signal(&server, libc::SIGTERM);
+    eventually("readiness turns off at once", || {
+        ready(&address) == Some(503)
+    });
+    // A new session is refused, saying why; the idle one is closed.
+    let mut late = Client::connect(&address).await.unwrap();
+    let refused = late
+        .reset(ResetOptions::new(pages.url("long.html")))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("draining"), "{refused}");
+    assert!(matches!(
+        idle.closed().await,
+        browserenv::ClientError::Closed
+    ));
+    // The running episode goes on to its end.
+    let scrolled = running.step(BrowserAction::scroll(300)).await.unwrap();
+    assert!(!scrolled.done);
+    let finished = running.step(BrowserAction::finish("done")).await.unwrap();
+    assert!(finished.done);
+    // Then the server stops by itself, long before the drain time is over.
+    let status = server.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(processes_using(&tmp).is_empty());
+    let recording = browserenv::trajectory::read(&record).unwrap();
+    assert!(recording.problems.is_empty(), "{:?}", recording.problems);
+    let episode = recording
+        .episodes
+        .iter()
+        .find(|e| e.episode_id == "drained")
+        .expect("the drained episode is recorded");
+    assert_eq!(
+        (episode.outcome, episode.steps),
+        (browserenv::trajectory::Outcome::Finished, 2)
+    );
+    assert_eq!(recording.episode_steps("drained").len(), 2);
     std::fs::remove_dir_all(&tmp).unwrap();
 }
 
@@ -237,11 +328,28 @@ fn a_public_address_needs_a_token_or_insecure() {
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr)
         .contains("refusing to serve 0.0.0.0 without a token"));
-    for extra in [["--insecure", ""], ["--token", "t0ken"]] {
+    // An on/off setting in the environment: 0 is off, 1 (or yes, true) is on.
+    let off = Command::new(BIN)
+        .args(["--host", "0.0.0.0", "--port", "0"])
+        .env_remove("BROWSER_API_TOKEN")
+        .env("BROWSER_INSECURE", "0")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&off.stderr).contains("without a token"));
+    for (extra, insecure) in [
+        (["--insecure", ""], None),
+        (["--token", "t0ken"], None),
+        (["", ""], Some("1")),
+        (["", ""], Some("yes")),
+    ] {
         let tmp = scratch_dir();
         let mut args = vec!["--host", "0.0.0.0", "--port", "0", "--no-warm-spare"];
         args.extend(extra.iter().filter(|a| !a.is_empty()));
-        let mut child = Command::new(BIN)
+        let mut command = Command::new(BIN);
+        if let Some(value) = insecure {
+            command.env("BROWSER_INSECURE", value);
+        }
+        let mut child = command
             .args(&args)
             .env("TMPDIR", &tmp)
             .stdout(Stdio::piped())
@@ -327,6 +435,8 @@ fn invalid_settings_stop_the_server_with_the_settings_name() {
         ("BROWSER_WS_PING_TIMEOUT_SECONDS", "601"),
         ("BROWSER_HEADER_READ_TIMEOUT_SECONDS", "0"),
         ("BROWSER_MAX_CONNECTIONS", "2"),
+        ("BROWSER_DRAIN_SECONDS", "-1"),
+        ("BROWSER_PEERS", "https://replica:8000"),
     ] {
         let output = Command::new(BIN)
             .args(["--port", "0"])

@@ -13,6 +13,7 @@ Environment:
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import http.server
@@ -21,6 +22,8 @@ import queue
 import re
 import shlex
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -89,6 +92,44 @@ def http_get(url: str, timeout: float = 5.0):
     return _NO_PROXY_OPENER.open(url, timeout=timeout)
 
 
+def png_size(screenshot_b64: str) -> tuple[int, int]:
+    """Width and height from the IHDR chunk of a base64 PNG."""
+    data = base64.b64decode(screenshot_b64, validate=True)
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG signature"
+    length, chunk_type = struct.unpack(">I4s", data[8:16])
+    assert chunk_type == b"IHDR" and length == 13, "first chunk is not IHDR"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+# The lines of deploy/haproxy/haproxy.cfg between these (one pair per backend) are its servers.
+SERVERS_BEGIN = "# servers begin"
+SERVERS_END = "# servers end"
+
+
+def with_servers(text: str, servers: list[str]) -> str:
+    """The config with the lines between each pair of markers (one pair per backend) replaced by
+    `servers`."""
+    lines = text.splitlines(keepends=True)
+    begin = [i for i, line in enumerate(lines) if line.strip() == SERVERS_BEGIN]
+    end = [i for i, line in enumerate(lines) if line.strip() == SERVERS_END]
+    assert begin and len(begin) == len(end), (begin, end)
+    assert all(b < e for b, e in zip(begin, end)) and all(e < b for e, b in zip(end, begin[1:])), (begin, end)
+    out, at = [], 0
+    for b, e in zip(begin, end):
+        indent = re.match(r"\s*", lines[b]).group(0)
+        out += lines[at : b + 1] + [f"{indent}{server}\n" for server in servers]
+        at = e
+    return "".join(out + lines[at:])
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now (for servers that must know each other's ports)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def _tail(path: Path, lines: int = 60) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -107,18 +148,23 @@ def _stop(proc: subprocess.Popen) -> int:
     return proc.returncode
 
 
+# The pid of each server `launch_server` runs, by base URL (a test may kill one).
+SERVER_PIDS: dict[str, int] = {}
+
+
 @contextlib.contextmanager
-def launch_server(extra_args: list[str], log_dir: Path):
-    """Run browserenv-server on a free loopback port; yields its base URL (no trailing slash)."""
+def launch_server(extra_args: list[str], log_dir: Path, port: int = 0, name: str = "server"):
+    """Run browserenv-server on a loopback port (0: a free one); yields its base URL (no trailing
+    slash). Its log is `log_dir/<name>.log`."""
     binary = server_binary()
     if not binary.is_file():
         pytest.fail(
             f"server binary not found at {binary}: run `cargo build -p browserenv-server` "
             "or set BROWSERENV_SERVER_BIN"
         )
-    cmd = [str(binary), "--host", "127.0.0.1", "--port", "0", *extra_args]
+    cmd = [str(binary), "--host", "127.0.0.1", "--port", str(port), *extra_args]
     cmd += shlex.split(os.environ.get("BROWSERENV_SERVER_ARGS", ""))
-    log_path = log_dir / "server.log"
+    log_path = log_dir / f"{name}.log"
     log_file = open(log_path, "wb")
     proc = subprocess.Popen(
         cmd,
@@ -169,9 +215,11 @@ def launch_server(extra_args: list[str], log_dir: Path):
         log_file.close()
         raise
 
+    SERVER_PIDS[base_url] = proc.pid
     try:
         yield base_url
     finally:
+        SERVER_PIDS.pop(base_url, None)
         code = _stop(proc)
         log_file.close()
         if code not in (0, -signal.SIGTERM):

@@ -8,12 +8,10 @@ work, sync and async, exactly as against the Python reference server; and
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import os
 import shlex
 import shutil
-import struct
 import subprocess
 import sys
 import time
@@ -27,6 +25,7 @@ from pydantic import ValidationError
 
 from browser_client import BrowserClient
 from browser_models import BrowserAction, BrowserObservation, BrowserState
+from conftest import png_size
 OBSERVATION_KEYS = {"metadata", "screenshot", "url", "error"}
 
 
@@ -39,16 +38,6 @@ _NO_PROXY_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 def http_get(url: str, timeout: float = 5.0):
     return _NO_PROXY_OPENER.open(url, timeout=timeout)
 
-
-
-def png_size(screenshot_b64: str) -> tuple[int, int]:
-    """Width and height from the IHDR chunk of a base64 PNG."""
-    data = base64.b64decode(screenshot_b64, validate=True)
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG signature"
-    length, chunk_type = struct.unpack(">I4s", data[8:16])
-    assert chunk_type == b"IHDR" and length == 13, "first chunk is not IHDR"
-    width, height = struct.unpack(">II", data[16:24])
-    return width, height
 
 
 def page_title(metadata: dict | None) -> str | None:

@@ -13,10 +13,8 @@ task with reward 1.0; MCP sessions are counted, listed, recorded and closed like
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import os
-import struct
 import subprocess
 import time
 from pathlib import Path
@@ -28,19 +26,13 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from openenv.core.mcp_client import MCPToolClient
 
-from conftest import HERE, REPO_ROOT, http_get, launch_server, server_binary
+from conftest import HERE, REPO_ROOT, http_get, launch_server, png_size, server_binary
 
 SITE_ARGS = ["--site", "assets/site", "--tasks", "assets/tasks/demo.jsonl"]
 TASK, ANSWER = "info-workshop-time", "10:00"
 # "Browse the catalog" on the demo site's home page.
 CATALOG_LINK = {"x": 312, "y": 235}
 TOOLS = ["reset", "click", "type", "key", "scroll", "back", "wait", "finish"]
-
-
-def png_size(data_b64: str) -> tuple[int, int]:
-    png = base64.b64decode(data_b64)
-    assert png[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    return struct.unpack(">II", png[16:24])
 
 
 def sessions(base_url: str) -> list[dict]:

@@ -14,6 +14,10 @@ use browserenv_server::settings::EnvSettings;
 use browserenv_server::ServerConfig;
 use browserenv_tests::{test_chromium, test_settings, Harness, RemoteChromium};
 
+// Each bench part of its own lives in `bench/` (the binary's root is this file, so the path is said).
+#[path = "bench/replicas.rs"]
+mod replicas;
+
 struct Series {
     name: String,
     millis: Vec<f64>,
@@ -295,6 +299,10 @@ async fn main() -> anyhow::Result<()> {
         println!();
         return memory_by_sessions().await;
     }
+    // BENCH_ONLY=replicas: replicas behind the balancer, and the image's cold start.
+    if std::env::var("BENCH_ONLY").as_deref() == Ok("replicas") {
+        return replicas::run(rounds).await;
+    }
     if std::env::var("BENCH_ONLY").as_deref() == Ok("frames") {
         frame_phases(rounds).await?;
         return Ok(());
@@ -420,7 +428,8 @@ async fn main() -> anyhow::Result<()> {
     let frames = catalog_frames(rounds).await?;
     println!();
     tui_frames(&frames)?;
-    Ok(())
+    println!();
+    replicas::run(rounds).await
 }
 
 /// How long after the controller's reply each of `count` watchers sees the step's frame.

@@ -527,3 +527,24 @@ impl Drop for Tether {
         self.task.abort();
     }
 }
+
+/// The balancer's config (`deploy/haproxy/haproxy.cfg`) with its servers, the lines between each
+/// `# servers begin` / `# servers end` pair (one pair per backend), replaced by `servers`.
+pub fn with_servers(config: &str, servers: &str) -> anyhow::Result<String> {
+    let mut out = String::new();
+    let mut rest = config;
+    while let Some(begin) = rest.find("# servers begin\n") {
+        let after = begin + "# servers begin\n".len();
+        let Some(end) = rest[after..].find("# servers end") else {
+            anyhow::bail!("a '# servers begin' without its '# servers end'");
+        };
+        out.push_str(&rest[..after]);
+        out.push_str(servers);
+        rest = &rest[after + end..];
+    }
+    if out.is_empty() {
+        anyhow::bail!("no '# servers begin' / '# servers end' lines");
+    }
+    out.push_str(rest);
+    Ok(out)
+}

@@ -66,6 +66,15 @@ fn at_capacity(id: &Value, refused: &crate::capacity::AtCapacity) -> Value {
     error_with(id, SERVER_ERROR, frame.message, Value::Object(frame.extra))
 }
 
+/// A call for a session whose replica (`BROWSER_PEERS`) did not answer.
+pub fn replica_unreachable(owner: &str, why: &str) -> Value {
+    error(
+        &Value::Null,
+        INTERNAL_ERROR,
+        format!("the replica at {owner} that holds this session did not answer: {why}"),
+    )
+}
+
 /// A body that is not JSON.
 pub fn parse_error() -> Value {
     error(&Value::Null, PARSE_ERROR, "Parse error")
@@ -83,6 +92,11 @@ impl<L: Launcher> OpenEnvMcp<L> {
         self.kept
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Whether this replica keeps the session `id` (else it may be another replica's).
+    pub fn keeps(&self, id: &str) -> bool {
+        self.kept().contains_key(id)
     }
 
     /// Attach a WebSocket to a kept session (`/ws?session_id=…`).

@@ -1,0 +1,199 @@
+//! Readiness and draining (`drain.rs`) over real sockets, with the fake browser: `/ready` says
+//! 503 at capacity and from the moment a drain begins; new sessions are refused with a frame that
+//! says why; a running episode goes on until it ends (its last reply and the close come
+//! together), or until the drain time is over (then a frame says so); the server then stops by
+//! itself. The binary under SIGTERM with real Chromium and a recording: `tests/process.rs`.
+
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+use browserenv_server::fake::{FakeLauncher, FakeScript};
+use browserenv_server::settings::EnvSettings;
+use browserenv_server::{start, ServerConfig, ServerHandle};
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+async fn server(max_sessions: usize, drain: Duration) -> ServerHandle {
+    let config = ServerConfig {
+        settings: EnvSettings {
+            action_wait: Duration::from_millis(10),
+            ..EnvSettings::default()
+        },
+        max_sessions,
+        drain,
+        ..ServerConfig::default()
+    };
+    start(FakeLauncher::new(FakeScript::default()), config)
+        .await
+        .unwrap()
+}
+
+async fn connect(server: &ServerHandle) -> Socket {
+    let url = format!("ws://{}/ws", server.addr);
+    tokio_tungstenite::connect_async(url).await.unwrap().0
+}
+
+/// The next text frame as JSON, or `{"closed": code, "reason": …}` for the close frame.
+async fn next(socket: &mut Socket) -> Value {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), socket.next()).await {
+            Ok(Some(Ok(Message::Text(text)))) => return serde_json::from_str(&text).unwrap(),
+            Ok(Some(Ok(Message::Close(frame)))) => {
+                let frame = frame.unwrap();
+                return json!({"closed": u16::from(frame.code), "reason": frame.reason.as_str()});
+            }
+            Ok(Some(Ok(_))) => {}
+            other => panic!("no frame: {other:?}"),
+        }
+    }
+}
+
+async fn request(socket: &mut Socket, frame: Value) -> Value {
+    socket.send(Message::text(frame.to_string())).await.unwrap();
+    next(socket).await
+}
+
+async fn reset(socket: &mut Socket) {
+    let reply = request(
+        socket,
+        json!({"type": "reset", "data": {"start_url": "https://example.com/"}}),
+    )
+    .await;
+    assert_eq!(reply["type"], "observation", "{reply}");
+}
+
+async fn ready(server: &ServerHandle) -> (u16, String) {
+    let response = reqwest::get(format!("{}/ready", server.base_url()))
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    (status, body["status"].as_str().unwrap().to_string())
+}
+
+#[tokio::test]
+async fn readiness_is_off_while_every_slot_is_taken() {
+    let server = server(1, Duration::from_secs(5)).await;
+    assert_eq!(ready(&server).await, (200, "ready".into()));
+    let mut only = connect(&server).await;
+    reset(&mut only).await;
+    assert_eq!(ready(&server).await, (503, "at_capacity".into()));
+    only.send(Message::text(r#"{"type":"close"}"#))
+        .await
+        .unwrap();
+    assert_eq!(next(&mut only).await["closed"], 1000);
+    // The slot is given back as the session closes.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while ready(&server).await.0 != 200 {
+        assert!(Instant::now() < deadline, "readiness did not come back");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_drain_lets_the_running_episode_end_and_refuses_new_work() {
+    let drain = Duration::from_secs(20);
+    let server = server(4, drain).await;
+    let mut running = connect(&server).await;
+    reset(&mut running).await;
+    let mut idle = connect(&server).await;
+    // The idle session has its socket but no episode yet.
+    assert_eq!(
+        request(&mut idle, json!({"type": "state"})).await["type"],
+        "state"
+    );
+    let started = Instant::now();
+    server.drain();
+
+    // At once: not ready, the idle session closed (no error: its client reconnects elsewhere),
+    // a new session refused with the reason.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while ready(&server).await != (503, "draining".into()) {
+        assert!(Instant::now() < deadline, "readiness stayed on");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let closed = next(&mut idle).await;
+    assert_eq!(closed["closed"], 1001, "{closed}");
+    assert!(closed["reason"].as_str().unwrap().contains("draining"));
+    let mut late = connect(&server).await;
+    let refused = next(&mut late).await;
+    assert_eq!(refused["data"]["code"], "CAPACITY_REACHED", "{refused}");
+    assert_eq!(refused["data"]["reason"], "DRAINING");
+    let http = reqwest::Client::new()
+        .post(format!("{}/reset", server.base_url()))
+        .json(&json!({"start_url": "https://example.com/"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(http.status().as_u16(), 503);
+    assert_eq!(http.json::<Value>().await.unwrap()["reason"], "DRAINING");
+
+    // The running episode goes on, and its last reply comes with the close.
+    let step = request(
+        &mut running,
+        json!({"type": "step", "data": {"op": "scroll", "dy": 100}}),
+    )
+    .await;
+    assert_eq!(step["data"]["done"], false, "{step}");
+    let last = request(
+        &mut running,
+        json!({"type": "step", "data": {"op": "finish"}}),
+    )
+    .await;
+    assert_eq!(last["data"]["done"], true, "{last}");
+    assert_eq!(next(&mut running).await["closed"], 1001);
+
+    // No session left: the server stops well before the drain time is over.
+    tokio::time::timeout(drain, server.finished())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(started.elapsed() < drain);
+}
+
+#[tokio::test]
+async fn an_episode_still_running_when_the_drain_time_is_over_is_ended_with_a_frame() {
+    let server = server(2, Duration::from_millis(500)).await;
+    let mut running = connect(&server).await;
+    reset(&mut running).await;
+    // A reset during the drain is refused: no new episode starts.
+    server.drain();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let refused = request(
+        &mut running,
+        json!({"type": "reset", "data": {"start_url": "https://example.com/"}}),
+    )
+    .await;
+    assert_eq!(refused["data"]["code"], "EXECUTION_ERROR", "{refused}");
+    assert!(refused["data"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("draining"));
+    // The episode is still the old one, and still running: the drain time ends it.
+    let ended = next(&mut running).await;
+    assert_eq!(ended["data"]["code"], "SESSION_ERROR", "{ended}");
+    assert_eq!(ended["data"]["reason"], "SERVER_SHUTDOWN");
+    assert_eq!(next(&mut running).await["closed"], 1001);
+    tokio::time::timeout(Duration::from_secs(15), server.finished())
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_drain_of_an_idle_server_stops_at_once() {
+    let server = server(2, Duration::from_secs(60)).await;
+    let started = Instant::now();
+    server.drain();
+    tokio::time::timeout(Duration::from_secs(10), server.finished())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+}

@@ -1,0 +1,342 @@
+//! Replicas behind one address (`BROWSER_PEERS`), on real sockets with the fake browser: every
+//! replica lists every session, and a session's text, info and watch socket (hand-off included)
+//! are reached through any replica. The same with real Chromium, a real balancer and a replica
+//! killed mid-run: `tests/python/test_replicas.py`.
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+use browserenv_server::fake::{FakeLauncher, FakeScript};
+use browserenv_server::replicas::PeerEntry;
+use browserenv_server::settings::EnvSettings;
+use browserenv_server::{start_on, ServerConfig, ServerHandle};
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+const TOKEN: &str = "shared-secret";
+
+/// `count` replicas that know each other (and `extra` peers besides, e.g. one that is down).
+async fn replicas(count: usize, extra: &[String]) -> Vec<ServerHandle> {
+    let mut listeners = Vec::new();
+    for _ in 0..count {
+        listeners.push(TcpListener::bind("127.0.0.1:0").await.unwrap());
+    }
+    let mut peers: Vec<PeerEntry> = listeners
+        .iter()
+        .map(|l| PeerEntry::parse(&format!("http://{}", l.local_addr().unwrap())).unwrap())
+        .collect();
+    peers.extend(extra.iter().map(|url| PeerEntry::parse(url).unwrap()));
+    listeners
+        .into_iter()
+        .map(|listener| {
+            let config = ServerConfig {
+                settings: EnvSettings {
+                    action_wait: Duration::from_millis(10),
+                    ..EnvSettings::default()
+                },
+                max_sessions: 2,
+                token: Some(TOKEN.into()),
+                peers: peers.clone(),
+                ..ServerConfig::default()
+            };
+            start_on(listener, FakeLauncher::new(FakeScript::default()), config).unwrap()
+        })
+        .collect()
+}
+
+async fn socket(url: String) -> Socket {
+    let mut request = url.into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
+    tokio_tungstenite::connect_async(request).await.unwrap().0
+}
+
+async fn next_json(socket: &mut Socket) -> Value {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), socket.next()).await {
+            Ok(Some(Ok(Message::Text(text)))) => return serde_json::from_str(&text).unwrap(),
+            Ok(Some(Ok(Message::Close(frame)))) => {
+                return json!({"closed": frame.map(|f| u16::from(f.code))})
+            }
+            Ok(Some(Ok(_))) => {}
+            other => panic!("no frame: {other:?}"),
+        }
+    }
+}
+
+async fn request(socket: &mut Socket, frame: Value) -> Value {
+    socket.send(Message::text(frame.to_string())).await.unwrap();
+    next_json(socket).await
+}
+
+/// A /ws session on `server` with an episode, and its id as the server lists it.
+async fn agent(server: &ServerHandle, episode: &str) -> (Socket, String) {
+    let mut ws = socket(format!("ws://{}/ws", server.addr)).await;
+    let reset = request(
+        &mut ws,
+        json!({"type": "reset", "data": {"start_url": "https://example.com/", "episode_id": episode}}),
+    )
+    .await;
+    assert_eq!(reset["type"], "observation", "{reset}");
+    let (_, sessions, _) = get(server, "/sessions?local=true").await;
+    let id = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["episode_id"] == episode)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (ws, id)
+}
+
+async fn get(server: &ServerHandle, path: &str) -> (u16, Value, Option<String>) {
+    let response = reqwest::Client::new()
+        .get(format!("{}{path}", server.base_url()))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let unreachable = response
+        .headers()
+        .get("browserenv-replicas-unreachable")
+        .map(|v| v.to_str().unwrap().to_string());
+    (status, response.json().await.unwrap(), unreachable)
+}
+
+#[tokio::test]
+async fn every_replica_lists_every_session_and_reaches_each_one() {
+    let servers = replicas(3, &[]).await;
+    let mut agents = Vec::new();
+    for (n, server) in servers.iter().enumerate() {
+        agents.push(agent(server, &format!("episode-{n}")).await);
+    }
+    for (n, server) in servers.iter().enumerate() {
+        let (status, listed, unreachable) = get(server, "/sessions").await;
+        assert_eq!((status, unreachable), (200, None));
+        let listed = listed.as_array().unwrap();
+        assert_eq!(
+            listed.len(),
+            3,
+            "replica {n} lists every session: {listed:?}"
+        );
+        for (owner, other) in servers.iter().enumerate() {
+            let id = &agents[owner].1;
+            let entry = listed.iter().find(|s| s["id"] == id.as_str()).unwrap();
+            assert_eq!(
+                entry["replica"],
+                format!("http://{}", other.addr),
+                "{entry}"
+            );
+        }
+        // Each replica alone still lists only its own.
+        let (_, local, _) = get(server, "/sessions?local=true").await;
+        assert_eq!(local.as_array().unwrap().len(), 1);
+    }
+    let (_, all, _) = get(&servers[0], "/replicas").await;
+    let all = all.as_array().unwrap();
+    assert_eq!(all.len(), 3);
+    assert_eq!(all.iter().filter(|r| r["self"] == true).count(), 1);
+    assert!(all
+        .iter()
+        .all(|r| r["status"] == "ready" && r["active_sessions"] == 1));
+
+    // The session of replica 2, asked of replica 0: its info and its text come from its owner.
+    let far = &agents[2].1;
+    let (status, info, _) = get(&servers[0], &format!("/sessions/{far}")).await;
+    assert_eq!(
+        (status, info["episode_id"].as_str()),
+        (200, Some("episode-2"))
+    );
+    let (status, text, _) = get(&servers[0], &format!("/sessions/{far}/text")).await;
+    assert_eq!(
+        (status, text["session"].as_str()),
+        (200, Some(far.as_str())),
+        "{text}"
+    );
+    let (status, missing, _) = get(&servers[0], "/sessions/nobody").await;
+    assert_eq!(
+        (status, missing["code"].as_str()),
+        (404, Some("SESSION_NOT_FOUND"))
+    );
+
+    // Watched through replica 0: the newest event, then a hand-off to a person and back.
+    let mut watcher = socket(format!("ws://{}/sessions/{far}/watch", servers[0].addr)).await;
+    let first = next_json(&mut watcher).await;
+    assert_eq!(
+        (
+            first["data"]["kind"].as_str(),
+            first["data"]["episode_id"].as_str()
+        ),
+        (Some("reset"), Some("episode-2"))
+    );
+    let taken = request(
+        &mut watcher,
+        json!({"type": "take", "data": {"name": "ana"}}),
+    )
+    .await;
+    assert_eq!(taken["data"]["control"], "human", "{taken}");
+    let (_, info, _) = get(&servers[1], &format!("/sessions/{far}")).await;
+    assert_eq!(info["human"], "ana");
+    watcher
+        .send(Message::text(
+            json!({"type": "step", "data": {"op": "scroll", "dy": 100}}).to_string(),
+        ))
+        .await
+        .unwrap();
+    // The event of the person's step reaches the watcher too; the answer is the observation.
+    let mut answered = None;
+    for _ in 0..4 {
+        let frame = next_json(&mut watcher).await;
+        if frame["type"] == "observation" {
+            answered = Some(frame);
+            break;
+        }
+    }
+    assert_eq!(
+        answered.expect("the step's answer")["data"]["observation"]["metadata"]["step"],
+        1
+    );
+    let released = request(&mut watcher, json!({"type": "release"})).await;
+    assert_eq!(released["data"]["control"], "agent", "{released}");
+    // The agent's next observation lists the person's step.
+    let (socket_2, _) = &mut agents[2];
+    let stepped = request(socket_2, json!({"type": "step", "data": {"op": "wait"}})).await;
+    let human = &stepped["data"]["observation"]["metadata"]["human_steps"];
+    assert_eq!(human[0]["action"]["op"], "scroll", "{stepped}");
+
+    drop(watcher);
+    for server in servers {
+        server.stop().await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_replica_that_does_not_answer_is_reported_and_the_rest_served() {
+    // An address nobody listens on any more.
+    let gone = {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let servers = replicas(2, std::slice::from_ref(&gone)).await;
+    let (_ws, id) = agent(&servers[1], "here").await;
+    let (status, listed, unreachable) = get(&servers[0], "/sessions").await;
+    assert_eq!(status, 200);
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(unreachable.as_deref(), Some(gone.as_str()));
+    let (_, all, _) = get(&servers[0], "/replicas").await;
+    let down = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["url"] == gone.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(down["status"], "unreachable");
+    assert!(down["error"].as_str().unwrap().len() > 3, "{down}");
+    // The session on the other replica is reached all the same.
+    let (status, _, _) = get(&servers[0], &format!("/sessions/{id}")).await;
+    assert_eq!(status, 200);
+
+    // Its owner stops: a watcher relayed to it is told, and the session is no longer found.
+    let mut watcher = socket(format!("ws://{}/sessions/{id}/watch", servers[0].addr)).await;
+    next_json(&mut watcher).await;
+    let mut servers = servers;
+    servers.pop().unwrap().stop().await.unwrap();
+    let mut ended = None;
+    for _ in 0..3 {
+        let frame = next_json(&mut watcher).await;
+        if frame.get("closed").is_some() {
+            ended = Some(frame);
+            break;
+        }
+    }
+    assert!(ended.is_some(), "the relayed watcher was closed");
+    let (status, _, _) = get(&servers[0], &format!("/sessions/{id}")).await;
+    assert_eq!(status, 404);
+    servers.pop().unwrap().stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn peer_calls_need_the_token() {
+    let servers = replicas(1, &[]).await;
+    let response = reqwest::get(format!("{}/replica", servers[0].base_url()))
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 401);
+    let response = reqwest::get(format!("{}/ready", servers[0].base_url()))
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200, "readiness needs no token");
+    for server in servers {
+        server.stop().await.unwrap();
+    }
+}
+
+async fn post_mcp(server: &ServerHandle, body: Value) -> Value {
+    reqwest::Client::new()
+        .post(format!("{}/mcp", server.base_url()))
+        .bearer_auth(TOKEN)
+        .header("accept", "*/*")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_openenv_mcp_session_is_reached_through_any_replica() {
+    let servers = replicas(3, &[]).await;
+    // OpenEnv's MCPToolClient: the session is made on one replica, named in the body afterwards.
+    let created = post_mcp(
+        &servers[0],
+        json!({"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create", "params": {}}),
+    )
+    .await;
+    let id = created["result"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let call = |name: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"session_id": id, "name": name, "arguments": arguments}})
+    };
+    let reset = post_mcp(
+        &servers[1],
+        call("reset", json!({"start_url": "https://example.com/"})),
+    )
+    .await;
+    assert_eq!(
+        reset["result"]["data"]["url"], "https://example.com/",
+        "{reset}"
+    );
+    let scrolled = post_mcp(&servers[2], call("scroll", json!({"dy": 200}))).await;
+    assert_eq!(scrolled["result"]["data"]["step"], 1, "{scrolled}");
+    // A WebSocket attached to it through another replica drives the same episode.
+    let mut attached = socket(format!("ws://{}/ws?session_id={id}", servers[2].addr)).await;
+    let state = request(&mut attached, json!({"type": "state"})).await;
+    assert_eq!(state["data"]["step_count"], 1, "{state}");
+    drop(attached);
+    let unknown = post_mcp(
+        &servers[1],
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"session_id": "mcp-nobody", "name": "wait"}}),
+    )
+    .await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    for server in servers {
+        server.stop().await.unwrap();
+    }
+}

@@ -4,7 +4,10 @@
 //! the person's own browser, or a page the agent opened in our Chromium, which runs on the same
 //! machine. Browsers mark those requests with an `Origin` header, which agents' clients (OpenEnv's
 //! Python client, our Rust client) never send, so a request with an `Origin` is refused unless the
-//! origin is allowed (`BROWSER_ALLOWED_ORIGINS`). DNS rebinding (a name of the attacker's that
+//! origin is allowed (`BROWSER_ALLOWED_ORIGINS`). Navigations, frames, images and scripts carry no
+//! `Origin`, but a browser marks every request a page makes with `Sec-Fetch-Site` (anything but
+//! `none`, which is a person typing the address): those are refused too, or a page could show
+//! `/sessions` in a frame of the agent's own screenshot. DNS rebinding (a name of the attacker's that
 //! resolves to `127.0.0.1`) arrives with that name in `Host`, so only IP literals, `localhost` and
 //! configured names (`BROWSER_ALLOWED_HOSTS`) are served. Both apply to every route, `/health`
 //! included; the token to every route but `/health` and `/ready`, which launchers and balancers
@@ -43,6 +46,13 @@ impl Access {
                 .any(|allowed| allowed.eq_ignore_ascii_case(origin));
             if !allowed {
                 return Err(Refusal::Origin(origin.chars().take(200).collect()));
+            }
+        } else if let Some(site) = headers.get("sec-fetch-site") {
+            // A page's request that says no origin (a navigation, a frame, an image): only an
+            // allowed origin's pages may use the server, and they say who they are.
+            let site = site.to_str().unwrap_or("");
+            if !site.eq_ignore_ascii_case("none") {
+                return Err(Refusal::Page(site.chars().take(40).collect()));
             }
         }
         if self.check_host {
@@ -99,6 +109,8 @@ fn host_name(host: &str) -> &str {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
     Origin(String),
+    /// A page's request without `Origin`, by its `Sec-Fetch-Site`.
+    Page(String),
     Host(String),
 }
 
@@ -109,6 +121,13 @@ impl IntoResponse for Refusal {
                 format!(
                     "requests from web pages are refused (Origin {origin:?}); allow the origin \
                      with BROWSER_ALLOWED_ORIGINS if a page of yours must use this server"
+                ),
+                "ORIGIN_NOT_ALLOWED",
+            ),
+            Refusal::Page(site) => (
+                format!(
+                    "requests from web pages are refused (Sec-Fetch-Site {site:?}: a navigation, \
+                     frame, image or script of a page)"
                 ),
                 "ORIGIN_NOT_ALLOWED",
             ),
@@ -193,6 +212,36 @@ mod tests {
             .admit(&headers(&[
                 ("host", "127.0.0.1"),
                 ("origin", "http://LOCALHOST:3000/")
+            ]))
+            .is_ok());
+    }
+
+    #[test]
+    fn what_a_page_asks_without_an_origin_is_refused_too() {
+        let access = Access {
+            check_host: true,
+            allowed_origins: vec!["http://localhost:3000".into()],
+            ..Access::default()
+        };
+        for site in ["cross-site", "same-site", "same-origin", "garbage"] {
+            assert_eq!(
+                access.admit(&headers(&[("host", "127.0.0.1"), ("sec-fetch-site", site)])),
+                Err(Refusal::Page(site.into())),
+                "{site}"
+            );
+        }
+        // A person typing the address; an allowed origin's page, which says who it is.
+        assert!(access
+            .admit(&headers(&[
+                ("host", "127.0.0.1"),
+                ("sec-fetch-site", "none")
+            ]))
+            .is_ok());
+        assert!(access
+            .admit(&headers(&[
+                ("host", "127.0.0.1"),
+                ("origin", "http://localhost:3000"),
+                ("sec-fetch-site", "cross-site")
             ]))
             .is_ok());
     }

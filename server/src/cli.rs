@@ -373,13 +373,20 @@ fn stop_requests() -> anyhow::Result<crate::StopRequests> {
                 "{}",
                 match request {
                     Stop::Drain => "shutting down (a second signal stops at once)",
-                    Stop::Now => "stopping now",
+                    Stop::Now => "stopping now (a third signal exits without closing the browsers)",
                 }
             );
-            if asked.send(Some(request)).is_err() {
-                return;
-            }
+            // The server may be gone already; a third signal must still be heard.
+            let _ = asked.send(Some(request));
         }
+        tokio::select! {
+            _ = terminate.recv() => {}
+            _ = interrupt.recv() => {}
+        }
+        // The browsers die with the server (their parent-death signal); the next start removes
+        // their profiles.
+        tracing::warn!("exiting at once");
+        std::process::exit(1);
     });
     Ok(requests)
 }

@@ -36,8 +36,10 @@ const REFUSAL_READ_TIME: Duration = Duration::from_millis(200);
 /// 16 MiB).
 pub const MAX_INCOMING_BYTES: usize = 32 * 1024 * 1024;
 
-/// How long shutdown waits for requests still being answered (Docker's stop kills after 10 s).
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// How long shutdown waits for requests still being answered, after a drain has already given the
+/// running episodes their time (`drain.rs`); then their connections are cut. Short: the drain,
+/// closing the browsers and this must fit in the stop budget (`docker stop`: 10 s).
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// At most one log line per this long about refused connections (a flood must not flood the log).
 const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
 
@@ -49,14 +51,16 @@ pub struct ConnectionLimits {
     pub header_read_timeout: Duration,
 }
 
-/// Accept and serve connections until `shutdown` resolves, then let the requests in flight finish
-/// (for at most `SHUTDOWN_GRACE`). Every request carries `ConnectInfo<N::Addr>` as with
-/// `axum::serve`'s `into_make_service_with_connect_info`.
+/// Accept and serve connections until `shutdown` resolves with a grace, then let the requests in
+/// flight finish for at most that long, and cut the connections still open (a request that
+/// trickles its body, a step still running): nothing a client does holds the server past it.
+/// Every request carries `ConnectInfo<N::Addr>` as with `axum::serve`'s
+/// `into_make_service_with_connect_info`.
 pub async fn serve<N>(
     mut listener: N,
     router: Router,
     limits: ConnectionLimits,
-    shutdown: impl Future<Output = ()>,
+    shutdown: impl Future<Output = Duration>,
 ) where
     N: axum::serve::Listener,
     N::Addr: Debug + Clone + Send + Sync + 'static,
@@ -66,12 +70,15 @@ pub async fn serve<N>(
     let (stop_tx, stop_rx) = watch::channel(false);
     // Every connection task holds a sender; the receiver sees the channel close once all are done.
     let (open_tx, mut open_rx) = mpsc::channel::<Infallible>(1);
+    let mut connections = tokio::task::JoinSet::new();
     let mut last_refusal_log: Option<Instant> = None;
     tokio::pin!(shutdown);
-    loop {
+    let grace = loop {
+        // Finished connections' tasks are let go as they end, so the set stays as big as what is open.
+        while connections.try_join_next().is_some() {}
         let (io, addr) = tokio::select! {
             accepted = listener.accept() => accepted,
-            () = &mut shutdown => break,
+            grace = &mut shutdown => break grace,
         };
         let Ok(place) = places.clone().try_acquire_owned() else {
             if last_refusal_log.is_none_or(|at| at.elapsed() >= REFUSAL_LOG_EVERY) {
@@ -85,7 +92,7 @@ pub async fn serve<N>(
             continue;
         };
         let io = Placed { io, _place: place };
-        tokio::spawn(serve_connection(
+        connections.spawn(serve_connection(
             io,
             addr,
             router.clone(),
@@ -93,19 +100,19 @@ pub async fn serve<N>(
             stop_rx.clone(),
             open_tx.clone(),
         ));
-    }
+    };
     drop(listener);
     let _ = stop_tx.send(true);
     drop(open_tx);
-    if tokio::time::timeout(SHUTDOWN_GRACE, open_rx.recv())
-        .await
-        .is_err()
-    {
+    if tokio::time::timeout(grace, open_rx.recv()).await.is_err() {
         tracing::warn!(
-            "requests still running {} s after shutdown began were cut",
-            SHUTDOWN_GRACE.as_secs()
+            "cutting {} connection(s) still open {:.1} s after shutdown began",
+            connections.len(),
+            grace.as_secs_f64()
         );
     }
+    // Cut: each request's future is dropped, and with it whatever it held of the server.
+    connections.shutdown().await;
 }
 
 async fn serve_connection<I, A>(

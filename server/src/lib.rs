@@ -172,9 +172,14 @@ where
     let stop_sessions = {
         let (mcp, sessions) = (mcp.clone(), core.sessions.clone());
         async move {
-            drain(stop, phase, &sessions, config.drain).await;
+            let ended = drain(stop, phase, &sessions, config.drain).await;
             let _ = stop_tx.send(true);
             mcp.stop();
+            // The requests in flight get a moment to be answered, unless asked to stop now.
+            match ended {
+                Stop::Drain => connection::SHUTDOWN_GRACE,
+                Stop::Now => std::time::Duration::ZERO,
+            }
         }
     };
     let limits = connection::ConnectionLimits {
@@ -190,19 +195,21 @@ where
 }
 
 /// Wait for the first stop request; for `Stop::Drain`, drain: no new sessions or episodes, and
-/// running episodes go on until they end, the drain time is over or `Stop::Now` comes.
+/// running episodes go on until they end, the drain time is over or `Stop::Now` comes. Returns
+/// how it ended: `Stop::Now` when asked to stop now.
 async fn drain<L: Launcher>(
     mut stop: StopRequests,
     phase: watch::Sender<Phase>,
     sessions: &Sessions<L>,
     time: std::time::Duration,
-) {
+) -> Stop {
     let asked = match stop.wait_for(Option::is_some).await {
-        Ok(asked) => *asked,
+        Ok(asked) => asked.unwrap_or(Stop::Now),
         // The owner is gone without a word: nothing can ask any more, so stop now.
-        Err(_) => Some(Stop::Now),
+        Err(_) => Stop::Now,
     };
-    if asked == Some(Stop::Drain) && !time.is_zero() {
+    let mut ended = asked;
+    if asked == Stop::Drain && !time.is_zero() {
         let until = tokio::time::Instant::now() + time;
         let _ = phase.send(Phase::Draining { until });
         let capacity = sessions.capacity();
@@ -216,12 +223,14 @@ async fn drain<L: Launcher>(
             () = tokio::time::sleep_until(until) => tracing::info!(
                 "the drain time is over: ending {} session(s)", capacity.active()
             ),
-            _ = stop.wait_for(|asked| *asked == Some(Stop::Now)) => tracing::info!(
-                "asked again to stop: ending {} session(s) now", capacity.active()
-            ),
+            _ = stop.wait_for(|asked| *asked == Some(Stop::Now)) => {
+                tracing::info!("asked again to stop: ending {} session(s) now", capacity.active());
+                ended = Stop::Now;
+            }
         }
     }
     let _ = phase.send(Phase::Stopping);
+    ended
 }
 
 /// Serve one MCP session over stdin and stdout (`browserenv-server mcp`), until stdin ends.

@@ -2,10 +2,10 @@
 //! joined to the owner's `/sessions/{id}/watch`, frame for frame both ways, so watching, taking
 //! control, stepping and handing back work through whichever replica the balancer picked.
 //!
-//! Each side is kept to time on its own: the owner pings this replica while a person holds
-//! control (answered here), and this replica pings the watcher, so a watcher that goes silent is
-//! let go and, its upstream closed, control returns to the agent. A replica that stops answering
-//! is told to the watcher as an error frame, never a silent hang.
+//! Each side is kept to time on its own: this replica pings the watcher, so a watcher that goes
+//! silent is let go and, its upstream closed, control returns to the agent; and it pings the
+//! owner, so an owner that stops answering (frozen, cut off) is told to the watcher as an error
+//! frame, never a silent hang.
 
 use std::time::Duration;
 
@@ -58,6 +58,13 @@ pub async fn run(
     };
     let (mut to_owner, mut from_owner) = owner.split();
     let mut heartbeat = Heartbeat::new(&timeouts);
+    let mut owner_beat = Heartbeat::new(&timeouts);
+    let gone = |why: &str| {
+        format!(
+            "the replica at {} that holds session {session:?} {why}",
+            host_of(&upstream)
+        )
+    };
     loop {
         tokio::select! {
             frame = from_owner.next() => match frame {
@@ -72,17 +79,26 @@ pub async fn run(
                     return;
                 }
                 // Pings from the owner are answered by the WebSocket layer as this loop reads.
-                Some(Ok(_)) => {}
+                Some(Ok(_)) => owner_beat.heard(),
                 Some(Err(_)) | None => {
-                    let text = format!(
-                        "the replica at {} that holds session {session:?} went away",
-                        host_of(&upstream)
-                    );
-                    let _ = send(&mut to_watcher, say("REPLICA_GONE", text)).await;
+                    let _ = send(&mut to_watcher, say("REPLICA_GONE", gone("went away"))).await;
                     let _ = send(&mut to_watcher, close(1011, "replica gone")).await;
                     return;
                 }
             },
+            () = tokio::time::sleep_until(owner_beat.wake()) => {
+                let pinged = !owner_beat.is_silent() && matches!(
+                    tokio::time::timeout(SEND_TIMEOUT, to_owner.send(Up::Ping(Default::default()))).await,
+                    Ok(Ok(()))
+                );
+                if !pinged {
+                    let why = format!("answered no ping within {:?}", timeouts.ping_timeout);
+                    let _ = send(&mut to_watcher, say("REPLICA_GONE", gone(&why))).await;
+                    let _ = send(&mut to_watcher, close(1011, "replica gone")).await;
+                    return;
+                }
+                owner_beat.pinged();
+            }
             frame = from_watcher.next() => {
                 heartbeat.heard();
                 let passed = match frame {
@@ -92,11 +108,7 @@ pub async fn run(
                     Some(Ok(Message::Close(_)) | Err(_)) | None => break,
                 };
                 if !matches!(tokio::time::timeout(SEND_TIMEOUT, to_owner.send(passed)).await, Ok(Ok(()))) {
-                    let text = format!(
-                        "the replica at {} that holds session {session:?} takes no more frames",
-                        host_of(&upstream)
-                    );
-                    let _ = send(&mut to_watcher, say("REPLICA_GONE", text)).await;
+                    let _ = send(&mut to_watcher, say("REPLICA_GONE", gone("takes no more frames"))).await;
                     let _ = send(&mut to_watcher, close(1011, "replica gone")).await;
                     return;
                 }
@@ -135,9 +147,10 @@ async fn connect(url: &str, authorization: Option<&str>) -> Result<Upstream, Str
     if let Some(value) = authorization.and_then(|a| a.parse().ok()) {
         request.headers_mut().insert("authorization", value);
     }
+    // An observation with its screenshot is far below this; a peer that sends more is cut off.
     let config = WebSocketConfig::default()
-        .max_message_size(Some(MAX_INCOMING_BYTES * 4))
-        .max_frame_size(Some(MAX_INCOMING_BYTES * 4));
+        .max_message_size(Some(MAX_INCOMING_BYTES))
+        .max_frame_size(Some(MAX_INCOMING_BYTES));
     let connecting = tokio_tungstenite::connect_async_with_config(request, Some(config), false);
     match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
         Ok(Ok((socket, _))) => Ok(socket),

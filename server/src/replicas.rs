@@ -27,6 +27,14 @@ const FORWARDED_GET_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long a call passed on to its owner may take: longer than the longest step (README, "Step
 /// time"), as long as the balancer waits for a reply (deploy/haproxy/haproxy.cfg).
 const FORWARDED_POST_TIMEOUT: Duration = Duration::from_secs(120);
+/// The most read of a peer's answer about sessions (`/replica`, `/sessions/{id}`, a text layer):
+/// far above what 64 sessions or one page's text take, far below what would hurt this replica.
+const ANSWER_LIMIT: usize = 8 * 1024 * 1024;
+/// The most read of a peer's answer to a call passed on to it (an observation with its PNG).
+const FORWARDED_LIMIT: usize = crate::connection::MAX_INCOMING_BYTES;
+/// Peer calls in flight at once: a burst of `/sessions` asks cannot make this replica open
+/// thousands of connections to its peers.
+const CALLS_AT_ONCE: usize = 32;
 
 /// One entry of `BROWSER_PEERS`: a host (name or address) and port, reached over plain HTTP.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +97,7 @@ pub struct Replicas {
     http: reqwest::Client,
     /// This replica's own address among the peers, once a survey has found it.
     own_url: Mutex<Option<String>>,
+    calls: tokio::sync::Semaphore,
 }
 
 impl Replicas {
@@ -106,6 +115,7 @@ impl Replicas {
             token,
             http,
             own_url: Mutex::new(None),
+            calls: tokio::sync::Semaphore::new(CALLS_AT_ONCE),
         }
     }
 
@@ -164,8 +174,13 @@ impl Replicas {
         reports
     }
 
-    /// The replica (other than this one) that holds session `id`: the first that knows it.
+    /// The replica (other than this one) that holds session `id`: the first that answers for it.
     pub async fn owner_of(&self, id: &str) -> Option<String> {
+        // Anything else names no session, and is never put in a peer's URL (`.` and `..` would
+        // not stay one path segment).
+        if !crate::session::is_session_id(id) {
+            return None;
+        }
         let (urls, _) = self.urls().await;
         let own = self.own_url();
         let asks = urls
@@ -174,7 +189,8 @@ impl Replicas {
             .map(|url| {
                 Box::pin(async move {
                     let path = session_path(&url, id, "")?;
-                    self.get_json(&path).await.ok().map(|_| url)
+                    let answer = self.get_json(&path).await.ok()?;
+                    (answer["id"].as_str() == Some(id)).then_some(url)
                 })
             });
         // The first replica that knows the session; the others' answers are not awaited.
@@ -191,13 +207,15 @@ impl Replicas {
 
     /// GET a peer's JSON, with the token; an answer other than 2xx is an error.
     async fn get_json(&self, url: &str) -> Result<Value, String> {
+        let _turn = self.calls.acquire().await.map_err(|err| err.to_string())?;
         let mut request = self.http.get(url);
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }
         let response = request.send().await.map_err(|err| describe(&err))?;
         let status = response.status();
-        let body: Value = response.json().await.map_err(|err| describe(&err))?;
+        let body = read_capped(response, ANSWER_LIMIT).await?;
+        let body: Value = serde_json::from_slice(&body).map_err(|err| err.to_string())?;
         if status.is_success() {
             Ok(body)
         } else {
@@ -232,6 +250,7 @@ impl Replicas {
         if let Some(accept) = accept {
             request = request.header(reqwest::header::ACCEPT, accept);
         }
+        let _turn = self.calls.acquire().await.map_err(|err| err.to_string())?;
         let response = request.send().await.map_err(|err| describe(&err))?;
         let status = response.status().as_u16();
         let content_type = response
@@ -239,7 +258,7 @@ impl Replicas {
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
             .map(str::to_string);
-        let body = response.bytes().await.map_err(|err| describe(&err))?;
+        let body = read_capped(response, FORWARDED_LIMIT).await?;
         Ok((status, content_type, body))
     }
 
@@ -255,11 +274,34 @@ impl Replicas {
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }
+        let _turn = self.calls.acquire().await.map_err(|err| err.to_string())?;
         let response = request.send().await.map_err(|err| describe(&err))?;
         let status = response.status().as_u16();
-        let body = response.json().await.map_err(|err| describe(&err))?;
+        let body = read_capped(response, ANSWER_LIMIT).await?;
+        let body = serde_json::from_slice(&body).map_err(|err| err.to_string())?;
         Ok((status, body))
     }
+}
+
+/// A peer's answer, read up to `limit` bytes: a peer that sends more is cut off, not believed.
+async fn read_capped(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<axum::body::Bytes, String> {
+    if response
+        .content_length()
+        .is_some_and(|length| length > limit as u64)
+    {
+        return Err(format!("the answer is larger than {limit} bytes"));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|err| describe(&err))? {
+        if body.len() + chunk.len() > limit {
+            return Err(format!("the answer is larger than {limit} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.into())
 }
 
 fn unreachable(entry: &PeerEntry, why: String) -> Report {

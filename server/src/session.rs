@@ -50,6 +50,8 @@ pub enum Transport {
 }
 
 impl Transport {
+    pub const ALL: [Transport; 3] = [Transport::WebSocket, Transport::Http, Transport::Mcp];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Transport::WebSocket => "websocket",
@@ -66,6 +68,14 @@ impl Transport {
             Transport::Mcp => "mcp-",
         }
     }
+}
+
+/// Whether `id` is a session id as `Sessions::open` makes them: a transport's prefix, then a UUID.
+pub fn is_session_id(id: &str) -> bool {
+    Transport::ALL.iter().any(|transport| {
+        id.strip_prefix(transport.id_prefix())
+            .is_some_and(|uuid| uuid::Uuid::try_parse(uuid).is_ok())
+    })
 }
 
 /// What every session of a server is made from: the browsers, the settings and tasks, the
@@ -520,6 +530,29 @@ mod tests {
 
     fn start(url: &str) -> Map<String, Value> {
         json!({"start_url": url}).as_object().unwrap().clone()
+    }
+
+    #[tokio::test]
+    async fn only_the_ids_sessions_get_are_session_ids() {
+        let (sessions, _recorded) = sessions(3);
+        for transport in Transport::ALL {
+            let shared = sessions.open(transport, "peer".into()).unwrap();
+            let id = shared.try_lock().unwrap().id().to_string();
+            assert!(is_session_id(&id), "{id}");
+        }
+        let uuid = "67e55044-10b1-426f-9247-bb680e5fe0c8";
+        for id in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "mcp-",
+            "mcp-..",
+            "nobody",
+            &format!("x-{uuid}"),
+        ] {
+            assert!(!is_session_id(id), "{id}");
+        }
     }
 
     #[tokio::test]

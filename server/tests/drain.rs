@@ -2,7 +2,7 @@
 //! 503 at capacity and from the moment a drain begins; new sessions are refused with a frame that
 //! says why; a running episode goes on until it ends (its last reply and the close come
 //! together), or until the drain time is over (then a frame says so); the server then stops by
-//! itself. The binary under SIGTERM with real Chromium and a recording: `tests/process.rs`.
+//! itself. The binary under SIGTERM with real Chromium and a recording: `server/tests/process.rs`.
 
 use std::time::{Duration, Instant};
 
@@ -196,4 +196,85 @@ async fn a_drain_of_an_idle_server_stops_at_once() {
         .unwrap()
         .unwrap();
     assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+/// A connection that sends `head` and then one byte a second, until dropped.
+fn trickle(server: &ServerHandle, head: String) -> tokio::task::JoinHandle<()> {
+    let addr = server.addr;
+    tokio::spawn(async move {
+        use tokio::io::AsyncWriteExt;
+        let Ok(mut stream) = TcpStream::connect(addr).await else {
+            return;
+        };
+        if stream.write_all(head.as_bytes()).await.is_err() {
+            return;
+        }
+        for _ in 0..600 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if stream.write_all(b" ").await.is_err() {
+                return;
+            }
+        }
+    })
+}
+
+#[tokio::test]
+async fn trickling_clients_cannot_hold_a_draining_server() {
+    let drain = Duration::from_millis(500);
+    let server = server(2, drain).await;
+    // An episode on the HTTP session, still running when the drain time is over.
+    let reset = reqwest::Client::new()
+        .post(format!("{}/reset", server.base_url()))
+        .json(&json!({"start_url": "https://example.com/"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reset.status().as_u16(), 200);
+    // A request whose body never ends, and one whose headers never end.
+    let body = trickle(
+        &server,
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+         content-length: 100000\r\n\r\n{"
+            .into(),
+    );
+    let headers = trickle(
+        &server,
+        "GET /sessions HTTP/1.1\r\nHost: 127.0.0.1\r\n".into(),
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    server.drain();
+    // The drain time, the grace for requests in flight, and a margin to close the rest.
+    let bound = drain + browserenv_server::connection::SHUTDOWN_GRACE + Duration::from_secs(3);
+    tokio::time::timeout(bound, server.finished())
+        .await
+        .expect("the trickling clients held the server")
+        .unwrap();
+    assert!(started.elapsed() < bound);
+    body.abort();
+    headers.abort();
+}
+
+#[tokio::test]
+async fn asked_again_a_draining_server_stops_at_once() {
+    let server = server(2, Duration::from_secs(60)).await;
+    let mut running = connect(&server).await;
+    reset(&mut running).await;
+    let body = trickle(
+        &server,
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-length: 100000\r\n\r\n{".into(),
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.drain();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    // No grace on a second request: the episode and the trickling request are cut now.
+    tokio::time::timeout(Duration::from_secs(5), server.stop())
+        .await
+        .expect("a second stop waited")
+        .unwrap();
+    assert!(started.elapsed() < browserenv_server::connection::SHUTDOWN_GRACE);
+    let ended = next(&mut running).await;
+    assert_eq!(ended["data"]["reason"], "SERVER_SHUTDOWN", "{ended}");
+    body.abort();
 }

@@ -14,7 +14,7 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use browserenv_server::fake::{FakeLauncher, FakeScript};
 use browserenv_server::replicas::PeerEntry;
-use browserenv_server::settings::EnvSettings;
+use browserenv_server::settings::{EnvSettings, PeerTimeouts};
 use browserenv_server::{start_on, ServerConfig, ServerHandle};
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -23,6 +23,14 @@ const TOKEN: &str = "shared-secret";
 
 /// `count` replicas that know each other (and `extra` peers besides, e.g. one that is down).
 async fn replicas(count: usize, extra: &[String]) -> Vec<ServerHandle> {
+    replicas_with(count, extra, PeerTimeouts::default()).await
+}
+
+async fn replicas_with(
+    count: usize,
+    extra: &[String],
+    timeouts: PeerTimeouts,
+) -> Vec<ServerHandle> {
     let mut listeners = Vec::new();
     for _ in 0..count {
         listeners.push(TcpListener::bind("127.0.0.1:0").await.unwrap());
@@ -43,6 +51,7 @@ async fn replicas(count: usize, extra: &[String]) -> Vec<ServerHandle> {
                 max_sessions: 2,
                 token: Some(TOKEN.into()),
                 peers: peers.clone(),
+                timeouts: timeouts.clone(),
                 ..ServerConfig::default()
             };
             start_on(listener, FakeLauncher::new(FakeScript::default()), config).unwrap()
@@ -67,6 +76,17 @@ async fn next_json(socket: &mut Socket) -> Value {
             }
             Ok(Some(Ok(_))) => {}
             other => panic!("no frame: {other:?}"),
+        }
+    }
+}
+
+/// A watch socket's answer to `frame`: the events watchers get meanwhile are passed over.
+async fn reply_to(socket: &mut Socket, frame: Value) -> Value {
+    socket.send(Message::text(frame.to_string())).await.unwrap();
+    loop {
+        let next = next_json(socket).await;
+        if next["type"] != "event" {
+            return next;
         }
     }
 }
@@ -179,7 +199,7 @@ async fn every_replica_lists_every_session_and_reaches_each_one() {
         ),
         (Some("reset"), Some("episode-2"))
     );
-    let taken = request(
+    let taken = reply_to(
         &mut watcher,
         json!({"type": "take", "data": {"name": "ana"}}),
     )
@@ -206,7 +226,7 @@ async fn every_replica_lists_every_session_and_reaches_each_one() {
         answered.expect("the step's answer")["data"]["observation"]["metadata"]["step"],
         1
     );
-    let released = request(&mut watcher, json!({"type": "release"})).await;
+    let released = reply_to(&mut watcher, json!({"type": "release"})).await;
     assert_eq!(released["data"]["control"], "agent", "{released}");
     // The agent's next observation lists the person's step.
     let (socket_2, _) = &mut agents[2];
@@ -336,6 +356,103 @@ async fn an_openenv_mcp_session_is_reached_through_any_replica() {
     )
     .await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    for server in servers {
+        server.stop().await.unwrap();
+    }
+}
+
+/// A peer that is not what it should be: it claims every session, then never answers on the
+/// watch socket (a frozen replica), and answers `/replica` with far more than any replica would.
+/// (A stand-in, not the server's routes: the lint that keeps those documented does not apply.)
+#[allow(clippy::disallowed_methods)]
+async fn bad_peer() -> String {
+    use axum::extract::{Path, WebSocketUpgrade};
+    use axum::routing::get;
+    let app = axum::Router::new()
+        .route(
+            "/sessions/{id}",
+            get(|Path(id): Path<String>| async move { axum::Json(json!({"id": id})) }),
+        )
+        .route(
+            "/sessions/{id}/watch",
+            get(|upgrade: WebSocketUpgrade| async move {
+                upgrade.on_upgrade(|socket| async move {
+                    // Frozen: never reads, so never answers a ping.
+                    tokio::time::sleep(Duration::from_secs(120)).await;
+                    drop(socket);
+                })
+            }),
+        )
+        .route("/replica", get(|| async { "x".repeat(16 * 1024 * 1024) }));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+#[tokio::test]
+async fn a_peer_that_floods_or_freezes_is_cut_off() {
+    let bad = bad_peer().await;
+    let quick = PeerTimeouts {
+        ping_interval: Duration::from_millis(500),
+        ping_timeout: Duration::from_millis(500),
+        ..PeerTimeouts::default()
+    };
+    let servers = replicas_with(1, std::slice::from_ref(&bad), quick).await;
+    // Its flood of an answer is not read past the limit: it counts as not answering.
+    let (status, _, unreachable) = get(&servers[0], "/sessions").await;
+    assert_eq!((status, unreachable.as_deref()), (200, Some(bad.as_str())));
+    let (_, all, _) = get(&servers[0], "/replicas").await;
+    let flooded = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["url"] == bad.as_str())
+        .unwrap()
+        .clone();
+    assert!(
+        flooded["error"].as_str().unwrap().contains("larger than"),
+        "{flooded}"
+    );
+
+    // A watcher relayed to it hears that it stopped answering, within the ping bounds.
+    let id = "67e55044-10b1-426f-9247-bb680e5fe0c8";
+    let mut watcher = socket(format!("ws://{}/sessions/{id}/watch", servers[0].addr)).await;
+    let started = std::time::Instant::now();
+    let told = next_json(&mut watcher).await;
+    assert_eq!(told["data"]["reason"], "REPLICA_GONE", "{told}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    for server in servers {
+        server.stop().await.unwrap();
+    }
+}
+
+/// A request written as is (no client normalizes its path): the status line's code.
+async fn raw_status(server: &ServerHandle, path: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    answer.split(' ').nth(1).unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn only_session_ids_are_looked_for_on_peers() {
+    let servers = replicas(2, &[]).await;
+    let (_ws, _id) = agent(&servers[1], "there").await;
+    // `..` would climb out of the session's path on the peer, and list its sessions.
+    for path in [
+        "/sessions/%2E%2E",
+        "/sessions/%2E",
+        "/sessions/%2e%2e/text",
+        "/sessions/nobody",
+    ] {
+        assert_eq!(raw_status(&servers[0], path).await, 404, "{path}");
+    }
     for server in servers {
         server.stop().await.unwrap();
     }

@@ -61,8 +61,22 @@ PRIVATE_V4 = {
     "100.64.0.0/10",
     "127.0.0.0/8",
     "169.254.0.0/16",
+    "240.0.0.0/4",
 }
-PRIVATE_V6 = {"fc00::/7", "fe80::/10"}
+PRIVATE_V6 = {
+    "fc00::/7",
+    "fe80::/10",
+    # IPv4 hosts spelled in IPv6: IPv4-compatible, 6to4, Teredo, local-use NAT64, and the private
+    # ranges through the well-known NAT64 prefix (which stays open for the IPv4 internet).
+    "::/96",
+    "2002::/16",
+    "2001::/32",
+    "64:ff9b:1::/48",
+    "64:ff9b::a00:0/104",
+    "64:ff9b::a9fe:0/112",
+    "64:ff9b::ac10:0/108",
+    "64:ff9b::c0a8:0/112",
+}
 
 
 
@@ -258,8 +272,10 @@ def test_deployment_keeps_its_promises():
     labels = deployment["spec"]["template"]["metadata"]["labels"]
     for service in (s for (kind, _), s in objs.items() if kind == "Service"):
         assert service["spec"]["selector"].items() <= labels.items(), service["metadata"]["name"]
-    # The client-facing Service's name is an allowed Host.
-    assert "browserenv" in value["BROWSER_ALLOWED_HOSTS"].split(",")
+    # The client-facing Service's name is an allowed Host, and so is the peers' (people watching
+    # use it when every pod is full, docs/deployment.md).
+    allowed = value["BROWSER_ALLOWED_HOSTS"].split(",")
+    assert "browserenv" in allowed and "browserenv-peers" in allowed, allowed
     assert objs[("Service", "browserenv")]["spec"].get("clusterIP") != "None"
 
     # The budget and the autoscaler point at these pods.
@@ -660,6 +676,12 @@ def test_when_every_replica_is_full_only_new_sessions_are_refused(balancer):
         # OpenEnv's MCPToolClient names its session in the body: such a call is not a new session.
         named = json.dumps({"jsonrpc": "2.0", "method": "tools/call", "params": {"session_id": "a-1"}}).encode()
         assert balancer.request("/mcp", "POST", body=named)[0] != 503
+        # The name elsewhere in the body (an MCP initialize's _meta) is not a session: still a new
+        # one, which no replica may take now.
+        meta = json.dumps(
+            {"jsonrpc": "2.0", "method": "initialize", "params": {"_meta": {"session_id": "a-1"}}}
+        ).encode()
+        assert balancer.request("/mcp", "POST", body=meta)[0] == 503
         with ExitStack() as stack:
             with pytest.raises(Exception):
                 _open_ws(balancer, stack)

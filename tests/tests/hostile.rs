@@ -36,6 +36,54 @@ async fn a_page_cannot_open_sessions_or_watch_them() {
 }
 
 #[tokio::test]
+async fn a_page_cannot_show_the_server_s_routes_in_the_agent_s_screenshot() {
+    let harness = Harness::start(test_settings()).await;
+    let port = harness.server.addr.port();
+    // Navigations carry no Origin: the page goes to /sessions and /ready itself.
+    for path in ["/sessions", "/ready", "/replicas"] {
+        let (client, _) = harness
+            .open(&format!("apinav.html?port={port}&path={path}"))
+            .await;
+        let session = reqwest::get(format!("{}/sessions", harness.server.base_url()))
+            .await
+            .unwrap()
+            .json::<Vec<Value>>()
+            .await
+            .unwrap()[0]["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        // What the page shows now (the settle waited for the navigation).
+        let text: Value = reqwest::get(format!(
+            "{}/sessions/{session}/text",
+            harness.server.base_url()
+        ))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+        let shown: String = text["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|run| run["text"].as_str())
+            .collect();
+        assert!(
+            text["url"].as_str().unwrap().ends_with(path),
+            "the page did not go: {text}"
+        );
+        assert!(shown.contains("ORIGIN_NOT_ALLOWED"), "{path}: {shown}");
+        assert!(
+            !shown.contains(&session) && !shown.contains("\"status\":\"ready\""),
+            "{path}: {shown}"
+        );
+        client.close().await.unwrap();
+    }
+    harness.stop().await;
+}
+
+#[tokio::test]
 async fn a_certificate_error_is_navigation_failed_with_its_detail() {
     let https = browserenv_tests::HttpsPages::start();
     let harness = Harness::start(test_settings()).await;

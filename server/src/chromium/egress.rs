@@ -55,11 +55,11 @@ impl EgressPolicy {
 }
 
 /// Addresses a page must not reach: loopback, private, link-local, shared (CGNAT), unspecified,
-/// multicast and the like, for IPv4, IPv6 and IPv4 inside IPv6.
+/// multicast, reserved and the like, for IPv4, IPv6 and IPv4 inside IPv6.
 pub fn is_private(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
+            let [a, b, c, _] = v4.octets();
             v4.is_loopback()
                 || v4.is_private()
                 || v4.is_link_local()
@@ -67,21 +67,52 @@ pub fn is_private(ip: IpAddr) -> bool {
                 || v4.is_broadcast()
                 || v4.is_multicast()
                 || a == 0
+                // Shared address space (carrier-grade NAT; Alibaba Cloud's metadata service).
                 || (a == 100 && (64..128).contains(&b))
-                || (a == 192 && b == 0 && v4.octets()[2] == 0)
+                || (a == 192 && b == 0 && c == 0)
                 || (a == 198 && (18..20).contains(&b))
+                // Reserved (the former class E), never a public host.
+                || a >= 240
         }
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
+            // An IPv4 address carried inside IPv6 reaches that IPv4 host: judged as it.
+            if let Some(v4) = embedded_ipv4(v6) {
                 return is_private(IpAddr::V4(v4));
             }
-            let first = v6.segments()[0];
+            let segments = v6.segments();
+            let first = segments[0];
             v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
                 || (first & 0xfe00) == 0xfc00
                 || (first & 0xffc0) == 0xfe80
+                // IPv4-compatible addresses (::/96, deprecated): never a public host.
+                || segments[..6] == [0; 6]
+                // Teredo (2001::/32): a tunnel to an IPv4 address of any kind.
+                || (first == 0x2001 && segments[1] == 0)
         }
+    }
+}
+
+/// The IPv4 address inside an IPv6 one where the network would deliver it to that IPv4 host:
+/// IPv4-mapped (`::ffff:0:0/96`), NAT64 (`64:ff9b::/96`, and the local-use `64:ff9b:1::/48` with
+/// the address in its last 32 bits) and 6to4 (`2002::/16`, the address in bits 16-48).
+fn embedded_ipv4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    let s = v6.segments();
+    let from = |high: u16, low: u16| {
+        let [a, b] = high.to_be_bytes();
+        let [c, d] = low.to_be_bytes();
+        std::net::Ipv4Addr::new(a, b, c, d)
+    };
+    match s {
+        [0x64, 0xff9b, 0, 0, 0, 0, high, low] | [0x64, 0xff9b, 1, _, _, _, high, low] => {
+            Some(from(high, low))
+        }
+        [0x2002, high, low, ..] => Some(from(high, low)),
+        _ => None,
     }
 }
 
@@ -306,10 +337,33 @@ mod tests {
             "fd00::1",
             "::ffff:10.0.0.1",
             "::",
+            // Reserved IPv4, and the metadata addresses of the clouds (IPv4 and AWS's IPv6).
+            "240.0.0.1",
+            "255.255.255.254",
+            "100.100.100.200",
+            "fd00:ec2::254",
+            // IPv4 inside IPv6: NAT64, 6to4, IPv4-compatible, Teredo.
+            "64:ff9b::a9fe:a9fe",
+            "64:ff9b::10.0.0.5",
+            "64:ff9b:1::a9fe:a9fe",
+            "2002:a9fe:a9fe::1",
+            "2002:0a00:0005::",
+            "::a9fe:a9fe",
+            "::8.8.8.8",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
         ] {
             assert!(is_private(private.parse().unwrap()), "{private}");
         }
-        for public in ["8.8.8.8", "1.1.1.1", "2606:4700::1111", "172.32.0.1"] {
+        for public in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "2606:4700::1111",
+            "172.32.0.1",
+            // A public IPv4 address through NAT64 or 6to4 is public.
+            "64:ff9b::808:808",
+            "2002:0808:0808::1",
+            "2001:db9::1",
+        ] {
             assert!(!is_private(public.parse().unwrap()), "{public}");
         }
     }

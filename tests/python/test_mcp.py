@@ -260,8 +260,11 @@ def test_stopping_the_server_ends_open_mcp_sessions_at_once():
     import re
     import signal
 
+    # The episode the MCP session runs gets the drain time (docs/deployment.md); then the server
+    # gives the requests in flight 2 s (SHUTDOWN_GRACE) and cuts the rest.
+    drain_s, grace_s = 1, 2
     server = subprocess.Popen(
-        [str(server_binary()), "--port", "0", "--no-warm-spare"],
+        [str(server_binary()), "--port", "0", "--no-warm-spare", "--drain-seconds", str(drain_s)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -292,6 +295,7 @@ def test_stopping_the_server_ends_open_mcp_sessions_at_once():
     finally:
         if server.poll() is None:
             server.kill()
-    # Its event stream does not hold the graceful shutdown (10 s) until its deadline.
+    # Its event stream does not hold the shutdown past the drain and the grace (and closing the
+    # browser, well under 3 s).
     assert server.returncode == 0
-    assert took < 8, f"the server took {took:.1f} s to stop"
+    assert took < drain_s + grace_s + 3, f"the server took {took:.1f} s to stop"

@@ -83,6 +83,10 @@ pub fn router<L: Launcher>(state: Arc<AppState<L>>) -> Router {
         .layer(Extension(document))
         .layer(DefaultBodyLimit::max(MAX_INCOMING_BYTES))
         .layer(axum::middleware::from_fn_with_state(
+            state.timeouts.header_read_timeout,
+            crate::connection::body_deadline,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
             state.access.clone(),
             crate::access::check_origin_and_host,
         ))

@@ -160,7 +160,7 @@ pub struct Cli {
     /// Use an already running Chromium (a DevTools endpoint: `http://host:9222` or
     /// `ws://host:9222/devtools/browser/…`, e.g. a browserless pool) instead of launching one per
     /// session; each session gets a browser context of its own there.
-    #[arg(long, env = "BROWSER_CDP_URL")]
+    #[arg(long, env = "BROWSER_CDP_URL", hide_env_values = true)]
     pub browser_url: Option<String>,
     /// Also serve this folder of static pages (e.g. assets/pages) on a loopback listener of its
     /// own, never the API's; its URL is printed on a second stdout line.
@@ -521,6 +521,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             crate::serve_mcp_stdio(launcher, config, signalled).await
         }
         Some(dir) => {
+            // Only what can open the socket file reaches the server (the HF Sandbox proxy): the
+            // Host check is off, and the token is what it is.
+            tracing::info!(
+                "listening on a Unix socket: Host is not checked; {}",
+                if config.token.is_some() {
+                    "every route but /health and /ready needs the token"
+                } else {
+                    "no token (BROWSER_API_TOKEN): whoever can open the socket drives the server"
+                }
+            );
             let path = dir.join(format!("{}.sock", cli.port));
             let _ = std::fs::remove_file(&path);
             let listener = tokio::net::UnixListener::bind(&path)

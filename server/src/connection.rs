@@ -185,7 +185,18 @@ where
             // Read the request first and drain the rest after: closing a socket with unread data
             // resets it, and the reset may reach the client before it has read our answer.
             let mut scratch = [0u8; 4096];
-            let _ = tokio::time::timeout(REFUSAL_READ_TIME, io.read(&mut scratch)).await;
+            let read = tokio::time::timeout(REFUSAL_READ_TIME, io.read(&mut scratch)).await;
+            let asked = match read {
+                Ok(Ok(n)) => &scratch[..n],
+                _ => &[][..],
+            };
+            // Liveness still answers when connections fill the cap (a flood of silent ones):
+            // the server is alive, and an orchestrator must not restart it for the flood.
+            let response = if is_health_check(asked) {
+                HEALTHY.to_string()
+            } else {
+                response
+            };
             io.write_all(response.as_bytes()).await?;
             io.shutdown().await?;
             while io.read(&mut scratch).await? > 0 {}
@@ -193,6 +204,50 @@ where
         })
         .await;
     });
+}
+
+/// `GET /health` (the request line, as far as it was read).
+fn is_health_check(request: &[u8]) -> bool {
+    ["GET /health ", "GET /health?"]
+        .iter()
+        .any(|line| request.starts_with(line.as_bytes()))
+}
+
+/// `/health`'s answer, as the refusal path writes it.
+const HEALTHY: &str = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 20\r\n\
+    connection: close\r\n\r\n{\"status\":\"healthy\"}";
+
+/// The time a request's body may take, from its headers to its end: a body trickled a byte at a
+/// time would otherwise hold its connection for good (the header read timeout ends at the
+/// headers). The same setting bounds both.
+pub async fn body_deadline(
+    axum::extract::State(limit): axum::extract::State<Duration>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use futures_util::StreamExt;
+    let (parts, body) = request.into_parts();
+    let deadline = Box::pin(tokio::time::sleep(limit));
+    let timed = futures_util::stream::unfold(
+        (body.into_data_stream(), deadline, false),
+        move |(mut body, mut deadline, over)| async move {
+            if over {
+                return None;
+            }
+            tokio::select! {
+                chunk = body.next() => chunk.map(|chunk| (chunk, (body, deadline, false))),
+                () = &mut deadline => Some((
+                    Err(axum::Error::new(format!(
+                        "the request body did not arrive within {} s (BROWSER_HEADER_READ_TIMEOUT_SECONDS)",
+                        limit.as_secs_f64()
+                    ))),
+                    (body, deadline, true),
+                )),
+            }
+        },
+    );
+    let request = axum::extract::Request::from_parts(parts, axum::body::Body::from_stream(timed));
+    next.run(request).await
 }
 
 /// A connection's IO together with its place under the cap. The place is given back when the IO

@@ -45,6 +45,7 @@ impl SessionRecorder {
         actor: Actor,
         observation: &StepResult,
         latency_ms: f64,
+        recorded_text: Option<String>,
     ) {
         self.send(|session| RecordEvent::Step {
             session,
@@ -52,7 +53,7 @@ impl SessionRecorder {
             action: action.clone(),
             observation: observation.clone(),
             latency_ms,
-            recorded_text: None,
+            recorded_text,
         });
     }
 

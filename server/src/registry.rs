@@ -38,6 +38,8 @@ pub struct HumanAction {
     /// The controller id the action is sent under; the session checks it still holds control.
     pub controller: String,
     pub action: BrowserAction,
+    /// The person marked it secret (the terminal UI's `s`): what they type is theirs alone.
+    pub secret: bool,
     pub reply: oneshot::Sender<Result<StepResult, String>>,
 }
 

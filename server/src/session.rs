@@ -25,7 +25,7 @@ use tokio::sync::{Mutex, Notify};
 
 use browserenv::models::{BrowserAction, BrowserState, StepResult};
 use browserenv::text_layer::TextLayer;
-use browserenv::trajectory::{Actor, RecordEvent};
+use browserenv::trajectory::{shown_action, Actor, RecordEvent};
 
 use crate::browser::Launcher;
 use crate::capacity::{AtCapacity, Capacity, Slot};
@@ -250,9 +250,9 @@ fn serve_watchers<L: Launcher>(
                     let _ = reply.send(text.map_err(|err| err.0));
                 }
                 action = human_actions.recv() => {
-                    let Some(HumanAction { controller, action, reply }) = action else { break };
+                    let Some(HumanAction { controller, action, secret, reply }) = action else { break };
                     let Some(session) = session.upgrade() else { break };
-                    let result = session.lock().await.human_step(&controller, &action).await;
+                    let result = session.lock().await.human_step(&controller, &action, secret).await;
                     let _ = reply.send(result.map_err(|err| err.0));
                 }
             }
@@ -390,16 +390,18 @@ impl<L: Launcher> Session<L> {
         if ended_by_person {
             return self.current_observation(None);
         }
-        let mut result = self.step(action, Actor::Agent).await?;
+        let mut result = self.step(action, Actor::Agent, false).await?;
         self.hand_over_human_steps(&mut result);
         Ok(result)
     }
 
-    /// An action of the person holding control as `controller`.
+    /// An action of the person holding control as `controller`; a `secret` one's text leaves the
+    /// server as `<redacted:N characters>` only (`shown_action`).
     async fn human_step(
         &mut self,
         controller: &str,
         action: &BrowserAction,
+        secret: bool,
     ) -> Result<StepResult, EnvError> {
         if self
             .control
@@ -410,10 +412,12 @@ impl<L: Launcher> Session<L> {
                 "you do not hold control of this session: take it first".into(),
             ));
         }
-        let result = self.step(action, Actor::Human).await?;
+        let result = self.step(action, Actor::Human, secret).await?;
+        // The agent learns that a person typed, never what they typed into a secret field.
+        let shown = shown_action(action, &result, secret);
         self.human_steps.push(serde_json::json!({
             "step": self.env.state().step_count,
-            "action": action.to_value(),
+            "action": shown.to_value(),
             "url": result.observation.url,
             "error": result.observation.error,
         }));
@@ -457,23 +461,33 @@ impl<L: Launcher> Session<L> {
     }
 
     /// Apply one action by `actor`, then record it with its latency and show it to watchers: the
-    /// one step path of both the agent and the person in control.
-    async fn step(&mut self, action: &BrowserAction, actor: Actor) -> Result<StepResult, EnvError> {
+    /// one step path of both the agent and the person in control. What a person marked `secret`,
+    /// and typing into a secret field by anyone, is recorded and shown redacted (`shown_action`).
+    async fn step(
+        &mut self,
+        action: &BrowserAction,
+        actor: Actor,
+        secret: bool,
+    ) -> Result<StepResult, EnvError> {
         if self.registration.is_none() {
             return Err(self.closed());
         }
         let started = Instant::now();
         let result = self.env.step(action).await?;
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let shown = shown_action(action, &result, secret);
         if let Some(recorder) = &self.recorder {
-            recorder.step(action, actor, &result, latency_ms);
+            // The raw action with what to record for its text: the recorder redacts typing into a
+            // secret field itself, a person's secret mark it cannot see.
+            let marked = (secret && shown.text != action.text).then(|| shown.text.clone());
+            recorder.step(action, actor, &result, latency_ms, marked);
         }
         if let Some(registration) = &self.registration {
             let state = self.env.state();
             registration.publish(
                 state.episode_id,
                 state.step_count,
-                Some(action),
+                Some(&shown),
                 actor,
                 &result,
                 latency_ms,
@@ -564,7 +578,7 @@ mod tests {
         assert!(id.starts_with("http-"));
         session.reset(&start("https://a.example/")).await.unwrap();
         let click = BrowserAction::click(10, 20);
-        session.step(&click, Actor::Agent).await.unwrap();
+        session.step(&click, Actor::Agent, false).await.unwrap();
 
         let listed = sessions.registry().get(&id).unwrap();
         assert_eq!((listed.transport, listed.step_count), ("http", 1));
@@ -602,7 +616,9 @@ mod tests {
         assert!(
             matches!(recorded.try_iter().last(), Some(RecordEvent::End { session }) if session == id)
         );
-        let after = session.step(&BrowserAction::wait(), Actor::Agent).await;
+        let after = session
+            .step(&BrowserAction::wait(), Actor::Agent, false)
+            .await;
         assert_eq!(after.unwrap_err().0, "the session is closed");
         session.close().await;
         drop(session);
@@ -689,14 +705,14 @@ mod tests {
             shared
                 .lock()
                 .await
-                .human_step(&controller, &action)
+                .human_step(&controller, &action, false)
                 .await
                 .unwrap();
         }
         let refused = shared
             .lock()
             .await
-            .human_step("other", &BrowserAction::wait())
+            .human_step("other", &BrowserAction::wait(), false)
             .await;
         assert!(refused.unwrap_err().0.contains("take it first"));
         drop(hold);
@@ -735,7 +751,7 @@ mod tests {
         shared
             .lock()
             .await
-            .human_step(&controller, &BrowserAction::click(1, 2))
+            .human_step(&controller, &BrowserAction::click(1, 2), false)
             .await
             .unwrap();
 

@@ -202,7 +202,13 @@ impl Steering {
                     .map(str::trim)
                     .filter(|name| !name.is_empty())
                     .unwrap_or(UNNAMED);
-                let name: String = name.chars().take(NAME_LIMIT).collect();
+                // Shown in status bars, observations and the log: no control characters (a
+                // newline would forge a log line, an escape would drive the terminal).
+                let name: String = name
+                    .chars()
+                    .filter(|c| !c.is_control())
+                    .take(NAME_LIMIT)
+                    .collect();
                 match self.registry.take_control(&self.session, &name) {
                     Ok(hold) => {
                         tracing::info!("session {}: {name} took control", self.session);
@@ -240,7 +246,15 @@ impl Steering {
                         "one step at a time: wait for the answer to the last one".into(),
                     );
                 }
-                let action = match ClientMessage::parse(text) {
+                // `"secret": true` beside the action: the person's typing stays theirs (shown
+                // and recorded as `<redacted:N characters>`). The rest is a step as on `/ws`.
+                let mut frame = value.clone();
+                let secret = match frame.as_object_mut().and_then(|f| f.remove("secret")) {
+                    None | Some(Value::Bool(false)) => false,
+                    Some(Value::Bool(true)) => true,
+                    Some(_) => return refuse("\"secret\" is true or false".into()),
+                };
+                let action = match ClientMessage::parse(&frame.to_string()) {
                     Ok(ClientMessage::Step(action)) => action,
                     Ok(_) => return refuse("expected a step".into()),
                     Err(frame) => return Some(ServerMessage::Error(frame).to_text()),
@@ -249,6 +263,7 @@ impl Steering {
                 let action = HumanAction {
                     controller: hold.controller.id.clone(),
                     action,
+                    secret,
                     reply,
                 };
                 match self.registry.send_human_action(&self.session, action) {

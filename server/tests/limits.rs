@@ -137,8 +137,14 @@ async fn a_connection_over_the_cap_gets_503_and_the_open_ones_keep_working() {
     );
 
     let started = Instant::now();
+    // Liveness still answers over the cap: the server is alive.
+    let mut probe = TcpStream::connect(server.addr).await.unwrap();
+    let alive = tokio::time::timeout(Duration::from_secs(5), get(&mut probe, "/health"))
+        .await
+        .expect("the answer comes promptly");
+    assert_eq!(alive, (200, json!({"status": "healthy"})));
     let mut over = TcpStream::connect(server.addr).await.unwrap();
-    let refused = tokio::time::timeout(Duration::from_secs(5), get(&mut over, "/health"))
+    let refused = tokio::time::timeout(Duration::from_secs(5), get(&mut over, "/metadata"))
         .await
         .expect("the refusal comes promptly");
     assert_eq!(refused.0, 503, "{refused:?}");
@@ -236,6 +242,62 @@ async fn a_connection_that_never_finishes_its_headers_is_closed() {
     // Meanwhile the server answers as usual.
     let mut fresh = TcpStream::connect(server.addr).await.unwrap();
     assert_eq!(get(&mut fresh, "/health").await.0, 200);
+    server.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_body_that_trickles_is_cut_at_the_same_bound() {
+    let bound = Duration::from_secs(1);
+    let server = server(ServerConfig {
+        settings: quick(),
+        timeouts: PeerTimeouts {
+            header_read_timeout: bound,
+            ..PeerTimeouts::default()
+        },
+        ..ServerConfig::default()
+    })
+    .await;
+    for path in ["/reset", "/mcp"] {
+        // The headers in time, then the body a byte every 200 ms, never all of it.
+        let slow = TcpStream::connect(server.addr).await.unwrap();
+        let (mut from_server, mut to_server) = slow.into_split();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+             content-length: 100000\r\n\r\n{{"
+        );
+        to_server.write_all(head.as_bytes()).await.unwrap();
+        let started = Instant::now();
+        let trickle = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                if to_server.write_all(b" ").await.is_err() {
+                    break;
+                }
+            }
+        });
+        let mut answer = Vec::new();
+        let mut chunk = [0u8; 1024];
+        let closed = tokio::time::timeout(bound * 8, async {
+            while let Ok(n) = from_server.read(&mut chunk).await {
+                if n == 0 {
+                    break;
+                }
+                answer.extend_from_slice(&chunk[..n]);
+            }
+        })
+        .await;
+        trickle.abort();
+        assert!(
+            closed.is_ok(),
+            "{path}: the trickled body held the connection"
+        );
+        assert!(started.elapsed() >= bound * 4 / 5, "{path}: cut too early");
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(
+            answer.starts_with("HTTP/1.1 "),
+            "{path}: no answer: {answer}"
+        );
+    }
     server.stop().await.unwrap();
 }
 

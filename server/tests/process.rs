@@ -703,3 +703,119 @@ fn a_second_server_recording_into_the_same_folder_is_refused() {
     assert!(first.wait().unwrap().success());
     std::fs::remove_dir_all(&tmp).unwrap();
 }
+
+/// The inodes of the TCP sockets listening on this machine (IPv4 and IPv6).
+fn listening_inodes() -> Vec<String> {
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        for line in std::fs::read_to_string(table)
+            .unwrap_or_default()
+            .lines()
+            .skip(1)
+        {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // `st` 0A is LISTEN; the inode is the tenth field.
+            if fields.get(3) == Some(&"0A") {
+                inodes.push(fields[9].to_string());
+            }
+        }
+    }
+    inodes
+}
+
+/// Whether `pid` holds a listening TCP socket.
+fn listens(pid: i32, listening: &[String]) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|fds| {
+            fds.flatten().any(|fd| {
+                std::fs::read_link(fd.path()).is_ok_and(|target| {
+                    let target = target.to_string_lossy();
+                    listening
+                        .iter()
+                        .any(|inode| target == format!("socket:[{inode}]"))
+                })
+            })
+        })
+        .unwrap_or(false)
+}
+
+#[tokio::test]
+async fn chromium_gets_no_secrets_of_the_server_and_no_port_anyone_could_drive_it_on() {
+    let tmp = scratch_dir();
+    let pages = serve_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../assets/pages"))
+        .await
+        .unwrap();
+    let (mut server, address) = spawn_server(
+        &tmp,
+        &[
+            ("BROWSER_API_TOKEN", "token-canary-7f3a"),
+            ("AWS_SECRET_ACCESS_KEY", "cloud-canary-91bd"),
+        ],
+    );
+    let mut client = Client::connect_with_token(&address, Some("token-canary-7f3a"))
+        .await
+        .unwrap();
+    client
+        .reset(ResetOptions::new(pages.url("long.html")))
+        .await
+        .unwrap();
+    let browsers = processes_using(&tmp);
+    assert!(
+        browsers.len() >= 3,
+        "a browser and its helpers: {browsers:?}"
+    );
+    let listening = listening_inodes();
+    for pid in &browsers {
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let environ = String::from_utf8_lossy(&environ);
+        for secret in [
+            "token-canary-7f3a",
+            "cloud-canary-91bd",
+            "BROWSER_API_TOKEN",
+        ] {
+            assert!(
+                !environ.contains(secret),
+                "process {pid} has {secret} in its environment"
+            );
+        }
+        let cmdline = String::from_utf8_lossy(
+            &std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default(),
+        )
+        .to_string();
+        assert!(!cmdline.contains("--remote-debugging-port"), "{cmdline}");
+        assert!(
+            !listens(*pid, &listening),
+            "process {pid} listens on a TCP port: {cmdline}"
+        );
+    }
+    // The server itself listens on its API port alone: the DevTools bridge took its one
+    // connection and closed.
+    let server_pid = server.id() as i32;
+    let own: Vec<String> = listening
+        .iter()
+        .filter(|inode| listens_on(server_pid, inode))
+        .cloned()
+        .collect();
+    assert_eq!(
+        own.len(),
+        1,
+        "the server listens on more than its API port: {own:?}"
+    );
+    // The profiles are the server's user's alone.
+    for profile in profiles(&tmp) {
+        let mode = std::fs::metadata(tmp.join(&profile)).unwrap().permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o700,
+            "{profile}"
+        );
+    }
+    client.close().await.unwrap();
+    signal(&server, libc::SIGTERM);
+    assert!(server.wait().unwrap().success());
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+fn listens_on(pid: i32, inode: &str) -> bool {
+    listens(pid, &[inode.to_string()])
+}

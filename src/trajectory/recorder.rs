@@ -15,8 +15,43 @@ pub struct Recorder {
     redact: bool,
 }
 
-/// What is recorded instead of text typed into a password field.
-pub const REDACTED_PASSWORD: &str = "<redacted:password>";
+/// What is shown and recorded instead of text that must stay its typist's: `<redacted:N
+/// characters>`, its length only.
+pub fn redacted(typed: &str) -> String {
+    format!("<redacted:{} characters>", typed.chars().count())
+}
+
+/// Whether a step's typing went into a field whose value is a secret: one the page masks (a
+/// password field, or a field drawn as bullets), one it marks as a one-time code or card secret, a
+/// frame of another origin (nothing says it is not a password field); the probe judges it
+/// (`element.password` in the observation's metadata).
+pub fn typed_into_secret_field(
+    action: &crate::models::BrowserAction,
+    result: &crate::models::StepResult,
+) -> bool {
+    action.op == crate::models::Op::Type
+        && result
+            .observation
+            .metadata
+            .get("element")
+            .and_then(|e| e.get("password"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+}
+
+/// The action as it may leave the server (to watchers, the agent's `human_steps`, recordings):
+/// typing that is a person's secret, or that went into a secret field, as `redacted`.
+pub fn shown_action(
+    action: &crate::models::BrowserAction,
+    result: &crate::models::StepResult,
+    secret: bool,
+) -> crate::models::BrowserAction {
+    let mut shown = action.clone();
+    if action.op == crate::models::Op::Type && (secret || typed_into_secret_field(action, result)) {
+        shown.text = redacted(&action.text);
+    }
+    shown
+}
 
 pub(super) struct OpenEpisode {
     episode_id: String,
@@ -175,18 +210,11 @@ impl Recorder {
                 Err(err) => (String::new(), Some(err)),
             };
         episode.steps += 1;
-        let mut wire = action.clone();
         let metadata = &observation.observation.metadata;
-        let into_password = metadata
-            .get("element")
-            .and_then(|e| e.get("password"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        // Whatever goes into a password field never reaches the disk.
+        let mut wire = shown_action(&action, &observation, false);
         if let Some(text) = recorded_text {
             wire.text = text;
-        } else if into_password && action.op == crate::models::Op::Type {
-            // Whatever goes into a password field never reaches the disk.
-            wire.text = REDACTED_PASSWORD.into();
         }
         let record = StepRecord {
             schema: SCHEMA.into(),

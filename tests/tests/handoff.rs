@@ -275,3 +275,138 @@ async fn an_agent_waits_in_vain_then_a_dropped_or_silent_controller_hands_back()
     agent.close().await.unwrap();
     harness.stop().await;
 }
+
+#[tokio::test]
+async fn what_a_person_types_as_a_secret_or_into_a_secret_field_stays_theirs() {
+    let dir = std::env::temp_dir().join(format!("browserenv-secret-{}", std::process::id()));
+    let harness = Harness::recording(&dir, test_settings(), false).await;
+    let mut agent = harness.client().await;
+    agent
+        .reset(ResetOptions::new(harness.page("login.html")).episode_id("secret-1"))
+        .await
+        .unwrap();
+    let id = session_id(&harness).await;
+    let mut person = watch(&harness, &id, None).await.unwrap();
+    let mut other = watch(&harness, &id, None).await.unwrap();
+    until(&mut other, |f| f["data"]["kind"] == "reset").await;
+    send(
+        &mut person,
+        json!({"type": "take", "data": {"name": "ana"}}),
+    )
+    .await;
+    assert_eq!(until(&mut person, reply).await["type"], "control");
+
+    // A secret marked so (into a plain field), a password, a one-time code: three kinds of typing
+    // that must not leave the person.
+    let typed = [
+        ((200, 115), "ana-s3cret-name", true),
+        ((200, 215), "hunter2-pass", false),
+        ((200, 315), "918273", false),
+    ];
+    for ((x, y), text, secret) in typed {
+        send(
+            &mut person,
+            json!({"type": "step", "data": {"op": "click", "x": x, "y": y}}),
+        )
+        .await;
+        assert_eq!(until(&mut person, reply).await["type"], "observation");
+        send(
+            &mut person,
+            json!({"type": "step", "data": {"op": "type", "text": text}, "secret": secret}),
+        )
+        .await;
+        assert_eq!(until(&mut person, reply).await["type"], "observation");
+    }
+    // A bad mark is refused, not ignored.
+    send(
+        &mut person,
+        json!({"type": "step", "data": {"op": "type", "text": "x"}, "secret": "yes"}),
+    )
+    .await;
+    assert_eq!(
+        until(&mut person, reply).await["data"]["code"],
+        "EXECUTION_ERROR"
+    );
+    send(&mut person, json!({"type": "release"})).await;
+    until(&mut person, |f| f["type"] == "control").await;
+
+    // The agent hears that the person typed, and how much: never what.
+    let after = agent.step(BrowserAction::wait()).await.unwrap();
+    let human: Vec<String> = after.observation.metadata["human_steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["action"]["op"] == "type")
+        .map(|s| s["action"]["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        human,
+        [
+            "<redacted:15 characters>",
+            "<redacted:12 characters>",
+            "<redacted:6 characters>"
+        ]
+    );
+    // What the agent types into a password field is not shown raw to watchers either.
+    agent.step(BrowserAction::click(200, 215)).await.unwrap();
+    agent
+        .step(BrowserAction::type_text("agent-pass-1"))
+        .await
+        .unwrap();
+
+    // Every frame the other watcher got, and a late watcher's first one.
+    let mut frames = Vec::new();
+    loop {
+        let frame = until(&mut other, |f| f["type"] == "event").await;
+        let last = frame["data"]["actor"] == "agent" && frame["data"]["action"]["op"] == "type";
+        frames.push(frame.to_string());
+        if last {
+            break;
+        }
+    }
+    let mut late = watch(&harness, &id, None).await.unwrap();
+    frames.push(until(&mut late, |f| f["type"] == "event").await.to_string());
+    let text: Value = reqwest::get(format!("{}/sessions/{id}/text", harness.server.base_url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    agent.close().await.unwrap();
+    harness.stop().await;
+
+    let recording = read(&dir).unwrap();
+    let recorded: Vec<String> = recording
+        .episode_steps("secret-1")
+        .iter()
+        .filter(|s| s.action["op"] == "type")
+        .map(|s| s.action["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(recorded.len(), 4, "{recorded:?}");
+    assert!(
+        recorded.iter().all(|t| t.starts_with("<redacted:")),
+        "{recorded:?}"
+    );
+    let mut on_disk = String::new();
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        on_disk.push_str(&String::from_utf8_lossy(
+            &std::fs::read(entry.path()).unwrap_or_default(),
+        ));
+    }
+    for secret in ["ana-s3cret-name", "hunter2-pass", "918273", "agent-pass-1"] {
+        for (i, frame) in frames.iter().enumerate() {
+            assert!(
+                !frame.contains(secret),
+                "watch frame {i} shows {secret}: {frame}"
+            );
+        }
+        assert!(!on_disk.contains(secret), "the recording holds {secret}");
+        assert!(!serde_json::to_string(&after.observation.metadata)
+            .unwrap()
+            .contains(secret));
+    }
+    // The page shows a one-time code as a secret in the text layer too (the plain field, which
+    // the page draws as it is, is the page's own business: README, "Security").
+    assert!(!text.to_string().contains("918273"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -97,7 +97,8 @@ async fn clicks_and_typing_carry_element_labels_and_passwords_never_reach_the_di
     assert_eq!(secret.observation.metadata["element"]["password"], true);
     assert_eq!(
         secret.observation.metadata["password_boxes"],
-        serde_json::json!([[100, 200, 308, 36]])
+        // The password and the one-time code below it: both secret fields.
+        serde_json::json!([[100, 200, 308, 36], [100, 300, 308, 36]])
     );
     // The agent itself sees the page as it is (dots in the field, not a black box).
     let live = Picture::from_base64(&secret.observation.screenshot);
@@ -113,7 +114,7 @@ async fn clicks_and_typing_carry_element_labels_and_passwords_never_reach_the_di
     let recording = read(&dir).unwrap();
     let recorded = recording.episode_steps("login");
     assert_eq!(recorded[1].action["text"], "ada");
-    assert_eq!(recorded[3].action["text"], "<redacted:password>");
+    assert_eq!(recorded[3].action["text"], "<redacted:7 characters>");
     assert_eq!(recorded[0].element.as_ref().unwrap()["name"], "User name");
     // --redact: the saved frame has the password field blacked out.
     let png = std::fs::read(dir.join(&recorded[3].next_file_name)).unwrap();

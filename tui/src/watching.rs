@@ -171,6 +171,8 @@ async fn follow(
     control: &mut mpsc::Receiver<ControlWish>,
 ) -> Followed {
     let send = |event: LinkEvent| async move { events.send(event).await.is_ok() };
+    // The name of the secret the person just sent, until the event of its step comes back.
+    let mut secret: Option<String> = None;
     loop {
         let outgoing = tokio::select! {
             message = socket.next() => {
@@ -183,7 +185,7 @@ async fn follow(
                 let Ok(frame) = serde_json::from_str::<Value>(&text) else {
                     continue;
                 };
-                if !relay(&frame, &send).await {
+                if !relay(&frame, &send, &mut secret).await {
                     return Followed::UiGone;
                 }
                 if frame["type"] == "error" && frame["data"]["code"] == "SESSION_ERROR" {
@@ -198,8 +200,14 @@ async fn follow(
                 None => return Followed::UiGone,
             },
             request = requests.recv() => match request {
-                Some(Request::Step(action) | Request::Secret { action, .. }) => {
+                Some(Request::Step(action)) => {
                     json!({"type": "step", "data": action.to_value()})
+                }
+                // The server shows and records it redacted; the person's own recording keeps
+                // `<secret:NAME>` (the echo of this step is recorded as the secret it was).
+                Some(Request::Secret { name, action }) => {
+                    secret = Some(name);
+                    json!({"type": "step", "data": action.to_value(), "secret": true})
                 }
                 // The app never sends a reset on a watch link (the episode is the agent's).
                 Some(_) => continue,
@@ -215,8 +223,9 @@ async fn follow(
     }
 }
 
-/// Turn one frame of the watch stream into what the UI gets (false: the UI is gone).
-async fn relay<F, Fut>(frame: &Value, send: &F) -> bool
+/// Turn one frame of the watch stream into what the UI gets (false: the UI is gone). `secret`:
+/// the name of the secret the person just typed, until its step's event comes.
+async fn relay<F, Fut>(frame: &Value, send: &F, secret: &mut Option<String>) -> bool
 where
     F: Fn(LinkEvent) -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -252,13 +261,13 @@ where
             }))
             .await
         }
-        Some("event") => event(data, send).await,
+        Some("event") => event(data, send, secret).await,
         _ => true,
     }
 }
 
 /// A reset or step of the watched session, by whichever actor.
-async fn event<F, Fut>(data: &Value, send: &F) -> bool
+async fn event<F, Fut>(data: &Value, send: &F, secret: &mut Option<String>) -> bool
 where
     F: Fn(LinkEvent) -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -270,7 +279,12 @@ where
     let latency_ms = data["latency_ms"].as_f64().unwrap_or_default();
     let step = data["step"].as_u64().unwrap_or_default();
     let actor = serde_json::from_value::<Actor>(data["actor"].clone()).ok();
+    let ours = actor == Some(Actor::Human) && data["kind"] == "step";
     let request = match &action {
+        Some(action) if ours && secret.is_some() => Request::Secret {
+            name: secret.take().unwrap_or_default(),
+            action: action.clone(),
+        },
         Some(action) => Request::Step(action.clone()),
         None => Request::Reset(result.observation.url.clone()),
     };

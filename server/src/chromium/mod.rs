@@ -21,6 +21,7 @@ mod input;
 mod memory;
 mod navigation;
 mod page_events;
+mod pipe;
 mod process;
 mod remote;
 pub mod sandbox;
@@ -222,9 +223,10 @@ impl ChromiumLauncher {
                 });
         }
         let ignore_https_errors = config.ignore_https_errors;
-        let process =
+        let mut process =
             tokio::task::spawn_blocking(move || process::ChromiumProcess::launch(&config))
                 .await??;
+        process.serve_devtools().await?;
         Host::connect(Endpoint::Local(process), ignore_https_errors).await
     }
 

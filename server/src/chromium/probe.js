@@ -126,6 +126,15 @@
   // draws none.
   const NO_FRAMES_MS = 300;
 
+  // A field whose value is a secret: a password field, one drawn as discs by CSS (a PIN), or one
+  // the page marks as a one-time code, a card secret or a password (autocomplete). The one rule of
+  // the recordings' masks (--redact), the text layer's bullets and the typing kept from watchers,
+  // agents and recordings (`element.password`).
+  const SECRET_AUTOCOMPLETE = /\b(one-time-code|current-password|new-password|cc-number|cc-csc)\b/i;
+  const isSecretField = (el) => el.tagName === 'INPUT' && (
+    (el.getAttribute('type') || '').toLowerCase() === 'password' ||
+    (el.ownerDocument.defaultView.getComputedStyle(el).webkitTextSecurity || 'none') !== 'none' ||
+    SECRET_AUTOCOMPLETE.test(el.getAttribute('autocomplete') || ''));
   const api = {
     // Resolves once the page is quiet (no requests, no short timers, loaded, no DOM change for
     // quietMs, at least minMs after the start) and drawn: two frames have begun since the start
@@ -238,11 +247,7 @@
               findPasswords(inner, dx + f.left + el.clientLeft, dy + f.top + el.clientTop, depth + 1);
             }
           }
-          if (el.tagName !== 'INPUT') continue;
-          const type = (el.getAttribute('type') || '').toLowerCase();
-          const masked = type === 'password' ||
-            (el.ownerDocument.defaultView.getComputedStyle(el).webkitTextSecurity || 'none') !== 'none';
-          if (!masked) continue;
+          if (!isSecretField(el)) continue;
           const r = el.getBoundingClientRect();
           const left = r.left + dx;
           const top = r.top + dy;
@@ -468,8 +473,8 @@
         let kind = 'field';
         if (el.tagName === 'SELECT') {
           text = el.selectedOptions && el.selectedOptions[0] ? el.selectedOptions[0].text : '';
-        } else if (type === 'password' || (s.webkitTextSecurity && s.webkitTextSecurity !== 'none')) {
-          // Shown as discs on the page (a password, or a PIN masked by CSS): never the value.
+        } else if (isSecretField(el)) {
+          // A secret (shown as discs on the page, or marked a one-time code): never the value.
           text = '\u2022'.repeat(el.value.length);
           kind = 'password';
         } else {
@@ -590,11 +595,9 @@
       const name = clean(element.getAttribute('aria-label') || byId || labels || element.getAttribute('alt')
         || element.getAttribute('title') || element.getAttribute('placeholder')
         || (tag === 'input' ? '' : element.innerText)).slice(0, 200);
-      const masked = tag === 'input' &&
-        (element.ownerDocument.defaultView.getComputedStyle(element).webkitTextSecurity || 'none') !== 'none';
       // Typing into a frame of another origin: it may be a password field (third-party logins
       // are), and nothing says it is not, so it is treated as one.
-      const password = (tag === 'input' && type === 'password') || masked || (opaque && x === null);
+      const password = isSecretField(element) || (opaque && x === null);
       const text = password ? '' : clean(element.innerText || element.value || '').slice(0, 200);
       const r = element.getBoundingClientRect();
       return { tag, role, name, text, type: type || null, password,

@@ -41,8 +41,33 @@ const FLAGS: &[&str] = &[
     "--use-mock-keychain",
     "--mute-audio",
     "--window-size=800,600",
-    "--remote-debugging-port=0",
+    // DevTools on fds 3 and 4, open to the server alone, not on a TCP port (`pipe.rs`).
+    "--remote-debugging-pipe",
     "about:blank",
+];
+
+/// What of the server's environment Chromium gets: what it needs to find its files, fonts, time
+/// zone and language, and a proxy the environment sets for it. Nothing else: the server's
+/// environment holds its token, a remote browser's URL, a cloud's credentials, which a browser
+/// (and every renderer a page runs in) has no business with.
+const ENVIRONMENT: &[&str] = &[
+    "HOME",
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "FONTCONFIG_FILE",
+    "FONTCONFIG_PATH",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
 ];
 
 /// Profile preferences: no password manager, no download prompt.
@@ -57,6 +82,9 @@ pub struct ChromiumProcess {
     profile: PathBuf,
     /// Taken by `Drop` to reap the process.
     child: Option<Child>,
+    /// The server's ends of the DevTools pipes, until `serve_devtools` offers them.
+    devtools: Option<super::pipe::ServerEnds>,
+    /// Where chromiumoxide connects, once `serve_devtools` has run.
     pub websocket_url: String,
 }
 
@@ -97,6 +125,11 @@ impl ChromiumProcess {
         let profile = profile_root.join(format!("{PROFILE_PREFIX}{}-{unique}", owner_tag()));
         std::fs::create_dir_all(profile.join("Default"))
             .with_context(|| format!("cannot create the profile {}", profile.display()))?;
+        // The profile holds the episode's cookies and storage: the server's user's alone.
+        std::fs::set_permissions(
+            &profile,
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )?;
         std::fs::write(profile.join("Default").join("Preferences"), PREFERENCES)?;
         // Chromium's own temporary files (shared-memory fallbacks, the singleton socket) go inside
         // the profile, so removing the profile removes them too, even after a SIGKILL. A Unix
@@ -107,6 +140,12 @@ impl ChromiumProcess {
         let scratch_fits = scratch.as_os_str().len() + 46 < 108;
 
         let mut command = Command::new(launchable(executable));
+        command.env_clear();
+        for name in ENVIRONMENT {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
+        }
         if !sandbox {
             command.arg("--no-sandbox");
         }
@@ -126,6 +165,8 @@ impl ChromiumProcess {
             command.env("TMPDIR", &scratch);
         }
         let parent = std::process::id() as libc::pid_t;
+        let (devtools, browser_ends) = super::pipe::pipes()?;
+        let (commands, answers) = browser_ends.raw();
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
             command.pre_exec(move || {
@@ -135,7 +176,7 @@ impl ChromiumProcess {
                 if libc::getppid() != parent {
                     libc::_exit(1);
                 }
-                Ok(())
+                super::pipe::install(commands, answers)
             });
         }
         let (reply_tx, reply_rx) = mpsc::channel();
@@ -147,6 +188,8 @@ impl ChromiumProcess {
         let spawned = reply_rx
             .recv()
             .map_err(|_| anyhow!("chromium spawner stopped"))?;
+        // The browser holds its ends now; ours close, so its exit closes the pipes.
+        drop(browser_ends);
         let mut child = match spawned {
             Ok(child) => child,
             Err(err) => {
@@ -169,15 +212,47 @@ impl ChromiumProcess {
         } else {
             Default::default()
         };
+        let output = drain_stderr(stderr)?;
         let mut process = ChromiumProcess {
             pid,
             memory_kill,
             profile,
             child: Some(child),
+            devtools: None,
             websocket_url: String::new(),
         };
-        process.websocket_url = read_devtools_url(stderr, timeout)?;
-        Ok(process)
+        match devtools.wait_ready(timeout) {
+            Ok(_) => {
+                process.devtools = Some(devtools);
+                Ok(process)
+            }
+            // Dropping the process kills it and removes its profile.
+            Err(err) if err.kind() == std::io::ErrorKind::TimedOut => {
+                bail!("chromium did not answer on its DevTools pipe within {timeout:?}")
+            }
+            Err(err) => {
+                // Its last words are on stderr; the reader has them once the pipe closed.
+                std::thread::sleep(Duration::from_millis(50));
+                let said = output
+                    .lock()
+                    .map(|lines| lines.join("\n"))
+                    .unwrap_or_default();
+                bail!("chromium exited before it was ready ({err}): {said}")
+            }
+        }
+    }
+
+    /// Offer the DevTools pipe to chromiumoxide (`pipe.rs`) and keep its URL.
+    pub async fn serve_devtools(&mut self) -> anyhow::Result<()> {
+        let devtools = self
+            .devtools
+            .take()
+            .context("the DevTools pipe is served already")?;
+        self.websocket_url = devtools
+            .serve()
+            .await
+            .context("cannot serve the DevTools pipe")?;
+        Ok(())
     }
 
     pub fn pid(&self) -> u32 {
@@ -207,39 +282,28 @@ fn launchable(executable: &Path) -> &Path {
     }
 }
 
-/// Chromium prints `DevTools listening on ws://…` on stderr once it is ready. The rest of stderr is
-/// drained by the same thread so Chromium never blocks on a full pipe.
-fn read_devtools_url(
+/// Chromium's stderr, read to its end by a thread of its own so Chromium never blocks on a full
+/// pipe; the last lines are kept for the error of a browser that exits before it is ready.
+fn drain_stderr(
     stderr: std::process::ChildStderr,
-    timeout: Duration,
-) -> anyhow::Result<String> {
-    let (tx, rx) = mpsc::channel();
+) -> anyhow::Result<std::sync::Arc<Mutex<Vec<String>>>> {
+    const KEPT: usize = 40;
+    let lines = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let kept = lines.clone();
     std::thread::Builder::new()
         .name("chromium-stderr".into())
         .spawn(move || {
-            let mut tail = Vec::new();
-            let mut sent = false;
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if !sent {
-                    if let Some(url) = line.split("DevTools listening on ").nth(1) {
-                        sent = true;
-                        let _ = tx.send(Ok(url.trim().to_string()));
-                        continue;
+                tracing::trace!(target: "chromium", "{line}");
+                if let Ok(mut kept) = kept.lock() {
+                    if kept.len() == KEPT {
+                        kept.remove(0);
                     }
-                    tail.push(line);
-                } else {
-                    tracing::trace!(target: "chromium", "{line}");
+                    kept.push(line);
                 }
             }
-            if !sent {
-                let _ = tx.send(Err(tail.join("\n")));
-            }
         })?;
-    match rx.recv_timeout(timeout) {
-        Ok(Ok(url)) => Ok(url),
-        Ok(Err(output)) => bail!("chromium exited before it was ready: {output}"),
-        Err(_) => bail!("chromium did not open its DevTools endpoint within {timeout:?}"),
-    }
+    Ok(lines)
 }
 
 impl Drop for ChromiumProcess {

@@ -3,17 +3,41 @@
 
 use super::*;
 
-/// Query parameters whose values are secrets (browserless takes `?token=`).
-const SECRET_PARAMETERS: &[&str] = &[
+/// Words that make a query parameter's value a secret, in its name written in any case and with
+/// or without `-` and `_` (`token`, `accessToken`, `api-key`, `x-api-key`, `sessionToken`, ...;
+/// browserless takes `?token=`). Redacting a harmless value now and then is the cheaper mistake.
+const SECRET_WORDS: &[&str] = &[
     "token",
-    "access_token",
-    "api_key",
-    "apikey",
     "key",
     "secret",
     "password",
+    "passwd",
     "auth",
+    "credential",
+    "signature",
+    "session",
 ];
+
+fn is_secret_parameter(name: &str) -> bool {
+    let name: String = name
+        .chars()
+        .filter(|c| !matches!(c, '-' | '_'))
+        .collect::<String>()
+        .to_ascii_lowercase();
+    SECRET_WORDS.iter().any(|word| name.contains(word))
+}
+
+/// A path segment that looks like a credential (`wss://provider/<token>`, a browser's
+/// `/devtools/browser/<id>`, which lets whoever knows it drive the browser): long, and made of
+/// letters and digits both.
+fn is_secret_segment(segment: &str) -> bool {
+    segment.len() >= 16
+        && segment.chars().any(|c| c.is_ascii_digit())
+        && segment.chars().any(|c| c.is_ascii_alphabetic())
+        && segment
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~' | '%'))
+}
 
 /// The secret parts of a DevTools URL: its password and the values of secret query parameters.
 pub(super) fn secrets_of(url: &str) -> Vec<String> {
@@ -27,8 +51,12 @@ pub(super) fn secrets_of(url: &str) -> Vec<String> {
             .collect();
     };
     let mut secrets: Vec<String> = parsed.password().map(str::to_string).into_iter().collect();
+    if !parsed.username().is_empty() && parsed.password().is_none() {
+        // `wss://TOKEN@host`: a user name alone is a credential too.
+        secrets.push(parsed.username().to_string());
+    }
     for (name, value) in parsed.query_pairs() {
-        if SECRET_PARAMETERS.contains(&name.to_ascii_lowercase().as_str()) && !value.is_empty() {
+        if is_secret_parameter(&name) && !value.is_empty() {
             secrets.push(value.to_string());
         }
     }
@@ -38,11 +66,19 @@ pub(super) fn secrets_of(url: &str) -> Vec<String> {
         .unwrap_or_default()
         .split('&')
         .filter_map(|pair| pair.split_once('='))
-        .filter(|(name, _)| SECRET_PARAMETERS.contains(&name.to_ascii_lowercase().as_str()))
+        .filter(|(name, _)| is_secret_parameter(name))
         .map(|(_, value)| value.to_string())
         .filter(|value| !value.is_empty())
         .collect();
     secrets.extend(raw);
+    secrets.extend(
+        parsed
+            .path_segments()
+            .into_iter()
+            .flatten()
+            .filter(|segment| is_secret_segment(segment))
+            .map(str::to_string),
+    );
     secrets
 }
 
@@ -140,6 +176,28 @@ mod tests {
             "failed: *** and ***"
         );
         assert_eq!(redacted_url("not a url?token=abc"), "not a url?***");
+        // The names pools and providers use, in any case and spelling, and tokens in the path.
+        for (url, shown) in [
+            ("wss://p/?accessToken=a1b2c3", "wss://p/?accessToken=***"),
+            ("wss://p/?api-key=a1b2c3", "wss://p/?api-key=***"),
+            (
+                "wss://p/?x-api-key=a1b2c3&launch=x",
+                "wss://p/?x-api-key=***&launch=x",
+            ),
+            ("wss://p/?sessionToken=a1b2c3", "wss://p/?sessionToken=***"),
+            ("wss://p/?API_KEY=a1b2c3", "wss://p/?API_KEY=***"),
+            (
+                "wss://provider.example/connect/9f8e7d6c5b4a39281706",
+                "wss://provider.example/connect/***",
+            ),
+            (
+                "ws://127.0.0.1:9222/devtools/browser/0f6a1c2e-58f3-4d49-9c1b-6c0e3a7e8b21",
+                "ws://127.0.0.1:9222/devtools/browser/***",
+            ),
+            ("wss://a1b2c3@p/", "wss://***@p/"),
+        ] {
+            assert_eq!(redacted_url(url), shown, "{url}");
+        }
     }
 
     #[test]

@@ -1,0 +1,254 @@
+//! The DevTools connection to a browser we launch: a pair of pipes (`--remote-debugging-pipe`:
+//! Chromium reads commands on its fd 3 and writes answers and events on its fd 4, each message
+//! ending in a NUL byte), never a TCP port. A port on 127.0.0.1 with no authentication would let
+//! any local user, or a sidecar, drive every session and read its cookies, around the server's
+//! token; a pipe is open to the server alone.
+//!
+//! chromiumoxide speaks only WebSocket, so the server offers it the pipe as a WebSocket of its own:
+//! a loopback port, a path of 256 random bits that never leaves this process, one connection
+//! accepted (a wrong path is refused and looked for no further), then the listener is closed.
+//! Nobody else can name the path, and once the server is connected nobody else can connect at all.
+
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::Message;
+
+/// The most one DevTools message may hold: far above a screenshot's base64 (a few MiB) and what
+/// the probe returns (bounded, `probe.js`); a browser that sends more is cut off, not believed.
+const MESSAGE_LIMIT: usize = 256 * 1024 * 1024;
+
+/// The browser's ends of the pipes, given to it as fds 3 and 4.
+pub struct BrowserEnds {
+    commands: OwnedFd,
+    answers: OwnedFd,
+}
+
+/// The server's ends: where commands go, where answers and events come from.
+pub struct ServerEnds {
+    commands: OwnedFd,
+    answers: OwnedFd,
+}
+
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 fills the two fds it was given room for.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both fds are new and ours alone.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Two pipes: commands (server to browser) and answers (browser to server).
+pub fn pipes() -> io::Result<(ServerEnds, BrowserEnds)> {
+    let (command_read, command_write) = pipe()?;
+    let (answer_read, answer_write) = pipe()?;
+    Ok((
+        ServerEnds {
+            commands: command_write,
+            answers: answer_read,
+        },
+        BrowserEnds {
+            commands: command_read,
+            answers: answer_write,
+        },
+    ))
+}
+
+impl BrowserEnds {
+    /// The raw fds, for `install` in the child (they stay open in the parent until `close`).
+    pub fn raw(&self) -> (RawFd, RawFd) {
+        (self.commands.as_raw_fd(), self.answers.as_raw_fd())
+    }
+}
+
+/// In the forked child, before exec: the browser's ends become its fds 3 and 4 (`dup2` clears
+/// close-on-exec on the copies; every other pipe fd closes at exec). Async-signal-safe.
+pub fn install(commands: RawFd, answers: RawFd) -> io::Result<()> {
+    // SAFETY: fcntl and dup2 on fds this process holds; both async-signal-safe.
+    unsafe {
+        // Copies above 4 first (closed at exec): either end may itself be 3 or 4, which the other
+        // dup2 would close.
+        let commands = libc::fcntl(commands, libc::F_DUPFD_CLOEXEC, 5);
+        let answers = libc::fcntl(answers, libc::F_DUPFD_CLOEXEC, 5);
+        if commands < 0 || answers < 0 || libc::dup2(commands, 3) < 0 || libc::dup2(answers, 4) < 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+impl ServerEnds {
+    /// Ask the browser for its version and wait for the answer: the browser is up and speaks
+    /// DevTools on the pipe. An early exit (the pipe closes) or silence past `timeout` is an error.
+    /// Blocking.
+    pub fn wait_ready(&self, timeout: Duration) -> io::Result<String> {
+        let deadline = Instant::now() + timeout;
+        let mut commands = std::fs::File::from(self.commands.try_clone()?);
+        commands.write_all(b"{\"id\":0,\"method\":\"Browser.getVersion\"}\0")?;
+        let mut answers = std::fs::File::from(self.answers.try_clone()?);
+        let mut message = Vec::new();
+        let mut byte = [0u8; 1];
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || !readable(answers.as_raw_fd(), left)? {
+                return Err(io::Error::new(io::ErrorKind::TimedOut, "no answer"));
+            }
+            // Up to the answer's NUL and not a byte further: what follows is the relay's.
+            let read = answers.read(&mut byte)?;
+            if read == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the browser closed its pipe",
+                ));
+            }
+            if byte[0] == 0 {
+                break;
+            }
+            message.push(byte[0]);
+            if message.len() > 64 * 1024 {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "an answer without end",
+                ));
+            }
+        }
+        let answer: serde_json::Value = serde_json::from_slice(&message)
+            .map_err(|err| io::Error::new(io::ErrorKind::InvalidData, err))?;
+        Ok(answer["result"]["product"]
+            .as_str()
+            .unwrap_or("")
+            .to_string())
+    }
+
+    /// Offer the pipe to chromiumoxide as a WebSocket (see the module's documentation); returns
+    /// its URL. The relay ends when either side does.
+    pub async fn serve(self) -> io::Result<String> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        let path = format!(
+            "/devtools/browser/{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        let url = format!("ws://{}{path}", listener.local_addr()?);
+        tokio::spawn(async move {
+            let Some(socket) = accept_once(listener, &path).await else {
+                return;
+            };
+            relay(socket, self).await;
+        });
+        Ok(url)
+    }
+}
+
+/// Whether `fd` has something to read within `wait`.
+fn readable(fd: RawFd, wait: Duration) -> io::Result<bool> {
+    let mut poll = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let millis = wait.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: one pollfd, ours.
+    match unsafe { libc::poll(&mut poll, 1, millis) } {
+        n if n < 0 => Err(io::Error::last_os_error()),
+        0 => Ok(false),
+        _ => Ok(true),
+    }
+}
+
+type Socket = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
+
+/// The one connection that names the path. Anything else is refused; the listener closes when
+/// the right one is in (or after a minute: the launch that wanted it is long over).
+// The refusal's type is the one tungstenite's handshake callback takes.
+#[allow(clippy::result_large_err)]
+async fn accept_once(listener: tokio::net::TcpListener, path: &str) -> Option<Socket> {
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(MESSAGE_LIMIT))
+        .max_frame_size(Some(MESSAGE_LIMIT));
+    let wanted = async {
+        loop {
+            let (stream, _) = listener.accept().await.ok()?;
+            let check =
+                |request: &Request, response: Response| -> Result<Response, ErrorResponse> {
+                    if request.uri().path() == path {
+                        Ok(response)
+                    } else {
+                        let mut refused = ErrorResponse::new(None);
+                        *refused.status_mut() = axum::http::StatusCode::NOT_FOUND;
+                        Err(refused)
+                    }
+                };
+            if let Ok(socket) =
+                tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config)).await
+            {
+                return Some(socket);
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), wanted)
+        .await
+        .ok()
+        .flatten()
+}
+
+/// WebSocket text frames to the browser's commands pipe, NUL-ended messages from its answers pipe
+/// to WebSocket text frames, until either side ends.
+async fn relay(socket: Socket, ends: ServerEnds) {
+    let ServerEnds { commands, answers } = ends;
+    let (Ok(mut commands), Ok(mut answers)) = (
+        tokio::net::unix::pipe::Sender::from_owned_fd(commands),
+        tokio::net::unix::pipe::Receiver::from_owned_fd(answers),
+    ) else {
+        return;
+    };
+    let (mut to_client, mut from_client) = socket.split();
+    let downstream = async {
+        let mut pending: Vec<u8> = Vec::new();
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            let read = answers.read(&mut buffer).await.ok().filter(|n| *n > 0)?;
+            let mut chunk = &buffer[..read];
+            while let Some(end) = chunk.iter().position(|b| *b == 0) {
+                pending.extend_from_slice(&chunk[..end]);
+                chunk = &chunk[end + 1..];
+                let text = String::from_utf8(std::mem::take(&mut pending)).ok()?;
+                to_client.send(Message::Text(text.into())).await.ok()?;
+            }
+            pending.extend_from_slice(chunk);
+            if pending.len() > MESSAGE_LIMIT {
+                tracing::warn!(
+                    "the browser sent a DevTools message over {MESSAGE_LIMIT} bytes: cut off"
+                );
+                return None::<()>;
+            }
+        }
+    };
+    let upstream = async {
+        while let Some(Ok(message)) = from_client.next().await {
+            let bytes = match message {
+                Message::Text(text) => text.as_bytes().to_vec(),
+                Message::Binary(bytes) => bytes.to_vec(),
+                Message::Close(_) => return,
+                _ => continue,
+            };
+            if commands.write_all(&bytes).await.is_err() || commands.write_all(&[0]).await.is_err()
+            {
+                return;
+            }
+        }
+    };
+    // Either side ending ends both: the browser's pipe closes with the relay.
+    tokio::select! {
+        _ = downstream => {}
+        () = upstream => {}
+    }
+}

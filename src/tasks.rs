@@ -68,12 +68,60 @@ fn default_max_steps() -> u64 {
     20
 }
 
-/// The verdict of a check, with one line per part so a person can see why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// A part of a task's check, named as in the task file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckPart {
+    Answer,
+    Url,
+    PageTextContains,
+}
+
+impl CheckPart {
+    /// Its name in the task file (and on the wire).
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckPart::Answer => "answer",
+            CheckPart::Url => "url",
+            CheckPart::PageTextContains => "page_text_contains",
+        }
+    }
+}
+
+/// The verdict of a check: whether it passed, the parts that failed, and one line per part so a
+/// person can see why. The lines quote what the check expects (the answer, the pattern, the
+/// text), so the whole verdict goes to the recording and the server's log only: the actor is
+/// shown `Verdict::shown`, or it could read the answer off a failed attempt and finish again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdict {
     pub passed: bool,
+    #[serde(default)]
+    pub failed: Vec<CheckPart>,
+    #[serde(default)]
     pub details: Vec<String>,
 }
+
+/// What the actor (every wire: the agent, the terminal UI, watchers) is told of a verdict: whether
+/// it passed and which parts failed, nothing of what they expect.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShownVerdict {
+    pub passed: bool,
+    pub failed: Vec<CheckPart>,
+}
+
+impl Verdict {
+    /// The verdict as it may leave the server in an observation. The one rule for that: the
+    /// `details` never do.
+    pub fn shown(&self) -> ShownVerdict {
+        ShownVerdict {
+            passed: self.passed,
+            failed: self.failed.clone(),
+        }
+    }
+}
+
+/// The most characters of the final URL a verdict's details quote.
+pub const DETAIL_URL_CHARS: usize = 2048;
 
 /// Lower case, letters and digits only, single spaces.
 pub fn normalize(text: &str) -> String {
@@ -106,14 +154,19 @@ impl Task {
     /// Judge a finished episode: the `finish` text, the final URL and the final page's text.
     pub fn judge(&self, answer: &str, final_url: &str, page_text: &str) -> Verdict {
         let mut details = Vec::new();
-        let mut passed = true;
+        let mut failed = Vec::new();
+        let mut judged = |part: CheckPart, ok: bool| {
+            if !ok {
+                failed.push(part);
+            }
+        };
         if let Some(check) = &self.check.answer {
             let ok = match check.mode {
                 MatchMode::Exact => answer.trim() == check.value,
                 MatchMode::Normalized => normalize(answer) == normalize(&check.value),
                 MatchMode::Regex => Regex::new(&check.value).is_ok_and(|re| re.is_match(answer)),
             };
-            passed &= ok;
+            judged(CheckPart::Answer, ok);
             details.push(format!(
                 "answer {answer:?} {} {:?} ({:?})",
                 if ok { "matches" } else { "does not match" },
@@ -123,21 +176,30 @@ impl Task {
         }
         if let Some(pattern) = &self.check.url {
             let ok = Regex::new(pattern).is_ok_and(|re| re.is_match(final_url));
-            passed &= ok;
+            judged(CheckPart::Url, ok);
+            // A page can make its URL megabytes long; the details go to the log once an episode.
+            let shown_url: String = match final_url.char_indices().nth(DETAIL_URL_CHARS) {
+                Some((cut, _)) => format!("{}…", &final_url[..cut]),
+                None => final_url.to_string(),
+            };
             details.push(format!(
-                "final URL {final_url} {} /{pattern}/",
+                "final URL {shown_url} {} /{pattern}/",
                 if ok { "matches" } else { "does not match" }
             ));
         }
         if let Some(text) = &self.check.page_text_contains {
             let ok = normalize(page_text).contains(&normalize(text));
-            passed &= ok;
+            judged(CheckPart::PageTextContains, ok);
             details.push(format!(
                 "final page {} {text:?}",
                 if ok { "shows" } else { "does not show" }
             ));
         }
-        Verdict { passed, details }
+        Verdict {
+            passed: failed.is_empty(),
+            failed,
+            details,
+        }
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -270,6 +332,36 @@ mod tests {
             !both
                 .judge("", "http://h/catalog.html?q=clamp", "2 products")
                 .passed
+        );
+    }
+
+    #[test]
+    fn the_shown_verdict_names_the_failed_parts_and_nothing_they_expect() {
+        let all = task(
+            r#"{"answer":{"match":"regex","value":"^19(68)$"},"url":"about\\.html","page_text_contains":"Founded in 1968"}"#,
+        );
+        let verdict = all.judge("1979", "http://h/about.html", "Nothing here");
+        assert!(!verdict.passed);
+        assert_eq!(
+            verdict.failed,
+            [CheckPart::Answer, CheckPart::PageTextContains]
+        );
+        assert_eq!(verdict.details.len(), 3);
+        assert!(verdict.details[0].contains("^19(68)$"), "{verdict:?}");
+        assert_eq!(
+            serde_json::to_string(&verdict.shown()).unwrap(),
+            r#"{"passed":false,"failed":["answer","page_text_contains"]}"#
+        );
+        let long = format!("http://h/about.html?{}", "x".repeat(3 * DETAIL_URL_CHARS));
+        let cut = &all.judge("1968", &long, "").details[1];
+        assert!(
+            cut.contains(&format!("{}… matches", &long[..DETAIL_URL_CHARS])),
+            "{cut}"
+        );
+        let passed = all.judge("1968", "http://h/about.html", "Founded in 1968.");
+        assert_eq!(
+            serde_json::to_value(passed.shown()).unwrap(),
+            serde_json::json!({"passed": true, "failed": []})
         );
     }
 

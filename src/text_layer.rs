@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 
 /// The most runs one answer carries; a page with more is cut (`truncated`).
 pub const MAX_RUNS: usize = 2000;
+/// The most characters of one run (the probe cuts longer lines).
+pub const MAX_RUN_CHARS: usize = 1000;
 
 /// The visible text of a session's current page.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -66,6 +68,16 @@ impl TextRun {
     /// The run's centre line, in viewport pixels.
     pub fn middle(&self) -> f64 {
         f64::from(self.y) + f64::from(self.height) / 2.0
+    }
+
+    /// Its right and bottom edges, in viewport pixels. A layer may come from any server (or a page
+    /// that answered in the probe's place): no sum of its numbers may overflow.
+    pub fn right(&self) -> i32 {
+        self.x.saturating_add(self.width)
+    }
+
+    pub fn bottom(&self) -> i32 {
+        self.y.saturating_add(self.height)
     }
 }
 

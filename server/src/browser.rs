@@ -114,6 +114,20 @@ impl<T> Capped<T> {
     }
 }
 
+/// The most of a page's title an observation carries (Chromium's own limit for a tab's title).
+pub const MAX_TITLE_CHARS: usize = 4096;
+/// The most secret-field boxes an observation carries (`password_boxes`).
+pub const MAX_SECRET_BOXES: usize = 32;
+
+/// The first `max` characters of `text`: for what a page supplies, which the probe cuts too, but
+/// a page can answer in the probe's place where it ran first.
+pub fn first_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => text[..end].to_string(),
+        None => text.to_string(),
+    }
+}
+
 /// `text` cut to `INCIDENT_TEXT_CHARS` characters, saying how much was left out.
 pub fn clip(text: &str) -> String {
     clipped(text, text.chars().count())

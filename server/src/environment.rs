@@ -14,7 +14,7 @@ use browserenv::models::{
     VIEWPORT_WIDTH,
 };
 
-use browserenv::tasks::{Task, TaskSet};
+use browserenv::tasks::{Task, TaskSet, Verdict};
 use browserenv::text_layer::TextLayer;
 
 use crate::browser::{Browser, Incidents, Launcher, PageError, SettleOutcome};
@@ -73,6 +73,9 @@ struct Episode<B> {
     task: Option<Task>,
     /// The `finish` text, once sent.
     answer: Option<String>,
+    /// The task's whole verdict once judged, until the session takes it for the recording and
+    /// the log (`take_verdict`); the observation shows only `Verdict::shown`.
+    verdict: Option<Verdict>,
 }
 
 /// Tasks a server was started with (`--tasks`), and the base for their relative start URLs.
@@ -124,6 +127,12 @@ impl<L: Launcher> Environment<L> {
     /// The current episode's task id.
     pub fn task_id(&self) -> Option<String> {
         self.episode.as_ref()?.task.as_ref().map(|t| t.id.clone())
+    }
+
+    /// The whole verdict of the task episode the last step finished (with the details its
+    /// observation leaves out), once: for the recording and the server's log.
+    pub fn take_verdict(&mut self) -> Option<Verdict> {
+        self.episode.as_mut()?.verdict.take()
     }
 
     /// Resolve a `task_id` reset argument to its task and start URL.
@@ -203,6 +212,7 @@ impl<L: Launcher> Environment<L> {
             pointer: None,
             task: task.map(|(task, _)| task),
             answer: None,
+            verdict: None,
         };
         let mut timings = Timings {
             browser: Some(browser_started.elapsed()),
@@ -440,7 +450,8 @@ impl<L: Launcher> Environment<L> {
             );
         }
         if let Some(verdict) = verdict {
-            metadata.insert("verdict".into(), json!(verdict));
+            metadata.insert("verdict".into(), json!(verdict.shown()));
+            episode.verdict = Some(verdict);
         }
         if !facts.password_boxes.is_empty() {
             metadata.insert("password_boxes".into(), json!(facts.password_boxes));

@@ -6,6 +6,7 @@
 use std::sync::mpsc::Sender;
 
 use browserenv::models::{BrowserAction, StepResult};
+use browserenv::tasks::Verdict;
 use browserenv::trajectory::{Actor, RecordEvent};
 
 /// One session's handle on the recorder (a no-op when the server does not record).
@@ -55,6 +56,11 @@ impl SessionRecorder {
             latency_ms,
             recorded_text,
         });
+    }
+
+    /// The whole verdict of the open task episode, before the step that ends it.
+    pub fn verdict(&self, verdict: Verdict) {
+        self.send(|session| RecordEvent::Verdict { session, verdict });
     }
 
     pub fn end(&self) {

@@ -24,6 +24,7 @@ use serde_json::{Map, Value};
 use tokio::sync::{Mutex, Notify};
 
 use browserenv::models::{BrowserAction, BrowserState, StepResult};
+use browserenv::tasks::Verdict;
 use browserenv::text_layer::TextLayer;
 use browserenv::trajectory::{shown_action, Actor, RecordEvent};
 
@@ -94,6 +95,28 @@ pub struct Sessions<L: Launcher> {
     lifecycle: Lifecycle,
 }
 
+/// The server log's line for a judged task episode: its whole verdict, details included (the
+/// observation shows only `Verdict::shown`).
+fn verdict_line(
+    session: &str,
+    episode_id: Option<&str>,
+    task: Option<&str>,
+    verdict: &Verdict,
+) -> String {
+    let failed: Vec<&str> = verdict.failed.iter().map(|part| part.name()).collect();
+    let result = if verdict.passed {
+        "passed".to_string()
+    } else {
+        format!("failed ({})", failed.join(", "))
+    };
+    format!(
+        "session {session}: episode {} of task {} {result}: {}",
+        episode_id.unwrap_or("-"),
+        task.unwrap_or("-"),
+        verdict.details.join("; ")
+    )
+}
+
 /// A session behind the lock its transport and its text-layer requests share.
 pub type SharedSession<L> = Arc<Mutex<Session<L>>>;
 
@@ -111,6 +134,9 @@ pub struct Session<L: Launcher> {
     last: Option<StepResult>,
     /// The person's steps since the agent's last observation, for its next one.
     human_steps: Vec<Value>,
+    /// What the person typed as secrets this episode: it stays in a plain field on the page, where
+    /// the probe would read it back (the element's text, the text layer). Memory only.
+    secrets: Secrets,
     lifecycle: Lifecycle,
     /// Told when an episode ends, so a draining server closes the session (`close_when_drained`).
     episode_ended: Arc<Notify>,
@@ -200,6 +226,7 @@ impl<L: Launcher> Sessions<L> {
             handoff_wait: self.handoff_wait,
             last: None,
             human_steps: Vec::new(),
+            secrets: Secrets::default(),
             lifecycle: self.lifecycle.clone(),
             episode_ended: episode_ended.clone(),
         }));
@@ -318,6 +345,49 @@ async fn agents_turn<L: Launcher>(shared: &SharedSession<L>) -> Turn<'_, L> {
     }
 }
 
+/// What a person typed as secrets, and their hiding in what the probe reads back from the page.
+#[derive(Default)]
+struct Secrets(Vec<String>);
+
+impl Secrets {
+    /// Shorter ones are not looked for: a single character would be hidden everywhere.
+    const SHORTEST: usize = 2;
+
+    fn add(&mut self, typed: &str) {
+        if typed.chars().count() >= Self::SHORTEST && !self.0.iter().any(|s| s == typed) {
+            self.0.push(typed.to_string());
+        }
+    }
+
+    /// `text` with every secret in it as `<redacted:N characters>`.
+    fn hide_in(&self, text: &mut String) {
+        for secret in &self.0 {
+            if text.contains(secret.as_str()) {
+                *text = text.replace(secret.as_str(), &browserenv::trajectory::redacted(secret));
+            }
+        }
+    }
+
+    /// Every text of an observation's metadata (the focused element's text, the title a page
+    /// may copy it into).
+    fn hide_in_metadata(&self, metadata: &mut Map<String, Value>) {
+        fn walk(secrets: &Secrets, value: &mut Value) {
+            match value {
+                Value::String(text) => secrets.hide_in(text),
+                Value::Array(items) => items.iter_mut().for_each(|item| walk(secrets, item)),
+                Value::Object(fields) => fields.values_mut().for_each(|v| walk(secrets, v)),
+                _ => {}
+            }
+        }
+        if !self.0.is_empty() {
+            metadata.values_mut().for_each(|value| walk(self, value));
+        }
+    }
+}
+
+/// The most characters of a URL in `metadata.human_steps`.
+const HUMAN_STEP_URL_CHARS: usize = 2048;
+
 impl<L: Launcher> Session<L> {
     pub fn id(&self) -> &str {
         &self.id
@@ -369,8 +439,9 @@ impl<L: Launcher> Session<L> {
             return Err(EnvError(crate::drain::DRAINING_MESSAGE.into()));
         }
         let result = self.env.reset(kwargs).await?;
-        // The person's steps belonged to the episode that just ended.
+        // The person's steps and secrets belonged to the episode that just ended.
         self.human_steps.clear();
+        self.secrets = Secrets::default();
         let episode_id = self.env.state().episode_id;
         if let Some(recorder) = &self.recorder {
             recorder.reset(episode_id.clone(), self.env.task_id(), &result);
@@ -418,7 +489,9 @@ impl<L: Launcher> Session<L> {
         self.human_steps.push(serde_json::json!({
             "step": self.env.state().step_count,
             "action": shown.to_value(),
-            "url": result.observation.url,
+            // A page can make its URL 2 MiB long (Chromium's limit); the agent has it whole in
+            // the observation, and a start of it here, once per human step.
+            "url": crate::browser::first_chars(&result.observation.url, HUMAN_STEP_URL_CHARS),
             "error": result.observation.error,
         }));
         Ok(result)
@@ -473,10 +546,32 @@ impl<L: Launcher> Session<L> {
             return Err(self.closed());
         }
         let started = Instant::now();
-        let result = self.env.step(action).await?;
+        let mut result = self.env.step(action).await?;
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        if secret && action.op == browserenv::models::Op::Type {
+            self.secrets.add(&action.text);
+        }
+        self.secrets
+            .hide_in_metadata(&mut result.observation.metadata);
         let shown = shown_action(action, &result, secret);
+        // A finished task episode's whole verdict goes to the log and the recording only.
+        let verdict = self.env.take_verdict();
+        if let Some(verdict) = &verdict {
+            let state = self.env.state();
+            tracing::info!(
+                "{}",
+                verdict_line(
+                    &self.id,
+                    state.episode_id.as_deref(),
+                    self.env.task_id().as_deref(),
+                    verdict
+                )
+            );
+        }
         if let Some(recorder) = &self.recorder {
+            if let Some(verdict) = verdict {
+                recorder.verdict(verdict);
+            }
             // The raw action with what to record for its text: the recorder redacts typing into a
             // secret field itself, a person's secret mark it cannot see.
             let marked = (secret && shown.text != action.text).then(|| shown.text.clone());
@@ -502,7 +597,11 @@ impl<L: Launcher> Session<L> {
         if self.registration.is_none() {
             return Err(self.closed());
         }
-        self.env.visible_text(&self.id).await
+        let mut layer = self.env.visible_text(&self.id).await?;
+        for run in &mut layer.runs {
+            self.secrets.hide_in(&mut run.text);
+        }
+        Ok(layer)
     }
 
     /// End the session. It leaves the registry first (its watchers see it end), then its browser

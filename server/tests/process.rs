@@ -290,6 +290,17 @@ async fn sigterm_drains_the_running_episode_and_its_recording_is_complete() {
     std::fs::remove_dir_all(&tmp).unwrap();
 }
 
+/// One request over the Unix socket; the whole reply.
+fn over_socket(path: &Path, head: &str) -> String {
+    let mut stream = std::os::unix::net::UnixStream::connect(path).unwrap();
+    stream
+        .write_all(format!("{head}\r\nHost: sandbox\r\nConnection: close\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    reply
+}
+
 #[test]
 fn listens_on_a_unix_socket_when_sbx_proxy_dir_is_set() {
     let tmp = scratch_dir();
@@ -305,16 +316,54 @@ fn listens_on_a_unix_socket_when_sbx_proxy_dir_is_set() {
     );
     let path = sockets.join("8123.sock");
     assert_eq!(address, format!("unix:{}", path.display()));
-    let mut stream = std::os::unix::net::UnixStream::connect(&path).unwrap();
-    stream
-        .write_all(b"GET /health HTTP/1.1\r\nHost: sandbox\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut reply = String::new();
-    stream.read_to_string(&mut reply).unwrap();
+    let reply = over_socket(&path, "GET /health HTTP/1.1");
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
     assert!(reply.ends_with(r#"{"status":"healthy"}"#), "{reply}");
     signal(&server, libc::SIGTERM);
     server.wait().unwrap();
+    // It says what it does not check, and that without a token the socket is the only lock.
+    let log = std::fs::read_to_string(tmp.join("server.log")).unwrap();
+    assert!(
+        log.contains("Host is not checked; no token (BROWSER_API_TOKEN)"),
+        "{log}"
+    );
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+/// A token set for a Unix-socket server is asked for, as on TCP.
+#[test]
+fn a_unix_socket_server_honours_its_token() {
+    let tmp = scratch_dir();
+    let sockets = tmp.join("proxy");
+    std::fs::create_dir_all(&sockets).unwrap();
+    let (mut server, _) = spawn_server(
+        &tmp,
+        &[
+            ("SBX_PROXY_DIR", sockets.to_str().unwrap()),
+            ("SBX_SERVICE_PORT", "8124"),
+            ("BROWSER_NO_WARM_SPARE", "true"),
+            ("BROWSER_API_TOKEN", "unix-socket-token"),
+        ],
+    );
+    let path = sockets.join("8124.sock");
+    let refused = over_socket(&path, "GET /sessions HTTP/1.1");
+    assert!(refused.starts_with("HTTP/1.1 401"), "{refused}");
+    let allowed = over_socket(
+        &path,
+        "GET /sessions HTTP/1.1\r\nAuthorization: Bearer unix-socket-token",
+    );
+    assert!(allowed.starts_with("HTTP/1.1 200"), "{allowed}");
+    signal(&server, libc::SIGTERM);
+    server.wait().unwrap();
+    let log = std::fs::read_to_string(tmp.join("server.log")).unwrap();
+    assert!(
+        log.contains("every route but /health and /ready needs the token"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("unix-socket-token"),
+        "the token was logged: {log}"
+    );
     std::fs::remove_dir_all(&tmp).unwrap();
 }
 

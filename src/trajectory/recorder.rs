@@ -62,9 +62,12 @@ pub(super) struct OpenEpisode {
     url: String,
     steps: u64,
     last: Option<StepRecord>,
+    /// The task's whole verdict, once judged (`RecordEvent::Verdict`).
+    verdict: Option<crate::tasks::Verdict>,
 }
 
-/// What a recorder is told. `session` keys the episode; everything else is what the wire carried.
+/// What a recorder is told. `session` keys the episode; everything else is what the wire carried,
+/// except a task's whole verdict (`Verdict`), which only the server knows.
 #[derive(Debug, Clone)]
 pub enum RecordEvent {
     Reset {
@@ -83,6 +86,12 @@ pub enum RecordEvent {
         latency_ms: f64,
         /// Replaces the action's text in the record (a secret typed into the page).
         recorded_text: Option<String>,
+    },
+    /// The whole verdict of the session's open task episode (with the details its observation
+    /// leaves out), sent before the step that ends it: written on the episode line.
+    Verdict {
+        session: String,
+        verdict: crate::tasks::Verdict,
     },
     /// Attach a note to the session's last step.
     Note { session: String, note: String },
@@ -145,6 +154,7 @@ impl Recorder {
                         url: observation.observation.url,
                         steps: 0,
                         last: None,
+                        verdict: None,
                     },
                 );
                 Ok(())
@@ -164,6 +174,12 @@ impl Recorder {
                 latency_ms,
                 recorded_text,
             ),
+            RecordEvent::Verdict { session, verdict } => {
+                if let Some(episode) = self.open.get_mut(&session) {
+                    episode.verdict = Some(verdict);
+                }
+                Ok(())
+            }
             RecordEvent::Note { session, note } => {
                 let Some(last) = self.last_steps.get_mut(&session) else {
                     return Err(io::Error::new(
@@ -300,6 +316,7 @@ impl Recorder {
             outcome,
             answer,
             reward: episode.last.as_ref().and_then(|l| l.reward),
+            verdict: episode.verdict,
         };
         self.writer.append_episode(&record)
     }
@@ -312,7 +329,7 @@ pub(super) fn password_boxes(metadata: &serde_json::Map<String, Value>) -> Vec<[
         .unwrap_or_default()
 }
 
-/// Paint `[x, y, width, height]` boxes black in a PNG.
+/// Paint `[x, y, width, height]` boxes black in a PNG; what lies outside the picture is left out.
 pub fn mask_boxes(png_bytes: &[u8], boxes: &[[i64; 4]]) -> io::Result<Vec<u8>> {
     let invalid =
         |err: &dyn std::fmt::Display| io::Error::new(io::ErrorKind::InvalidData, err.to_string());
@@ -325,8 +342,12 @@ pub fn mask_boxes(png_bytes: &[u8], boxes: &[[i64; 4]]) -> io::Result<Vec<u8>> {
     let channels = info.color_type.samples();
     let (width, height) = (i64::from(info.width), i64::from(info.height));
     for [x, y, w, h] in boxes {
-        for row in (*y).max(0)..(y + h).min(height) {
-            for column in (*x).max(0)..(x + w).min(width) {
+        // The boxes come from a page, through a server that may be anyone's: any i64, a negative
+        // size. Their ends saturate and are clamped to the picture; an empty box paints nothing.
+        let (top, bottom) = ((*y).max(0), y.saturating_add(*h).min(height));
+        let (left, right) = ((*x).max(0), x.saturating_add(*w).min(width));
+        for row in top..bottom {
+            for column in left..right {
                 let at = ((row * width + column) as usize) * channels;
                 for value in &mut pixels[at..at + channels.min(3)] {
                     *value = 0;

@@ -87,6 +87,10 @@ pub struct EpisodeRecord {
     pub answer: Option<String>,
     /// The last reward (1.0 / 0.0 for a task episode).
     pub reward: Option<f64>,
+    /// A judged task episode's whole verdict, with the details its observation leaves out
+    /// (`Verdict::shown`): only a recorder told it (the server's) writes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<crate::tasks::Verdict>,
 }
 
 /// RFC 3339 UTC with milliseconds: `2026-11-30T02:15:46.123Z`.

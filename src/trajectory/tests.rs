@@ -101,6 +101,11 @@ fn steps_and_episodes_round_trip() {
         outcome: Outcome::Finished,
         answer: Some("42".into()),
         reward: Some(1.0),
+        verdict: Some(crate::tasks::Verdict {
+            passed: true,
+            failed: vec![],
+            details: vec!["answer \"42\" matches \"42\" (Exact)".into()],
+        }),
     };
     writer.append_episode(&episode).unwrap();
     let recording = read(&dir).unwrap();
@@ -783,4 +788,61 @@ fn outcomes_follow_the_last_step() {
         Outcome::Failed
     );
     assert_eq!(Outcome::of_done_step("scroll", ""), Outcome::StepLimit);
+}
+
+/// A white RGB PNG of `width` x `height`.
+fn white_png(width: u32, height: u32) -> Vec<u8> {
+    let mut png = Vec::new();
+    let mut encoder = png::Encoder::new(&mut png, width, height);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header().unwrap();
+    writer
+        .write_image_data(&vec![255; (width * height * 3) as usize])
+        .unwrap();
+    writer.finish().unwrap();
+    png
+}
+
+/// Which pixels of an RGB PNG are black, row by row ('#' black, '.' not).
+fn black_pixels(png_bytes: &[u8]) -> Vec<String> {
+    let decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
+    let mut reader = decoder.read_info().unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut pixels).unwrap();
+    pixels[..info.buffer_size()]
+        .chunks(info.line_size)
+        .map(|row| {
+            row.chunks(3)
+                .map(|p| if p == [0, 0, 0] { '#' } else { '.' })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn masked_boxes_of_any_size_stay_inside_the_picture() {
+    let png = white_png(4, 3);
+    let (max, min) = (i64::MAX, i64::MIN);
+    // Far outside, overflowing ends, negative and extreme sizes: nothing painted, no panic.
+    let outside = [
+        [max, max, max, max],
+        [min, min, max, max],
+        [min, min, min, min],
+        [0, 0, min, min],
+        [1, 1, -5, 1],
+        [1, 1, 1, -5],
+        [min, 0, max, 3],
+        [0, max, 4, 1],
+    ];
+    assert_eq!(
+        black_pixels(&mask_boxes(&png, &outside).unwrap()),
+        ["....", "....", "...."]
+    );
+    // Boxes that reach past the picture are painted up to its edge.
+    let reaching = [[2, 1, max, 1], [-3, -1, 4, max], [3, 2, 1, max]];
+    assert_eq!(
+        black_pixels(&mask_boxes(&png, &reaching).unwrap()),
+        ["#...", "#.##", "#..#"]
+    );
 }

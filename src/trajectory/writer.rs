@@ -94,6 +94,7 @@ impl TrajectoryWriter {
                 outcome: Outcome::Incomplete,
                 answer: None,
                 reward: last.reward,
+                verdict: None,
             });
         }
         for repair in repairs {

@@ -97,6 +97,15 @@ impl Harness {
 
     /// A server with the demo site on its own listener and the bundled demo tasks.
     pub async fn with_demo_tasks(settings: EnvSettings) -> (Harness, SiteHandle) {
+        Self::with_demo_tasks_and(ServerConfig {
+            settings,
+            ..ServerConfig::default()
+        })
+        .await
+    }
+
+    /// `with_demo_tasks` on a server configured as `config` otherwise (e.g. recording).
+    pub async fn with_demo_tasks_and(config: ServerConfig) -> (Harness, SiteHandle) {
         let site = serve_dir(assets_dir().join("site"))
             .await
             .expect("the demo site is served");
@@ -107,9 +116,8 @@ impl Harness {
             base_url: Some(url::Url::parse(&site.url("")).expect("site URL")),
         };
         let harness = Self::start_with(ServerConfig {
-            settings,
             tasks: Some(std::sync::Arc::new(catalog)),
-            ..ServerConfig::default()
+            ..config
         })
         .await;
         (harness, site)

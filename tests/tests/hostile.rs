@@ -371,6 +371,67 @@ async fn a_memory_bomb_is_stopped_at_the_renderer_limit_and_other_sessions_go_on
     harness.stop().await;
 }
 
+/// The most this process ever held (`VmHWM`), in bytes: the server runs in the test's process.
+fn peak_memory() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kib * 1024
+}
+
+/// A title of 256 MiB, and a page that replaces the probe's functions, the natives it cuts with
+/// and the DOM's getters: every observation stays small, the server's memory does not follow the
+/// page's, and the other session goes on.
+#[tokio::test]
+async fn a_page_s_huge_title_or_a_replaced_probe_costs_the_server_nothing() {
+    let settings = hostile_settings();
+    let chromium = browserenv_server::chromium::ChromiumConfig {
+        renderer_memory_mb: 4096,
+        ..browserenv_tests::test_chromium()
+    };
+    let harness = with_browser(chromium, settings.clone()).await;
+    let (mut bystander, _) = harness.open("canvas.html").await;
+    let before = peak_memory();
+    for kind in ["title", "probe"] {
+        let (mut client, _) = harness
+            .open(&format!("hostileprobe.html?kind={kind}"))
+            .await;
+        let mut result = bounded_step(&mut client, &settings, BrowserAction::click(100, 20)).await;
+        for _ in 0..2 {
+            let metadata = &result.observation.metadata;
+            assert_eq!(result.observation.error, "", "{kind}: {metadata:?}");
+            assert!(
+                metadata_bytes(&result) < 16 * 1024,
+                "{kind}: {}",
+                metadata_bytes(&result)
+            );
+            let title = metadata["title"].as_str().unwrap_or_default();
+            assert!(title.chars().count() <= 4096, "{kind}: {}", title.len());
+            if kind == "title" {
+                assert!(title.starts_with("xxxx"), "{kind}: {title:.40}");
+            } else {
+                // The probe's own reading, not the page's answer in its place.
+                assert!(!title.contains("yyyy"), "{kind}: {title:.40}");
+                assert!(list_len(&result, "password_boxes") <= 32);
+            }
+            result = bounded_step(&mut client, &settings, BrowserAction::wait()).await;
+        }
+        client.close().await.unwrap();
+        let clicked = bystander.step(BrowserAction::click(5, 5)).await.unwrap();
+        assert_eq!(title(&clicked), "clicked 5,5", "the other session goes on");
+    }
+    let grown = peak_memory().saturating_sub(before);
+    assert!(
+        grown < 100 * 1024 * 1024,
+        "the server grew by {} MiB",
+        grown / 1024 / 1024
+    );
+    harness.stop().await;
+}
+
 #[tokio::test]
 async fn a_busy_page_answers_within_the_step_bound() {
     let settings = hostile_settings();
@@ -413,6 +474,77 @@ async fn a_remote_browser_token_is_not_in_reset_errors() {
     harness.stop().await;
 }
 
+/// What a STUN server on loopback hears from a page that asks WebRTC for its address, with private
+/// networks blocked or not: the number of datagrams and the page's ICE candidates.
+async fn stun_heard(egress: bool) -> (usize, String) {
+    use browserenv_server::site::serve_dir;
+    let site = serve_dir(browserenv_tests::assets_dir().join("pages"))
+        .await
+        .unwrap();
+    let stun = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let stun_address = stun.local_addr().unwrap();
+    let site_url = url::Url::parse(&site.url("")).unwrap();
+    let authority = format!("127.0.0.1:{}", site_url.port().unwrap());
+    let policy = browserenv_server::chromium::egress::EgressPolicy::new(&[authority])
+        .await
+        .unwrap();
+    let chromium = browserenv_server::chromium::ChromiumConfig {
+        egress: egress.then(|| std::sync::Arc::new(policy)),
+        ..browserenv_tests::test_chromium()
+    };
+    let harness = with_browser(chromium, test_settings()).await;
+    let mut client = harness.client().await;
+    let heard = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = heard.clone();
+    let listening = tokio::spawn(async move {
+        let mut buffer = [0u8; 1500];
+        while stun.recv_from(&mut buffer).await.is_ok() {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    let mut result = client
+        .reset(ResetOptions::new(
+            site.url(&format!("stun.html?stun={stun_address}")),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        result.observation.error, "",
+        "{:?}",
+        result.observation.metadata
+    );
+    // A STUN request goes out as soon as gathering starts (the first within 30 ms of the reset
+    // here, with the block off); five seconds of silence is a block, not a slow page.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while heard.load(std::sync::atomic::Ordering::SeqCst) == 0
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    result = client.step(BrowserAction::wait()).await.unwrap();
+    let candidates = title(&result);
+    listening.abort();
+    client.close().await.unwrap();
+    harness.stop().await;
+    (heard.load(std::sync::atomic::Ordering::SeqCst), candidates)
+}
+
+#[tokio::test]
+async fn webrtc_sends_no_udp_past_the_egress_proxy() {
+    // Without the block the page reaches the STUN server on loopback: what the block must stop.
+    let (open, _) = stun_heard(false).await;
+    assert!(
+        open > 0,
+        "the page's STUN request did not arrive without the block"
+    );
+    let (blocked, candidates) = stun_heard(true).await;
+    assert_eq!(
+        blocked, 0,
+        "a STUN request went past the proxy: {candidates}"
+    );
+    assert!(!candidates.contains("srflx"), "{candidates}");
+}
+
 #[tokio::test]
 async fn private_networks_are_refused_when_asked_except_the_site() {
     use browserenv_server::site::serve_dir;
@@ -453,6 +585,11 @@ async fn private_networks_are_refused_when_asked_except_the_site() {
             format!("localhost:{internal_port}"),
         ),
         (https.url("form.html"), String::new()),
+        // The clouds' metadata service by its name, whatever it resolves to (here: nothing).
+        (
+            "http://metadata.google.internal/computeMetadata/v1/".to_string(),
+            "metadata.google.internal:80".to_string(),
+        ),
     ] {
         let refused = client.reset(ResetOptions::new(url.clone())).await.unwrap();
         assert_eq!(

@@ -1,8 +1,13 @@
-//! Task episodes on real Chromium: `reset` with `task_id`, and the reward on `finish`.
+//! Task episodes on real Chromium: `reset` with `task_id`, and the reward and verdict on `finish`.
+
+use std::sync::{Mutex, OnceLock};
 
 use browserenv::models::Key;
 use browserenv::protocol::ErrorCode;
+use browserenv::tasks::TaskSet;
+use browserenv::trajectory::read;
 use browserenv::{BrowserAction, ClientError, StepResult};
+use browserenv_server::ServerConfig;
 use browserenv_tests::{assets_dir, test_settings, Harness};
 use serde_json::{json, Map, Value};
 
@@ -36,12 +41,141 @@ async fn a_right_answer_earns_1_and_a_wrong_one_0() {
     client.reset_with(task_reset("info-founded")).await.unwrap();
     let wrong = client.step(BrowserAction::finish("1979")).await.unwrap();
     assert_eq!(wrong.reward, Some(0.0));
-    assert_eq!(verdict(&wrong)["passed"], false);
-    assert!(verdict(&wrong)["details"][0]
-        .as_str()
-        .unwrap()
-        .contains("does not match"));
+    assert_eq!(
+        *verdict(&wrong),
+        json!({"passed": false, "failed": ["answer"]})
+    );
     harness.stop().await;
+}
+
+/// Everything the server logs, from the first test of this binary that asks (the server runs in
+/// the test's process): the tests find their own lines by episode id.
+fn server_log() -> &'static Mutex<Vec<u8>> {
+    static LOG: OnceLock<&'static Mutex<Vec<u8>>> = OnceLock::new();
+    LOG.get_or_init(|| {
+        let log: &'static Mutex<Vec<u8>> = Box::leak(Box::new(Mutex::new(Vec::new())));
+        struct Appender(&'static Mutex<Vec<u8>>);
+        impl std::io::Write for Appender {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        tracing_subscriber::fmt()
+            .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+            .with_ansi(false)
+            .with_writer(move || Appender(log))
+            .try_init()
+            .expect("the only subscriber of this test binary");
+        log
+    })
+}
+
+/// A failed `finish` says which part of the check failed and nothing of what the check expects,
+/// or an agent could read the answer off its observation, reset and finish again with it. The
+/// whole verdict, details and all, goes to the recording's episode line and the server's log.
+#[tokio::test]
+async fn a_failed_finish_names_the_failed_check_and_never_what_it_expects() {
+    let log = server_log();
+    let dir = std::env::temp_dir().join(format!("browserenv-verdicts-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (harness, _site) = Harness::with_demo_tasks_and(ServerConfig {
+        settings: test_settings(),
+        record_dir: Some(dir.clone()),
+        ..ServerConfig::default()
+    })
+    .await;
+    let tasks = TaskSet::load(&assets_dir().join("tasks/demo.jsonl")).unwrap();
+    // What each task's check expects: its answer, URL pattern or page text.
+    let expected = |id: &str| -> Vec<String> {
+        let check = &tasks.get(id).unwrap().check;
+        [
+            check.answer.as_ref().map(|answer| answer.value.clone()),
+            check.url.clone(),
+            check.page_text_contains.clone(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    };
+    let cases = [
+        // An answer matched as a string (normalized), one matched by a regex, and a URL regex
+        // with page text, both failing.
+        ("info-founded", "1979", json!(["answer"])),
+        ("info-workshop-time", "11:00", json!(["answer"])),
+        ("act-search-clamp", "", json!(["url", "page_text_contains"])),
+    ];
+    let mut client = harness.client().await;
+    for (id, answer, failed) in &cases {
+        let mut kwargs = task_reset(id);
+        kwargs.insert("episode_id".into(), json!(format!("wrong-{id}")));
+        client.reset_with(kwargs).await.unwrap();
+        let wrong = client.step(BrowserAction::finish(*answer)).await.unwrap();
+        assert!(wrong.done);
+        assert_eq!(wrong.reward, Some(0.0));
+        assert_eq!(*verdict(&wrong), json!({"passed": false, "failed": failed}));
+        // The observation as the wire carries it, all of it but the screenshot (a base64 PNG
+        // holds any few characters somewhere).
+        let mut seen = wrong.clone();
+        seen.observation.screenshot.clear();
+        let seen = browserenv::protocol::step_result_body(&seen).to_string();
+        for value in expected(id) {
+            // As it is, and as it would be written inside a JSON string, as such or quoted.
+            let in_json = |text: &str| {
+                let quoted = json!(text).to_string();
+                quoted[1..quoted.len() - 1].to_string()
+            };
+            for secret in [
+                value.clone(),
+                in_json(&value),
+                in_json(&format!("{value:?}")),
+            ] {
+                assert!(!seen.contains(&secret), "{id}: {secret:?} in {seen}");
+            }
+        }
+        for phrase in ["does not match", "does not show", "details"] {
+            assert!(!seen.contains(phrase), "{id}: {phrase:?} in {seen}");
+        }
+    }
+    client.close().await.unwrap();
+    harness.stop().await;
+
+    let recording = read(&dir).unwrap();
+    assert_eq!(recording.problems, vec![]);
+    let log = String::from_utf8(log.lock().unwrap().clone()).unwrap();
+    for (id, answer, failed) in &cases {
+        let episode_id = format!("wrong-{id}");
+        let episode = recording
+            .episodes
+            .iter()
+            .find(|episode| episode.episode_id == episode_id)
+            .unwrap_or_else(|| panic!("{id}: no episode line"));
+        let whole = episode.verdict.as_ref().expect("the whole verdict");
+        assert!(!whole.passed);
+        assert_eq!(json!(whole.failed), *failed);
+        // The details quote what the check expects.
+        let details = whole.details.join("; ");
+        for value in expected(id) {
+            let quoted = format!("{value:?}");
+            assert!(
+                details.contains(value.as_str()) || details.contains(&quoted),
+                "{id}: {value:?} not in {details}"
+            );
+        }
+        if *id != "act-search-clamp" {
+            let task = tasks.get(id).unwrap();
+            assert_eq!(*whole, task.judge(answer, "", ""));
+        }
+        // And the server's log has the same, once.
+        let line = format!("episode {episode_id} of task {id} failed");
+        let lines: Vec<&str> = log.lines().filter(|l| l.contains(&line)).collect();
+        assert_eq!(lines.len(), 1, "{id}: {lines:?}");
+        assert!(lines[0].contains(&details), "{id}: {}", lines[0]);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[tokio::test]

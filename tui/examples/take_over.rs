@@ -12,6 +12,7 @@ use std::time::Duration;
 use browserenv_tui::app::{App, LinkState};
 use browserenv_tui::event_loop::{run, FrameReport, GraphicsSource, LoopOptions};
 use browserenv_tui::graphics::Graphics;
+use browserenv_tui::output::printable;
 use clap::Parser;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyEventState, KeyModifiers};
 use ratatui::backend::TestBackend;
@@ -62,8 +63,10 @@ async fn until(
     }
 }
 
+/// One JSON line; what the page showed (title, URL, screen) is in it, so it is printed the way the
+/// UI prints everything it quotes.
 fn say(event: serde_json::Value) {
-    println!("{event}");
+    println!("{}", printable(&event.to_string()));
 }
 
 fn step(frame: &FrameReport) -> u64 {

@@ -20,6 +20,7 @@ use crate::embedded::{default_site_dir, start_embedded, Embedded};
 use crate::event_loop::{run as run_loop, Exit, GraphicsSource, LoopOptions};
 use crate::export::ExportFormat;
 use crate::graphics::GraphicsChoice;
+use crate::output::printable;
 use crate::terminal::{enter, hangup, probe_graphics};
 
 #[derive(Debug, Clone, Parser)]
@@ -137,7 +138,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let report = crate::export::export(dir, out, *format, &selection)?;
             for problem in &report.problems {
-                eprintln!("warning: {problem}");
+                eprintln!("warning: {}", printable(problem));
             }
             let what = match format {
                 ExportFormat::Atif => format!(
@@ -155,7 +156,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             println!(
                 "exported {what} and {} images to {}",
                 report.images,
-                out.display()
+                printable(&out.display().to_string())
             );
             if report.episodes_left_out > 0 || report.steps_left_out > 0 {
                 println!(
@@ -418,8 +419,9 @@ async fn replay_command(
         embedded.server.stop().await?;
     }
     let (lines, diverged) = outcome?;
+    // The lines quote the recording (episode ids, URLs, typed text) and the server.
     for line in lines {
-        println!("{line}");
+        println!("{}", printable(&line));
     }
     if diverged {
         std::process::exit(2);

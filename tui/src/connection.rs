@@ -186,16 +186,18 @@ fn observation(result: &StepResult, counted: u64, latency: Duration) -> Msg {
             .get("passed")
             .and_then(|p| p.as_bool())
             .unwrap_or(false);
-        let why = verdict
-            .get("details")
-            .and_then(|d| d.as_array())
-            .map(|d| {
-                d.iter()
-                    .filter_map(|l| l.as_str())
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            })
+        // The parts of the task's check that failed; what they expect is the server's secret
+        // (in its log and its recording), as it is the agent's.
+        let failed: Vec<&str> = verdict
+            .get("failed")
+            .and_then(|f| f.as_array())
+            .map(|f| f.iter().filter_map(|part| part.as_str()).collect())
             .unwrap_or_default();
+        let why = match failed.len() {
+            0 => String::new(),
+            1 => format!("the {} check failed", failed[0]),
+            _ => format!("the {} checks failed", failed.join(", ")),
+        };
         (passed, why)
     });
     Msg::Observation {
@@ -218,5 +220,46 @@ fn observation(result: &StepResult, counted: u64, latency: Duration) -> Msg {
             .and_then(|s| s.as_u64())
             .unwrap_or(counted),
         latency,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use browserenv::models::BrowserObservation;
+
+    fn finished(verdict: serde_json::Value) -> Option<(bool, String)> {
+        let mut metadata = serde_json::Map::new();
+        metadata.insert("verdict".into(), verdict);
+        let result = StepResult {
+            observation: BrowserObservation {
+                metadata,
+                screenshot: String::new(),
+                url: "http://127.0.0.1:1/index.html".into(),
+                error: String::new(),
+            },
+            reward: Some(0.0),
+            done: true,
+        };
+        match observation(&result, 1, Duration::ZERO) {
+            Msg::Observation { verdict, .. } => verdict,
+            _ => unreachable!("an observation"),
+        }
+    }
+
+    #[test]
+    fn a_failed_verdict_names_the_checks_that_failed() {
+        assert_eq!(
+            finished(serde_json::json!({"passed": false, "failed": ["answer"]})),
+            Some((false, "the answer check failed".into()))
+        );
+        assert_eq!(
+            finished(serde_json::json!({"passed": false, "failed": ["url", "page_text_contains"]})),
+            Some((false, "the url, page_text_contains checks failed".into()))
+        );
+        assert_eq!(
+            finished(serde_json::json!({"passed": true, "failed": []})),
+            Some((true, String::new()))
+        );
     }
 }

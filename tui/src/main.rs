@@ -37,8 +37,13 @@ async fn main() -> std::process::ExitCode {
     std::process::exit(code)
 }
 
-/// To stderr if it is still there (`eprintln!` panics on a terminal that went away).
+/// To stderr if it is still there (`eprintln!` panics on a terminal that went away). Errors quote
+/// recordings, task files, servers and pages: only what is safe on a terminal is written, line by
+/// line (some errors list one problem a line).
 fn say(message: &str) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{message}");
+    let mut stderr = std::io::stderr().lock();
+    for line in message.lines() {
+        let _ = writeln!(stderr, "{}", browserenv_tui::output::printable(line));
+    }
 }

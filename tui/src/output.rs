@@ -2,7 +2,11 @@
 //! SSH connection, a suspended terminal) then never blocks the event loop, which goes on answering
 //! signals, the server and the person's quit; frames are not drawn while the one before is still
 //! on its way, so nothing piles up.
+//!
+//! Lines printed outside the UI (the subcommands' reports, warnings and errors) go through
+//! `printable`: they quote recordings, servers and pages, none of which may write to the terminal.
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -117,9 +121,49 @@ impl Write for Output {
     }
 }
 
+/// `text` for one printed line, with every control character but the tab (C0, DEL, C1) shown as
+/// `\u00XX`. Text that came from a recording, a server or a page can carry escape sequences a
+/// terminal acts on (`ESC ]52;c;…` writes the clipboard, `ESC [2J` clears the screen, U+009B is a
+/// CSI by itself); a newline could forge a line of the report. The JSON form of the escape keeps a
+/// printed JSON line valid and meaning the same.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\t';
+    if !text.contains(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            shown.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            shown.push(c);
+        }
+    }
+    Cow::Owned(shown)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printable_text_carries_no_control_character() {
+        let hostile = "id\x1b]52;c;aGk=\x07 \x1b[2J\u{9b}31m\r\nfake line\x7f\ttab é";
+        let shown = printable(hostile);
+        assert_eq!(
+            shown,
+            "id\\u001b]52;c;aGk=\\u0007 \\u001b[2J\\u009b31m\\u000d\\u000afake line\\u007f\ttab é"
+        );
+        assert!(!shown.contains(|c: char| c.is_control() && c != '\t'));
+        assert!(matches!(
+            printable("plain text"),
+            Cow::Borrowed("plain text")
+        ));
+        // A JSON line stays JSON, with the same meaning.
+        let line = serde_json::json!({"url": "https://a.example/\u{9b}"}).to_string();
+        let value: serde_json::Value = serde_json::from_str(&printable(&line)).unwrap();
+        assert_eq!(value["url"], "https://a.example/\u{9b}");
+    }
 
     /// A terminal: what it received, and a gate that holds every write while closed.
     #[derive(Clone, Default)]

@@ -106,7 +106,7 @@ pub fn place(runs: &[TextRun], view: &View) -> Vec<Placed> {
             continue;
         }
         let row = to_row(run.middle()).floor();
-        let (left, right) = (f64::from(run.x), f64::from(run.x + run.width));
+        let (left, right) = (f64::from(run.x), f64::from(run.right()));
         if row < 0.0 || row >= f64::from(rows) || right <= region.x as f64 {
             continue;
         }
@@ -193,11 +193,8 @@ pub fn box_cells(run: &TextRun, view: &View) -> Vec<(u16, u16, u16)> {
     let cell_rows = f64::from(view.pixels.1) / f64::from(view.cell.1.max(1));
     let column = |x: f64| (x - region.x as f64) * cell_columns / region.width as f64;
     let row = |y: f64| (y - region.y as f64) * cell_rows / region.height as f64;
-    let (left, right) = (
-        column(f64::from(run.x)),
-        column(f64::from(run.x + run.width)),
-    );
-    let (top, bottom) = (row(f64::from(run.y)), row(f64::from(run.y + run.height)));
+    let (left, right) = (column(f64::from(run.x)), column(f64::from(run.right())));
+    let (top, bottom) = (row(f64::from(run.y)), row(f64::from(run.bottom())));
     let first = left.floor().max(0.0) as u16;
     let end = (right.ceil().max(0.0) as u16).min(view.cells.width);
     if first >= end {
@@ -230,7 +227,13 @@ pub fn background(page: &RgbImage, run: &TextRun) -> Rgb<u8> {
             }
         }
     };
-    let (left, top, right, bottom) = (run.x - 1, run.y - 1, run.x + run.width, run.y + run.height);
+    // Only the box's edges inside the page (and the pixel beyond): a box of any size costs at most
+    // the page's perimeter.
+    let (left, top) = (
+        run.x.saturating_sub(1).max(-1),
+        run.y.saturating_sub(1).max(-1),
+    );
+    let (right, bottom) = (run.right().min(width), run.bottom().min(height));
     for x in (left..=right).step_by(2) {
         sample(x, top);
         sample(x, bottom);
@@ -333,6 +336,25 @@ mod tests {
 
     fn texts(placed: &[Placed]) -> Vec<(u16, u16, String)> {
         placed.iter().map(|p| (p.column, p.row, p.text())).collect()
+    }
+
+    /// Boxes of any numbers (a hostile server's, or a page's that answered in the probe's place)
+    /// are placed, cleared and sampled without overflow and in time bounded by the page's size.
+    #[test]
+    fn runs_with_extreme_boxes_are_drawn_without_overflow() {
+        let page = RgbImage::new(800, 600);
+        for (x, y, width, height) in [
+            (i32::MAX, i32::MAX, i32::MAX, i32::MAX),
+            (i32::MIN, i32::MIN, i32::MAX, i32::MAX),
+            (-5, 10, i32::MAX, 18),
+            (10, 10, i32::MIN, i32::MIN),
+        ] {
+            let mut hostile = run("x", x, y, width);
+            hostile.height = height;
+            let _ = place(std::slice::from_ref(&hostile), &view());
+            let _ = box_cells(&hostile, &view());
+            let _ = background(&page, &hostile);
+        }
     }
 
     #[test]

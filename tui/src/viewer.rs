@@ -69,11 +69,13 @@ pub fn mark(frame: &DynamicImage, action: &serde_json::Value) -> DynamicImage {
                 action["x"].as_i64().unwrap_or(0),
                 action["y"].as_i64().unwrap_or(0),
             );
-            // Big enough to survive the scaling down to terminal cells.
+            // Big enough to survive the scaling down to terminal cells. The point is whatever
+            // the recording (or the watched server) says, any i64: the sums saturate, and `dot`
+            // leaves out what is off the frame.
             for d in -30..=30 {
                 for w in -3..=3 {
-                    dot(x + d, y + w);
-                    dot(x + w, y + d);
+                    dot(x.saturating_add(d), y.saturating_add(w));
+                    dot(x.saturating_add(w), y.saturating_add(d));
                 }
             }
         }
@@ -626,4 +628,37 @@ pub fn draw<B: Backend>(
         out.flush()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn red_pixels(image: &DynamicImage) -> usize {
+        image
+            .to_rgb8()
+            .pixels()
+            .filter(|p| p.0 == [230, 20, 20])
+            .count()
+    }
+
+    #[test]
+    fn a_click_anywhere_is_drawn_only_on_the_frame() {
+        let frame = DynamicImage::ImageRgb8(RgbImage::new(100, 80));
+        let click = |x: i64, y: i64| serde_json::json!({"op": "click", "x": x, "y": y});
+        let (max, min) = (i64::MAX, i64::MIN);
+        for (x, y) in [
+            (max, max),
+            (min, min),
+            (max, min),
+            (min, max),
+            (max, 10),
+            (10, min),
+        ] {
+            assert_eq!(red_pixels(&mark(&frame, &click(x, y))), 0, "{x},{y}");
+        }
+        // At a corner, the part of the cross on the frame.
+        assert_eq!(red_pixels(&mark(&frame, &click(0, 0))), 2 * 31 * 4 - 16);
+        assert_eq!(red_pixels(&mark(&frame, &click(99, 79))), 2 * 31 * 4 - 16);
+    }
 }

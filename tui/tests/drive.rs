@@ -379,3 +379,185 @@ async fn watch_mode_follows_an_agent_read_only() {
     agent.close().await.unwrap();
     server.stop().await.unwrap();
 }
+
+/// The secret the person types in `hand_over_a_secret`.
+const SECRET: &str = "hunter2-s3cret";
+
+/// What came of a secret typed during a hand-off: the agent's next observation's metadata, the
+/// steps of the person's own recording (actor, op, text), and its files' text.
+struct HandedOver {
+    agent_saw: serde_json::Map<String, serde_json::Value>,
+    recorded: Vec<(browserenv::trajectory::Actor, String, String)>,
+    files: String,
+}
+
+/// An agent on assets/pages/login.html; the person watches it with a recording of their own
+/// (as `browserenv-tui watch --record DIR`), takes control (`c`), clicks the user name field (a
+/// plain text field: only the person's word makes the typing a secret), types `SECRET` through
+/// the secret entry (`s`, its name, Enter, its value, Enter) and hands back (`c`); then the agent
+/// takes `next`.
+async fn hand_over_a_secret(next: browserenv::BrowserAction) -> HandedOver {
+    use browserenv::trajectory::{read, Actor, Recorder, TrajectoryWriter};
+    use browserenv::{Client, ResetOptions};
+
+    let pages = serve_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/pages"))
+        .await
+        .unwrap();
+    let server = start(
+        ChromiumLauncher::new(ChromiumConfig::default()),
+        ServerConfig::default(),
+    )
+    .await
+    .unwrap();
+    let mut agent = Client::connect(&server.base_url()).await.unwrap();
+    agent
+        .reset(ResetOptions::new(pages.url("login.html")))
+        .await
+        .unwrap();
+    let sessions = browserenv_tui::sessions::Sessions::new(&server.base_url(), None)
+        .unwrap()
+        .list()
+        .await
+        .unwrap();
+    let session = sessions[0]["id"].as_str().unwrap().to_string();
+    let dir = std::env::temp_dir().join(format!(
+        "browserenv-tui-secret-{}-{}",
+        std::process::id(),
+        next.op.name()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    // Watching, the recorder's own actor is the agent; the person's steps say "human".
+    let (writer, _) = TrajectoryWriter::open(&dir).unwrap();
+    let (errors_tx, errors) = mpsc::unbounded_channel();
+    let handle = RecorderHandle::spawn(Recorder::new(writer, Actor::Agent), move |err| {
+        let _ = errors_tx.send(err.to_string());
+    })
+    .unwrap();
+    let mut app = App::new(String::new(), server.base_url());
+    app.can_record = true;
+    app.recording = true;
+    let Ui {
+        input: input_tx,
+        mut frames,
+        task: ui,
+    } = spawn_ui(
+        app,
+        server.base_url(),
+        (120, 40),
+        Some((handle, errors)),
+        Some(Some(session)),
+    );
+    let step = |f: &FrameReport| f.observed.as_ref().map_or(0, |o| o.step);
+    let send = |events: Vec<Event>| {
+        for event in events {
+            input_tx.send(event).unwrap();
+        }
+    };
+    until(&mut frames, "the watched page", |f| {
+        url(f).ends_with("login.html") && f.picture_current
+    })
+    .await;
+    send(vec![key(KeyCode::Char('c'))]);
+    until(&mut frames, "control", |f| f.in_control).await;
+    send(vec![key(KeyCode::Char(':'))]);
+    send(typed("click 250 115"));
+    send(vec![key(KeyCode::Enter)]);
+    until(&mut frames, "the click", |f| step(f) == 1 && !f.in_flight).await;
+    send(vec![key(KeyCode::Char('s'))]);
+    send(typed("user pin"));
+    send(vec![key(KeyCode::Enter)]);
+    send(typed(SECRET));
+    send(vec![key(KeyCode::Enter)]);
+    let typed_in = until(&mut frames, "the secret typed", |f| {
+        step(f) == 2 && !f.in_flight
+    })
+    .await;
+    assert!(
+        !typed_in.notice.as_ref().is_some_and(|n| n.is_error),
+        "{:?}",
+        typed_in.notice
+    );
+    send(vec![key(KeyCode::Char('c'))]);
+    until(&mut frames, "the hand-back", |f| {
+        !f.in_control && f.controller.is_none()
+    })
+    .await;
+    let agent_saw = agent.step(next).await.unwrap().observation.metadata;
+    until(&mut frames, "the agent's step", |f| step(f) == 3).await;
+    send(vec![key(KeyCode::Char('q'))]);
+    let (exit, app, _) = ui.await.unwrap();
+    assert_eq!(exit, Exit::Quit);
+    assert!(
+        !app.notice.as_ref().is_some_and(|n| n.is_error),
+        "{:?}",
+        app.notice
+    );
+    agent.close().await.unwrap();
+    server.stop().await.unwrap();
+
+    let recording = read(&dir).unwrap();
+    assert_eq!(recording.problems, vec![]);
+    let recorded = recording
+        .steps
+        .iter()
+        .map(|s| {
+            let text = |field: &str| s.action[field].as_str().unwrap_or_default().to_string();
+            (s.actor, text("op"), text("text"))
+        })
+        .collect();
+    let files = ["steps.jsonl", "episodes.jsonl"]
+        .iter()
+        .map(|file| std::fs::read_to_string(dir.join(file)).unwrap_or_default())
+        .collect();
+    std::fs::remove_dir_all(&dir).unwrap();
+    HandedOver {
+        agent_saw,
+        recorded,
+        files,
+    }
+}
+
+#[tokio::test]
+async fn a_secret_typed_while_in_control_stays_the_persons() {
+    use browserenv::trajectory::Actor;
+    let handed = hand_over_a_secret(browserenv::BrowserAction::wait()).await;
+    // The agent hears that the person typed, and how much, never what.
+    let human_steps: Vec<(&str, &str)> = handed.agent_saw["human_steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["action"]["op"].as_str().unwrap(),
+                s["action"]["text"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        human_steps,
+        vec![("click", ""), ("type", "<redacted:14 characters>")]
+    );
+    let seen = serde_json::to_string(&handed.agent_saw).unwrap();
+    assert!(!seen.contains(SECRET), "{seen}");
+    // The person's own recording names the secret; its value is in none of the files.
+    let human: Vec<_> = handed
+        .recorded
+        .iter()
+        .filter(|(actor, _, _)| *actor == Actor::Human)
+        .map(|(_, op, text)| (op.as_str(), text.as_str()))
+        .collect();
+    assert_eq!(human, vec![("click", ""), ("type", "<secret:USER_PIN>")]);
+    assert!(!handed.files.contains(SECRET), "{}", handed.files);
+}
+
+/// The field keeps the secret after the hand-back: the agent's next key, typing or click on it
+/// reads it back as `metadata.element.text` (the probe's `element`), to the agent, its watchers
+/// and every recording, the person's included.
+#[tokio::test]
+async fn the_agent_never_reads_back_a_secret_the_person_typed() {
+    use browserenv::models::Key;
+    let handed = hand_over_a_secret(browserenv::BrowserAction::key(Key::Tab)).await;
+    let seen = serde_json::to_string(&handed.agent_saw).unwrap();
+    assert!(!seen.contains(SECRET), "{seen}");
+    assert!(!handed.files.contains(SECRET), "{}", handed.files);
+}

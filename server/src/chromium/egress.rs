@@ -193,12 +193,37 @@ fn target(request: &Request<Incoming>) -> Option<(String, u16)> {
     Some((host.to_ascii_lowercase(), port))
 }
 
+/// The names the clouds give their metadata services (GCP, AWS, and the bare names their resolvers
+/// answer): refused by name, whatever they resolve to where the server runs, as their addresses
+/// are by address.
+const METADATA_NAMES: &[&str] = &[
+    "metadata.google.internal",
+    "metadata.goog",
+    "metadata",
+    "instance-data",
+    "instance-data.ec2.internal",
+];
+
+fn is_metadata_name(host: &str) -> bool {
+    METADATA_NAMES.contains(&host.trim_end_matches('.'))
+}
+
 /// Resolve and check; `Err((status, reason, refused))`.
 async fn checked_addresses(
     host: &str,
     port: u16,
     policy: &EgressPolicy,
 ) -> Result<Vec<SocketAddr>, (StatusCode, String, bool)> {
+    let authority = format!("{host}:{port}");
+    if is_metadata_name(host) && !policy.allows(&authority, &[]) {
+        return Err((
+            StatusCode::FORBIDDEN,
+            format!(
+                "{authority} is a cloud metadata service, private by its name (BROWSER_BLOCK_PRIVATE_NETWORKS)"
+            ),
+            true,
+        ));
+    }
     let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
         .await
         .map_err(|err| {
@@ -209,7 +234,6 @@ async fn checked_addresses(
             )
         })?
         .collect();
-    let authority = format!("{host}:{port}");
     if !policy.allows(&authority, &resolved) {
         if let Some(private) = resolved.iter().find(|a| is_private(a.ip())) {
             return Err((
@@ -365,6 +389,20 @@ mod tests {
             "2001:db9::1",
         ] {
             assert!(!is_private(public.parse().unwrap()), "{public}");
+        }
+    }
+
+    #[test]
+    fn the_metadata_services_are_known_by_name() {
+        for name in [
+            "metadata.google.internal",
+            "metadata.google.internal.",
+            "metadata",
+        ] {
+            assert!(is_metadata_name(name), "{name}");
+        }
+        for name in ["example.com", "metadata.example.com", "google.internal"] {
+            assert!(!is_metadata_name(name), "{name}");
         }
     }
 }

@@ -69,7 +69,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use browserenv::models::{Key, VIEWPORT_HEIGHT, VIEWPORT_WIDTH};
-use browserenv::text_layer::{TextRun, MAX_RUNS};
+use browserenv::text_layer::{TextRun, MAX_RUNS, MAX_RUN_CHARS};
 
 use crate::browser::{
     clip, clipped, Browser, Incidents, Launcher, PageError, PageFacts, PageText, SettleOutcome,
@@ -107,6 +107,9 @@ pub const MAX_TABS: usize = 8;
 /// process, leaked renderer-side memory).
 pub const DEFAULT_EPISODES_PER_BROWSER: u32 = 100;
 const FACTS_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long disposing a browser context may take before it is given up on (the context then goes
+/// with its browser, or with our connection to a remote one).
+pub const DISPOSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Walking the page for its text layer stops after this long (the answer says it was cut).
 const TEXT_BUDGET: Duration = Duration::from_millis(500);
 
@@ -439,7 +442,8 @@ impl Drop for Tasks {
 #[cfg(test)]
 mod tests {
     use super::PROBE_JS;
-    use crate::browser::{INCIDENTS_KEPT, INCIDENT_TEXT_CHARS};
+    use crate::browser::{INCIDENTS_KEPT, INCIDENT_TEXT_CHARS, MAX_SECRET_BOXES, MAX_TITLE_CHARS};
+    use browserenv::text_layer::MAX_RUN_CHARS;
 
     #[test]
     fn the_page_probe_caps_incidents_as_the_server_does() {
@@ -447,5 +451,8 @@ mod tests {
         assert!(PROBE_JS.contains(&format!(
             "const MAX_INCIDENT_CHARS = {INCIDENT_TEXT_CHARS};"
         )));
+        assert!(PROBE_JS.contains(&format!("const MAX_TITLE_CHARS = {MAX_TITLE_CHARS};")));
+        assert!(PROBE_JS.contains(&format!("const MAX_SECRET_BOXES = {MAX_SECRET_BOXES};")));
+        assert!(PROBE_JS.contains(&format!("const MAX_RUN_CHARS = {MAX_RUN_CHARS};")));
     }
 }

@@ -19,9 +19,12 @@ use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, 
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 
-/// The most one DevTools message may hold: far above a screenshot's base64 (a few MiB) and what
-/// the probe returns (bounded, `probe.js`); a browser that sends more is cut off, not believed.
-const MESSAGE_LIMIT: usize = 256 * 1024 * 1024;
+/// The most one DevTools message may hold: far above a screenshot's base64 (800x600: 2 MiB at
+/// most) and what the probe returns (bounded, `probe.js`). A page can make an answer as big as it
+/// likes (a script's value, a probe it replaced in a tab opened before the probe was in): such an
+/// answer is not passed on but replaced by an error for its call, so the page costs the server
+/// nothing and its step fails (`Oversize`).
+const MESSAGE_LIMIT: usize = 32 * 1024 * 1024;
 
 /// The browser's ends of the pipes, given to it as fds 3 and 4.
 pub struct BrowserEnds {
@@ -166,6 +169,73 @@ fn readable(fd: RawFd, wait: Duration) -> io::Result<bool> {
 
 type Socket = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
 
+/// One message from the browser being read, up to `MESSAGE_LIMIT` bytes. Past that only its head
+/// is kept (for the id of the call it answers) and the rest is dropped as it comes.
+#[derive(Default)]
+struct Oversize {
+    bytes: Vec<u8>,
+    dropped: usize,
+}
+
+impl Oversize {
+    /// How much of an oversize message's head is kept: `{"id":` and an id of any length.
+    const HEAD: usize = 64;
+
+    fn take(&mut self, part: &[u8]) {
+        if self.dropped > 0 {
+            self.dropped += part.len();
+        } else if self.bytes.len() + part.len() > MESSAGE_LIMIT {
+            self.dropped = self.bytes.len() + part.len();
+            self.bytes.truncate(Self::HEAD);
+            let room = Self::HEAD.saturating_sub(self.bytes.len());
+            self.bytes.extend_from_slice(&part[..room.min(part.len())]);
+        } else {
+            self.bytes.extend_from_slice(part);
+        }
+    }
+
+    /// The message is complete: it as it came, or for one over the limit, an error answer to its
+    /// call (an event over the limit is dropped: `None`).
+    fn finish(&mut self) -> Option<Vec<u8>> {
+        let bytes = std::mem::take(&mut self.bytes);
+        let dropped = std::mem::take(&mut self.dropped);
+        if dropped == 0 {
+            return Some(bytes);
+        }
+        // Chromium writes an answer's id first: `{"id":12,"result":…}`.
+        let id = bytes.strip_prefix(b"{\"id\":").and_then(|rest| {
+            let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+            std::str::from_utf8(&rest[..digits])
+                .ok()?
+                .parse::<u64>()
+                .ok()
+        });
+        tracing::warn!(
+            "the browser sent {dropped} bytes in one message ({}), over {MESSAGE_LIMIT}: {}",
+            id.map_or("an event".to_string(), |id| format!(
+                "the answer to call {id}"
+            )),
+            if id.is_some() {
+                "the call fails instead"
+            } else {
+                "dropped"
+            }
+        );
+        let id = id?;
+        Some(
+            serde_json::json!({
+                "id": id,
+                "error": {
+                    "code": -32000,
+                    "message": format!("the page's answer was {dropped} bytes, over the {MESSAGE_LIMIT} bytes allowed"),
+                },
+            })
+            .to_string()
+            .into_bytes(),
+        )
+    }
+}
+
 /// The one connection that names the path. Anything else is refused; the listener closes when
 /// the right one is in (or after a minute: the launch that wanted it is long over).
 // The refusal's type is the one tungstenite's handshake callback takes.
@@ -212,23 +282,28 @@ async fn relay(socket: Socket, ends: ServerEnds) {
     };
     let (mut to_client, mut from_client) = socket.split();
     let downstream = async {
-        let mut pending: Vec<u8> = Vec::new();
+        let mut message = Oversize::default();
         let mut buffer = vec![0u8; 64 * 1024];
         loop {
-            let read = answers.read(&mut buffer).await.ok().filter(|n| *n > 0)?;
+            let read = match answers.read(&mut buffer).await {
+                Ok(read) if read > 0 => read,
+                _ => return,
+            };
             let mut chunk = &buffer[..read];
-            while let Some(end) = chunk.iter().position(|b| *b == 0) {
-                pending.extend_from_slice(&chunk[..end]);
+            loop {
+                let end = chunk.iter().position(|b| *b == 0);
+                message.take(&chunk[..end.unwrap_or(chunk.len())]);
+                let Some(end) = end else { break };
                 chunk = &chunk[end + 1..];
-                let text = String::from_utf8(std::mem::take(&mut pending)).ok()?;
-                to_client.send(Message::Text(text.into())).await.ok()?;
-            }
-            pending.extend_from_slice(chunk);
-            if pending.len() > MESSAGE_LIMIT {
-                tracing::warn!(
-                    "the browser sent a DevTools message over {MESSAGE_LIMIT} bytes: cut off"
-                );
-                return None::<()>;
+                let Some(text) = message.finish() else {
+                    continue;
+                };
+                let Ok(text) = String::from_utf8(text) else {
+                    return;
+                };
+                if to_client.send(Message::Text(text.into())).await.is_err() {
+                    return;
+                }
             }
         }
     };
@@ -248,7 +323,51 @@ async fn relay(socket: Socket, ends: ServerEnds) {
     };
     // Either side ending ends both: the browser's pipe closes with the relay.
     tokio::select! {
-        _ = downstream => {}
+        () = downstream => {}
         () = upstream => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn messages(parts: &[&[u8]]) -> Vec<Option<String>> {
+        let mut message = Oversize::default();
+        let mut out = Vec::new();
+        for part in parts {
+            let mut chunk = *part;
+            loop {
+                let end = chunk.iter().position(|b| *b == 0);
+                message.take(&chunk[..end.unwrap_or(chunk.len())]);
+                let Some(end) = end else { break };
+                chunk = &chunk[end + 1..];
+                out.push(message.finish().map(|m| String::from_utf8(m).unwrap()));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn an_answer_over_the_limit_becomes_an_error_for_its_call_and_the_next_one_passes() {
+        let huge = vec![b'x'; MESSAGE_LIMIT];
+        let out = messages(&[
+            b"{\"id\":1,\"result\":{}}\0{\"id\":42,\"result\":{\"value\":\"",
+            &huge,
+            b"\"}}\0{\"method\":\"Page.x\",\"params\":{\"v\":\"",
+            &huge,
+            b"\"}}\0{\"id\":43,\"result\":{}}\0",
+        ]);
+        assert_eq!(out.len(), 4);
+        assert_eq!(out[0].as_deref(), Some("{\"id\":1,\"result\":{}}"));
+        let error: serde_json::Value = serde_json::from_str(out[1].as_deref().unwrap()).unwrap();
+        assert_eq!(error["id"], 42);
+        assert!(error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("over the"));
+        // An event that large is dropped: there is no call to fail.
+        assert_eq!(out[2], None);
+        assert_eq!(out[3].as_deref(), Some("{\"id\":43,\"result\":{}}"));
     }
 }

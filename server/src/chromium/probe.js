@@ -33,6 +33,15 @@
   // INCIDENT_TEXT_CHARS; a test holds them equal).
   const MAX_INCIDENTS = 10;
   const MAX_INCIDENT_CHARS = 200;
+  // What the page supplies is cut here, by functions taken before any of its scripts ran (it can
+  // replace String.prototype.slice, not these), so a huge title never leaves the renderer; the
+  // server cuts again (seam.rs), for a page that ran before the probe. Kept equal to
+  // browser.rs's MAX_TITLE_CHARS and MAX_SECRET_BOXES by a test.
+  const MAX_TITLE_CHARS = 4096;
+  const MAX_SECRET_BOXES = 32;
+  const nativeSlice = String.prototype.slice;
+  const nativeApply = Reflect.apply;
+  const cut = (text, max) => (typeof text === 'string' ? nativeApply(nativeSlice, text, [0, max]) : '');
   const FORBIDDEN = /^\s*(javascript|file|data|chrome|chrome-untrusted|devtools|view-source|filesystem)\s*:/i;
 
   const changed = () => {
@@ -247,7 +256,7 @@
               findPasswords(inner, dx + f.left + el.clientLeft, dy + f.top + el.clientTop, depth + 1);
             }
           }
-          if (!isSecretField(el)) continue;
+          if (!isSecretField(el) || passwords.length >= MAX_SECRET_BOXES) continue;
           const r = el.getBoundingClientRect();
           const left = r.left + dx;
           const top = r.top + dy;
@@ -258,8 +267,8 @@
       };
       findPasswords(document, 0, 0, 0);
       return {
-        title: document.title,
-        text: body ? body.innerText.slice(0, maxText) : '',
+        title: cut(document.title, MAX_TITLE_CHARS),
+        text: body ? cut(body.innerText, maxText) : '',
         blocked,
         blockedMore,
         passwords,
@@ -604,5 +613,8 @@
         bbox: [Math.round(r.left + dx), Math.round(r.top + dy), Math.round(r.width), Math.round(r.height)] };
     },
   };
+  // Neither the name nor the functions behind it can be replaced by the page: what the server
+  // reads through them is the probe's, not something the page returns in its place.
+  Object.freeze(api);
   Object.defineProperty(window, '__browserenv', { value: api, enumerable: false });
 })();

@@ -149,6 +149,11 @@ impl ChromiumProcess {
         if !sandbox {
             command.arg("--no-sandbox");
         }
+        if config.egress.is_some() {
+            // WebRTC sends UDP to any address it is given, past the egress proxy (which carries
+            // TCP only): with private networks blocked, no UDP that skips the proxy.
+            command.arg("--force-webrtc-ip-handling-policy=disable_non_proxied_udp");
+        }
         if renderer_memory_mb > 0 {
             // V8's heap of each renderer; the rest is the watchdog's (memory.rs).
             command.arg(format!(

@@ -178,14 +178,19 @@ impl Browser for ChromiumBrowser {
             ..PageFacts::default()
         };
         if let Ok(Ok(value)) = read {
-            facts.title = value["title"].as_str().unwrap_or_default().to_string();
-            facts.text = value["text"].as_str().unwrap_or_default().to_string();
+            // Cut again: the probe cuts, but a page can answer in its place (`first_chars`).
+            let text = |key: &str, max: usize| {
+                crate::browser::first_chars(value[key].as_str().unwrap_or_default(), max)
+            };
+            facts.title = text("title", crate::browser::MAX_TITLE_CHARS);
+            facts.text = text("text", MAX_TEXT_CHARS);
             facts.password_boxes = value["passwords"]
                 .as_array()
                 .map(|boxes| {
                     boxes
                         .iter()
                         .filter_map(|b| serde_json::from_value::<[i64; 4]>(b.clone()).ok())
+                        .take(crate::browser::MAX_SECRET_BOXES)
                         .collect()
                 })
                 .unwrap_or_default();
@@ -209,15 +214,20 @@ impl Browser for ChromiumBrowser {
             None => ("null".into(), "null".into()),
         };
         let value = probe(self.page()?, &format!("element({x}, {y})"), false).await?;
-        Ok((!value.is_null()).then_some(value))
+        Ok((!value.is_null()).then(|| bounded_element(value)))
     }
 
     async fn visible_text(&mut self) -> Result<PageText, PageError> {
         let call = format!("textRuns({MAX_RUNS}, {})", TEXT_BUDGET.as_millis());
         let url = self.current_url().await?;
         let value = probe(self.page()?, &call, false).await?;
-        let runs: Vec<TextRun> = serde_json::from_value(value["runs"].clone())
+        let mut runs: Vec<TextRun> = serde_json::from_value(value["runs"].clone())
             .map_err(|err| PageError::ActionFailed(format!("unreadable text runs: {err}")))?;
+        // Bounded as the probe bounds them, for a page that answers in its place.
+        runs.truncate(MAX_RUNS);
+        for run in &mut runs {
+            run.text = crate::browser::first_chars(&run.text, MAX_RUN_CHARS);
+        }
         Ok(PageText {
             url,
             runs,
@@ -306,4 +316,29 @@ const CAPTURE_RETRY_PAUSE: Duration = Duration::from_millis(10);
 fn is_lost_capture(err: &PageError) -> bool {
     matches!(err, PageError::ActionFailed(message)
         if message.contains("Not attached to an active page"))
+}
+
+/// What the probe says of an element, held to its shape and its bounds (200 characters per text,
+/// four numbers in the box), whatever a page that answers in its place returns.
+fn bounded_element(value: Value) -> Value {
+    const TEXT_CHARS: usize = 200;
+    let Value::Object(fields) = value else {
+        return Value::Null;
+    };
+    let kept = fields
+        .into_iter()
+        .filter_map(|(key, value)| {
+            let value = match (key.as_str(), value) {
+                ("tag" | "role" | "name" | "text" | "type", Value::String(text)) => {
+                    Value::String(crate::browser::first_chars(&text, TEXT_CHARS))
+                }
+                ("type", Value::Null) => Value::Null,
+                ("password", Value::Bool(secret)) => Value::Bool(secret),
+                ("bbox", Value::Array(numbers)) if numbers.len() == 4 => Value::Array(numbers),
+                _ => return None,
+            };
+            Some((key, value))
+        })
+        .collect();
+    Value::Object(kept)
 }

@@ -57,7 +57,7 @@ pub struct Observed {
     pub step: u64,
     pub latency: Duration,
     pub reward: Option<f64>,
-    /// A task episode's verdict at finish: passed, and why.
+    /// A task episode's verdict at finish: passed, and the checks that failed.
     pub verdict: Option<(bool, String)>,
     /// The episode's own step limit (a task's), when the server reports it.
     pub max_steps: Option<u64>,

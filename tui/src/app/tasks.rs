@@ -62,6 +62,8 @@ impl App {
         };
         let text = if passed {
             format!("task passed, reward {reward}{next}")
+        } else if why.is_empty() {
+            format!("task failed, reward {reward}{next}")
         } else {
             format!("task failed, reward {reward}: {why}{next}")
         };

@@ -30,12 +30,12 @@ impl ChromiumBrowser {
             proxy_bypass_list: egress.as_ref().map(|_| "<-loopback>".to_string()),
             ..CreateBrowserContextParams::default()
         };
-        let context = browser
-            .create_browser_context(params)
+        // From here on, failing (or being dropped) disposes the context again (`OwnedContext`).
+        let owned = host
+            .create_context(params)
             .await
             .context("cannot create a browser context")?;
-        // From here on, failing disposes the context again (see `Abandon`).
-        let abandon = Abandon(Some((host.clone(), context.clone())));
+        let context = owned.id().clone();
         browser
             .execute(SetDownloadBehaviorParams {
                 behavior: SetDownloadBehaviorBehavior::Deny,
@@ -170,7 +170,7 @@ impl ChromiumBrowser {
         let disconnected = host.disconnected.clone();
         let mut chromium = ChromiumBrowser {
             host,
-            context,
+            context: owned,
             _tasks: tasks,
             current,
             previous_pages: Vec::new(),
@@ -190,27 +190,21 @@ impl ChromiumBrowser {
             tab_changes: tab_changes_seen,
         };
         chromium.verify_viewport().await?;
-        abandon.keep();
         Ok(chromium)
     }
 
     /// Dispose this episode's context (its tabs, cookies, storage, cache, service workers) now
     /// rather than when the connection ends; a host no other episode holds closes with it.
     pub(super) async fn dispose(mut self) {
-        // A successor still opening is stopped (its context disposed by `Abandon`); one that is
-        // ready is disposed like this one.
+        // A successor still opening is stopped (its context disposed as it is dropped); one that
+        // is ready is disposed like this one.
         if let Some(successor) = self.successor.take() {
             successor.abort();
             if let Ok(Ok(next)) = successor.await {
                 Box::pin(next.dispose()).await;
             }
         }
-        let dispose = self.host.cdp.dispose_browser_context(self.context.clone());
-        match tokio::time::timeout(Duration::from_secs(5), dispose).await {
-            Ok(Ok(())) => {}
-            Ok(Err(err)) => tracing::warn!("cannot dispose the browser context: {err}"),
-            Err(_) => tracing::warn!("the browser context was not disposed in time"),
-        }
+        self.context.dispose().await;
     }
 
     /// The seed waits until the page reports exactly 800x600 at scale 1 before navigating.
@@ -236,27 +230,5 @@ impl ChromiumBrowser {
     /// The browser's process id, when we launched it.
     pub fn pid(&self) -> Option<u32> {
         self.host.pid()
-    }
-}
-
-/// A context being opened, disposed unless the opening finishes (`keep`): an episode that failed
-/// to open leaves nothing behind on a browser that goes on serving others.
-struct Abandon(Option<(Arc<Host>, BrowserContextId)>);
-
-impl Abandon {
-    fn keep(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for Abandon {
-    fn drop(&mut self) {
-        if let Some((host, context)) = self.0.take() {
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                runtime.spawn(async move {
-                    let _ = host.cdp.dispose_browser_context(context).await;
-                });
-            }
-        }
     }
 }

@@ -6,7 +6,7 @@
 //! (`BROWSER_ISOLATION=context`), until it has served `BROWSER_EPISODES_PER_BROWSER` of them or
 //! it is gone.
 
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, AtomicUsize};
 
 use super::*;
 
@@ -46,6 +46,8 @@ pub(super) struct Host {
     pub(super) disconnected: Arc<AtomicBool>,
     /// Contexts opened on this host so far: the episodes it has served.
     opened: AtomicU32,
+    /// Contexts created on this host and not yet disposed (`OwnedContext`).
+    held: AtomicUsize,
     /// The CDP connection's handler; ends with the host.
     _handler: Tasks,
     // Declared last: dropped after the CDP connection, a local process is killed and its profile
@@ -61,7 +63,7 @@ impl Host {
         let config = HandlerConfig {
             // We set the viewport ourselves: chromiumoxide's emulation also turns on touch emulation.
             viewport: None,
-            request_timeout: Duration::from_secs(30),
+            request_timeout: CDP_COMMAND_TIMEOUT,
             // chromiumoxide's default tells every page to ignore certificate errors.
             ignore_https_errors,
             ..HandlerConfig::default()
@@ -94,6 +96,7 @@ impl Host {
             cdp,
             disconnected,
             opened: AtomicU32::new(0),
+            held: AtomicUsize::new(0),
             _handler: handler,
             endpoint,
         }))
@@ -114,6 +117,64 @@ impl Host {
         self.opened.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// Contexts created on this host and not yet disposed: the server's own count.
+    pub(super) fn held(&self) -> usize {
+        self.held.load(Ordering::SeqCst)
+    }
+
+    /// The contexts on this browser as Chromium reports them (`Target.getBrowserContexts`: those
+    /// created by `Target.createBrowserContext`, on a remote by any connection).
+    pub(super) async fn browser_contexts(&self) -> anyhow::Result<Vec<String>> {
+        let reply = self
+            .cdp
+            .execute(GetBrowserContextsParams::default())
+            .await
+            .context("cannot list the browser contexts")?;
+        Ok(reply
+            .result
+            .browser_context_ids
+            .iter()
+            .map(|id| id.inner().clone())
+            .collect())
+    }
+
+    /// A new browser context, owned by the caller: disposed when dropped (`OwnedContext`).
+    ///
+    /// The command runs in a task of its own, which the caller's cancellation does not stop: a
+    /// reset dropped while `Target.createBrowserContext` is on its way (its client went away, its
+    /// time ran out) would otherwise never learn the id of a context Chromium then creates, and
+    /// the context would stay on the browser, with whatever it loads, until the browser goes. The
+    /// task ends when Chromium answers (within `CDP_COMMAND_TIMEOUT`); a context nobody waits for
+    /// any more is dropped there, and so disposed.
+    pub(super) async fn create_context(
+        self: &Arc<Self>,
+        params: CreateBrowserContextParams,
+    ) -> anyhow::Result<OwnedContext> {
+        let host = self.clone();
+        let creating = tokio::spawn(async move {
+            let id = host.cdp.create_browser_context(params).await?;
+            host.held.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, CdpError>(OwnedContext {
+                host,
+                id,
+                disposed: false,
+            })
+        });
+        Ok(creating.await.context("the context's creation ended")??)
+    }
+
+    /// Dispose a context of this host's, within `DISPOSE_TIMEOUT`.
+    async fn dispose_context(&self, id: BrowserContextId) {
+        // Counted off however this ends (a disposal dropped half-way went out all the same).
+        let _counted = Uncount(&self.held);
+        let dispose = self.cdp.dispose_browser_context(id);
+        match tokio::time::timeout(DISPOSE_TIMEOUT, dispose).await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => tracing::warn!("cannot dispose the browser context: {err}"),
+            Err(_) => tracing::warn!("the browser context was not disposed in time"),
+        }
+    }
+
     /// The browser's process id, when we launched it.
     pub(super) fn pid(&self) -> Option<u32> {
         match &self.endpoint {
@@ -127,6 +188,61 @@ impl Host {
         match &self.endpoint {
             Endpoint::Local(process) => process.take_memory_kill(),
             Endpoint::Remote(_) => None,
+        }
+    }
+}
+
+/// Takes one off a count when dropped.
+struct Uncount<'a>(&'a AtomicUsize);
+
+impl Drop for Uncount<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A browser context on a host, disposed when dropped unless `dispose` did so: whoever holds it
+/// (an episode being opened, an open episode, a creation nobody waits for any more) leaves
+/// nothing behind on a browser that goes on serving others, however it is dropped: a reset
+/// cancelled half-way, a session dropped without `close`, a spare or successor nobody took.
+pub(super) struct OwnedContext {
+    host: Arc<Host>,
+    id: BrowserContextId,
+    /// Disposed already (or on its way): nothing is left to do when dropped.
+    disposed: bool,
+}
+
+impl OwnedContext {
+    pub(super) fn id(&self) -> &BrowserContextId {
+        &self.id
+    }
+
+    /// Dispose the context now (its tabs, cookies, storage, cache, service workers).
+    pub(super) async fn dispose(&mut self) {
+        if !std::mem::replace(&mut self.disposed, true) {
+            self.host.dispose_context(self.id.clone()).await;
+        }
+    }
+}
+
+impl Drop for OwnedContext {
+    fn drop(&mut self) {
+        if std::mem::replace(&mut self.disposed, true) {
+            return;
+        }
+        // A host nobody else holds closes as this is dropped, its contexts with it (our process
+        // killed, or our connection to a remote ended: the contexts are `dispose_on_detach`);
+        // a browser that is gone has none left. So does a runtime that is gone.
+        let closing = Arc::strong_count(&self.host) == 1 || !self.host.is_alive();
+        match tokio::runtime::Handle::try_current() {
+            // Drop cannot wait: the disposal is a task of its own, holding the host until it ends.
+            Ok(runtime) if !closing => {
+                let (host, id) = (self.host.clone(), self.id.clone());
+                runtime.spawn(async move { host.dispose_context(id).await });
+            }
+            _ => {
+                self.host.held.fetch_sub(1, Ordering::SeqCst);
+            }
         }
     }
 }

@@ -57,7 +57,8 @@ use chromiumoxide::cdp::browser_protocol::page::{
 };
 use chromiumoxide::cdp::browser_protocol::target::{
     CloseTargetParams, CreateBrowserContextParams, CreateTargetParams, EventTargetCrashed,
-    EventTargetCreated, EventTargetDestroyed, SetAutoAttachParams, TargetId,
+    EventTargetCreated, EventTargetDestroyed, GetBrowserContextsParams, SetAutoAttachParams,
+    TargetId,
 };
 use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, TerminateExecutionParams};
 use chromiumoxide::error::CdpError;
@@ -81,7 +82,7 @@ pub use process::{clean_leftovers, kill_all, live_count, shutdown_all};
 pub use remote::{redacted_url, remote_version, without_secrets_of};
 
 // The rooms' shared helpers, for every room (`use super::*`).
-use host::{Endpoint, Host};
+use host::{Endpoint, Host, OwnedContext};
 use page_events::{evaluate, prepare_page, probe};
 
 const PROBE_JS: &str = include_str!("probe.js");
@@ -110,6 +111,8 @@ const FACTS_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long disposing a browser context may take before it is given up on (the context then goes
 /// with its browser, or with our connection to a remote one).
 pub const DISPOSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a CDP command may go unanswered before it fails (chromiumoxide's request timeout).
+pub const CDP_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 /// Walking the page for its text layer stops after this long (the answer says it was cut).
 const TEXT_BUDGET: Duration = Duration::from_millis(500);
 
@@ -311,6 +314,32 @@ impl Launcher for ChromiumLauncher {
     }
 }
 
+/// The browser contexts on the shared browser, counted two ways (`ChromiumLauncher::shared_contexts`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedContexts {
+    /// Created by this server and not yet disposed, by its own count (including contexts whose
+    /// disposal is on its way).
+    pub held: usize,
+    /// What Chromium reports (`Target.getBrowserContexts`).
+    pub in_browser: Vec<String>,
+}
+
+impl ChromiumLauncher {
+    /// The browser contexts on the shared browser (context isolation): one per live episode, one
+    /// for the warm spare, and those being opened or disposed. `None` while there is no shared
+    /// browser.
+    pub async fn shared_contexts(&self) -> anyhow::Result<Option<SharedContexts>> {
+        let Some(host) = self.shared.lock().await.clone() else {
+            return Ok(None);
+        };
+        let in_browser = host.browser_contexts().await?;
+        Ok(Some(SharedContexts {
+            held: host.held(),
+            in_browser,
+        }))
+    }
+}
+
 impl ChromiumLauncher {
     /// Start opening `browser`'s successor on its browser, when spare contexts are on and the
     /// browser is the session's own, with room for another episode. On a shared browser the
@@ -371,7 +400,8 @@ pub struct ChromiumBrowser {
     /// The browser this episode's context lives on, shared with other episodes (see `host.rs`).
     host: Arc<Host>,
     /// This episode's browser context: cookies, storage and cache as private as a fresh profile.
-    context: BrowserContextId,
+    /// Disposed by `dispose`, or when the episode is dropped any other way (`OwnedContext`).
+    context: OwnedContext,
     /// The browser-level event watchers of this episode; held so that they end with it.
     _tasks: Tasks,
     current: CurrentPage,

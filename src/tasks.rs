@@ -233,6 +233,9 @@ impl Task {
 /// A loaded task file.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TaskSet {
+    /// The set's name: its file's stem (`demo` for `assets/tasks/demo.jsonl`). The server's Task
+    /// API serves the set as the split of this name.
+    pub name: String,
     pub tasks: Vec<Task>,
 }
 
@@ -245,6 +248,8 @@ impl TaskSet {
         Self::parse(&text, &path.display().to_string())
     }
 
+    /// Parse a task file's text; `name` is its path as the messages should name it, and its stem
+    /// the set's name.
     pub fn parse(text: &str, name: &str) -> Result<TaskSet, String> {
         let mut tasks = Vec::new();
         let mut problems = Vec::new();
@@ -279,7 +284,11 @@ impl TaskSet {
         if tasks.is_empty() {
             return Err(format!("{name}: no tasks"));
         }
-        Ok(TaskSet { tasks })
+        let stem = Path::new(name).file_stem().map(|s| s.to_string_lossy());
+        Ok(TaskSet {
+            name: stem.map_or_else(|| name.to_string(), |s| s.into_owned()),
+            tasks,
+        })
     }
 
     pub fn get(&self, id: &str) -> Option<&Task> {
@@ -409,6 +418,7 @@ mod tests {
     fn the_bundled_demo_tasks_are_valid_and_cover_every_category() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/tasks/demo.jsonl");
         let set = TaskSet::load(&path).unwrap();
+        assert_eq!(set.name, "demo");
         assert!(set.tasks.len() >= 15, "{} tasks", set.tasks.len());
         for category in [
             Category::Information,

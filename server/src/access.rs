@@ -54,6 +54,8 @@ impl Access {
             if !site.eq_ignore_ascii_case("none") {
                 return Err(Refusal::Page(site.chars().take(40).collect()));
             }
+            // `none`: the browser's own navigation (a person typing the address; an agent's
+            // reset, which may not name this server: `environment::check_not_the_server`).
         }
         if self.check_host {
             if let Some(host) = headers.get(header::HOST) {
@@ -66,11 +68,22 @@ impl Access {
         Ok(())
     }
 
-    /// `host[:port]` is an IP literal, `localhost`, or a configured name.
+    /// `host[:port]` is an IP literal, `localhost`, or a configured name. Not the unspecified
+    /// address nor IPv4 written as IPv6 (`[::ffff:127.0.0.1]`): browsers do not count those as
+    /// loopback, so a page's requests to them carry no `Sec-Fetch-Site` to refuse them by, and
+    /// no client needs them.
     pub fn host_allowed(&self, host: &str) -> bool {
         let name = host_name(host);
+        let plain_address = |ip: std::net::IpAddr| match ip {
+            std::net::IpAddr::V4(v4) => !v4.is_unspecified(),
+            std::net::IpAddr::V6(v6) => {
+                let ipv4_inside = v6.to_ipv4_mapped().is_some()
+                    || (v6.segments()[..6] == [0; 6] && !v6.is_loopback());
+                !v6.is_unspecified() && !ipv4_inside
+            }
+        };
         name.eq_ignore_ascii_case("localhost")
-            || name.parse::<std::net::IpAddr>().is_ok()
+            || name.parse::<std::net::IpAddr>().is_ok_and(plain_address)
             || self
                 .allowed_hosts
                 .iter()
@@ -237,6 +250,7 @@ mod tests {
                 ("sec-fetch-site", "none")
             ]))
             .is_ok());
+
         assert!(access
             .admit(&headers(&[
                 ("host", "127.0.0.1"),
@@ -269,6 +283,12 @@ mod tests {
             "127.0.0.1.evil.example",
             "localhost.evil",
             "",
+            // Addresses browsers do not treat as loopback (no Sec-Fetch-Site from their pages).
+            "0.0.0.0:8000",
+            "[::]:8000",
+            "[::ffff:127.0.0.1]:8000",
+            "[::ffff:7f00:1]",
+            "[::7f00:1]",
         ] {
             assert!(!access.host_allowed(host), "{host}");
         }

@@ -89,6 +89,12 @@ impl ApiError {
         error
     }
 
+    /// The same answer with one more key beside `detail` and `code`.
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.body[key] = value.into();
+        self
+    }
+
     pub fn unknown_session(id: &str) -> Self {
         Self::new(
             StatusCode::NOT_FOUND,

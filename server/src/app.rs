@@ -42,6 +42,8 @@ pub struct AppState<L: Launcher> {
     pub timeouts: PeerTimeouts,
     /// The other replicas behind the same address (`BROWSER_PEERS`), if any.
     pub replicas: Arc<Replicas>,
+    /// The loaded task sets, for OpenEnv's Task API (`task_api.rs`).
+    pub tasks: Arc<crate::task_api::TaskApi>,
 }
 
 /// `?local=true`: this replica's own answer, never passed on to a peer (what peers ask each other).
@@ -102,6 +104,7 @@ fn routes<L: Launcher>(state: &Arc<AppState<L>>) -> OpenApiRouter<Arc<AppState<L
         .routes(routes!(openapi))
         .merge(crate::mcp::endpoint::routes(state.mcp.clone()))
         .merge(crate::http_session::routes(state.http.clone()))
+        .merge(crate::task_api::routes(state.tasks.clone()))
         .routes(routes!(ws_upgrade))
         .routes(routes!(list_sessions))
         .routes(routes!(replica))
@@ -167,7 +170,8 @@ async fn ready<L: Launcher>(State(app): State<Arc<AppState<L>>>) -> (StatusCode,
 )]
 async fn metadata() -> Json<Metadata> {
     Json(Metadata {
-        name: "browserenv",
+        // Also the environment's name on the Task API.
+        name: crate::task_api::ENV_NAME,
         description: "A real headless Chromium behind the OpenEnv reset/step/state protocol: \
             800x600 screenshots, trusted pointer and key events, one private browser per session.",
         readme_content: include_str!("../../README.md"),

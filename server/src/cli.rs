@@ -120,6 +120,11 @@ pub struct Cli {
         default_value_t = 10.0
     )]
     pub screenshot_timeout: f64,
+    /// Add the page's visible text to every observation's metadata (`text`: one line per run,
+    /// `x,y,w,h [marker] text`; `text_truncated`), for OpenEnv clients that cannot call the MCP
+    /// tool `read_page`. Off by default: observations stay the seed's.
+    #[arg(long, env = "BROWSER_OBSERVE_TEXT", value_parser = FalseyValueParser::new())]
+    pub observe_text: bool,
     /// The Chromium executable: Debian's chromium-headless-shell where installed, else chromium.
     #[arg(long, env = "BROWSER_CHROMIUM", default_value_os_t = crate::chromium::default_executable())]
     pub chromium: PathBuf,
@@ -253,6 +258,8 @@ impl Cli {
             )?,
         };
         let settings = EnvSettings {
+            // Known once bound (`run`).
+            server_port: None,
             max_steps: max_steps_in_range(self.max_steps)?,
             action_wait: seconds_in_range(
                 "BROWSER_ACTION_WAIT_SECONDS",
@@ -285,6 +292,7 @@ impl Cli {
                 1.0,
                 60.0,
             )?,
+            observe_text: self.observe_text,
         };
         Ok(ServerConfig {
             settings,
@@ -542,7 +550,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let listener = tokio::net::TcpListener::bind((cli.host.as_str(), cli.port))
                 .await
                 .with_context(|| format!("cannot listen on {}:{}", cli.host, cli.port))?;
-            announce(&format!("http://{}", listener.local_addr()?), site.as_ref());
+            let address = listener.local_addr()?;
+            announce(&format!("http://{address}"), site.as_ref());
+            let mut config = config;
+            config.settings.server_port = Some(address.port());
             crate::serve(listener, launcher, config, stop).await
         }
     };

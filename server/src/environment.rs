@@ -64,6 +64,35 @@ pub fn check_start_url(raw: &str) -> Result<url::Url, EnvError> {
     }
 }
 
+/// A start URL must not be this server itself on loopback (`port`: where it listens): the agent's
+/// browser would show the server's routes (`/sessions`, other sessions' text) in its screenshot.
+/// Pages cannot go there (`access.rs`), but a reset is a navigation the browser makes on its own,
+/// as when a person types an address. Elsewhere than loopback the server asks for its token.
+pub fn check_not_the_server(url: &url::Url, port: Option<u16>) -> Result<(), EnvError> {
+    let local = match url.host() {
+        Some(url::Host::Domain(name)) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_unspecified(),
+        Some(url::Host::Ipv6(ip)) => {
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || ip
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| v4.is_loopback() || v4.is_unspecified())
+        }
+        None => false,
+    };
+    if local && port.is_some() && url.port_or_known_default() == port {
+        return Err(EnvError(
+            "start_url is this server's own address: its routes are not a page for the agent"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 struct Episode<B> {
     browser: B,
     done: bool,
@@ -172,8 +201,19 @@ impl<L: Launcher> Environment<L> {
     pub async fn reset(&mut self, kwargs: &Map<String, Value>) -> Result<StepResult, EnvError> {
         let started = Instant::now();
         let task = self.task_for(kwargs)?;
-        // An explicit start_url wins over the task's own.
+        // A task starts where it says: starting it anywhere else (where it ends, a page of the
+        // agent's own that shows the expected text) would earn its reward without doing it.
         let start_url = match (kwargs.get("start_url"), &task) {
+            (Some(Value::String(url)), Some((task, task_start))) => {
+                let asked = check_start_url(url)?;
+                if asked != check_start_url(task_start)? {
+                    return Err(EnvError(format!(
+                        "task {:?} starts at its own start URL: leave start_url out (or give {task_start})",
+                        task.id
+                    )));
+                }
+                asked
+            }
             (Some(Value::String(url)), _) => check_start_url(url)?,
             (None | Some(Value::Null), Some((_, task_start))) => check_start_url(task_start)?,
             _ => {
@@ -182,6 +222,7 @@ impl<L: Launcher> Environment<L> {
                 ))
             }
         };
+        check_not_the_server(&start_url, self.settings.server_port)?;
         let episode_id = match kwargs.get("episode_id") {
             None | Some(Value::Null) => uuid::Uuid::new_v4().to_string(),
             Some(Value::String(id)) => id.clone(),
@@ -255,10 +296,14 @@ impl<L: Launcher> Environment<L> {
             _ => None,
         };
         let element = match target {
-            Some(at) => bounded(ELEMENT_TIMEOUT, timeout.clone(), browser.element(at))
-                .await
-                .ok()
-                .flatten(),
+            Some(at) => {
+                match bounded(ELEMENT_TIMEOUT, timeout.clone(), browser.element(at)).await {
+                    Ok(element) => element,
+                    // Unread (a page that made the probe's answer unreadable, a hung renderer): it may
+                    // be a password field, and nothing says it is not, so it counts as one.
+                    Err(_) => Some(serde_json::json!({"unreadable": true, "password": true})),
+                }
+            }
             None => None,
         };
         let outcome = match action.op {
@@ -515,7 +560,8 @@ impl<L: Launcher> Environment<L> {
 
 /// The longest `action` can take to answer (README, "Step time"): reading the element under the
 /// pointer, the action's own limit, the shared budget of settling and reading the page, and the
-/// screenshot's timeout. Whatever a page does, a step stays inside it.
+/// screenshot's timeout; with `BROWSER_OBSERVE_TEXT`, reading the page's text after it. Whatever a
+/// page does, a step stays inside it.
 pub fn step_bound(settings: &EnvSettings, action: &BrowserAction) -> Duration {
     let action_limit = match action.op {
         Op::Wait => settings.explicit_wait,
@@ -525,11 +571,17 @@ pub fn step_bound(settings: &EnvSettings, action: &BrowserAction) -> Duration {
         }
         _ => settings.action_timeout,
     };
+    let text = if settings.observe_text {
+        TEXT_TIMEOUT
+    } else {
+        Duration::ZERO
+    };
     ELEMENT_TIMEOUT
         + action_limit
         + settings.action_wait
         + OBSERVE_SLACK
         + settings.screenshot_timeout
+        + text
 }
 
 /// Run a browser call with a deadline; past it, the call is abandoned and `on_timeout` reported.

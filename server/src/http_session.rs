@@ -250,7 +250,7 @@ fn reply(result: &StepResult) -> Response {
 }
 
 /// Parse a JSON body; the error is FastAPI's for a body that is not JSON.
-fn json_body(body: &Bytes, allow_empty: bool) -> Result<Value, ApiError> {
+pub(crate) fn json_body(body: &Bytes, allow_empty: bool) -> Result<Value, ApiError> {
     if allow_empty && body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Value::Object(Map::new()));
     }

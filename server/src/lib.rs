@@ -31,9 +31,11 @@ pub mod recording;
 pub mod registry;
 pub mod relay;
 pub mod replicas;
+pub mod secrets;
 pub mod session;
 pub mod settings;
 pub mod site;
+pub mod task_api;
 pub mod verification;
 pub mod watcher;
 pub mod websocket;
@@ -153,6 +155,7 @@ where
         }),
         timeouts: config.timeouts.clone(),
         replicas,
+        tasks: Arc::new(task_api::TaskApi::new(config.tasks.as_deref())),
     });
     let app = app::router(state.clone()).layer(axum::middleware::from_fn(
         connection::remember_peer::<N::Addr>,
@@ -366,9 +369,10 @@ pub async fn start<L: Launcher>(launcher: L, config: ServerConfig) -> anyhow::Re
 pub fn start_on<L: Launcher>(
     listener: TcpListener,
     launcher: L,
-    config: ServerConfig,
+    mut config: ServerConfig,
 ) -> anyhow::Result<ServerHandle> {
     let addr = listener.local_addr()?;
+    config.settings.server_port = Some(addr.port());
     let (stop, requests) = watch::channel(None);
     let task = tokio::spawn(serve(listener, launcher, config, requests));
     Ok(ServerHandle { addr, stop, task })

@@ -136,7 +136,7 @@ pub struct Session<L: Launcher> {
     human_steps: Vec<Value>,
     /// What the person typed as secrets this episode: it stays in a plain field on the page, where
     /// the probe would read it back (the element's text, the text layer). Memory only.
-    secrets: Secrets,
+    secrets: crate::secrets::Secrets,
     lifecycle: Lifecycle,
     /// Told when an episode ends, so a draining server closes the session (`close_when_drained`).
     episode_ended: Arc<Notify>,
@@ -226,7 +226,7 @@ impl<L: Launcher> Sessions<L> {
             handoff_wait: self.handoff_wait,
             last: None,
             human_steps: Vec::new(),
-            secrets: Secrets::default(),
+            secrets: crate::secrets::Secrets::default(),
             lifecycle: self.lifecycle.clone(),
             episode_ended: episode_ended.clone(),
         }));
@@ -345,45 +345,8 @@ async fn agents_turn<L: Launcher>(shared: &SharedSession<L>) -> Turn<'_, L> {
     }
 }
 
-/// What a person typed as secrets, and their hiding in what the probe reads back from the page.
-#[derive(Default)]
-struct Secrets(Vec<String>);
-
-impl Secrets {
-    /// Shorter ones are not looked for: a single character would be hidden everywhere.
-    const SHORTEST: usize = 2;
-
-    fn add(&mut self, typed: &str) {
-        if typed.chars().count() >= Self::SHORTEST && !self.0.iter().any(|s| s == typed) {
-            self.0.push(typed.to_string());
-        }
-    }
-
-    /// `text` with every secret in it as `<redacted:N characters>`.
-    fn hide_in(&self, text: &mut String) {
-        for secret in &self.0 {
-            if text.contains(secret.as_str()) {
-                *text = text.replace(secret.as_str(), &browserenv::trajectory::redacted(secret));
-            }
-        }
-    }
-
-    /// Every text of an observation's metadata (the focused element's text, the title a page
-    /// may copy it into).
-    fn hide_in_metadata(&self, metadata: &mut Map<String, Value>) {
-        fn walk(secrets: &Secrets, value: &mut Value) {
-            match value {
-                Value::String(text) => secrets.hide_in(text),
-                Value::Array(items) => items.iter_mut().for_each(|item| walk(secrets, item)),
-                Value::Object(fields) => fields.values_mut().for_each(|v| walk(secrets, v)),
-                _ => {}
-            }
-        }
-        if !self.0.is_empty() {
-            metadata.values_mut().for_each(|value| walk(self, value));
-        }
-    }
-}
+/// The most characters of `metadata.text` (`BROWSER_OBSERVE_TEXT`): `read_page`'s default bound.
+pub const OBSERVE_TEXT_CHARS: usize = browserenv::text_layer::DEFAULT_COMPACT_CHARS;
 
 /// The most characters of a URL in `metadata.human_steps`.
 const HUMAN_STEP_URL_CHARS: usize = 2048;
@@ -438,10 +401,11 @@ impl<L: Launcher> Session<L> {
         if self.lifecycle.is_draining() {
             return Err(EnvError(crate::drain::DRAINING_MESSAGE.into()));
         }
-        let result = self.env.reset(kwargs).await?;
+        let mut result = self.env.reset(kwargs).await?;
         // The person's steps and secrets belonged to the episode that just ended.
         self.human_steps.clear();
-        self.secrets = Secrets::default();
+        self.secrets = crate::secrets::Secrets::default();
+        self.observe_text(&mut result).await;
         let episode_id = self.env.state().episode_id;
         if let Some(recorder) = &self.recorder {
             recorder.reset(episode_id.clone(), self.env.task_id(), &result);
@@ -548,11 +512,15 @@ impl<L: Launcher> Session<L> {
         let started = Instant::now();
         let mut result = self.env.step(action).await?;
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-        if secret && action.op == browserenv::models::Op::Type {
+        // A person's secret, and what anyone typed into a secret field, is hidden wherever the
+        // page gives it back, from this step on (`secrets.rs`).
+        if action.op == browserenv::models::Op::Type
+            && (secret || browserenv::trajectory::typed_into_secret_field(action, &result))
+        {
             self.secrets.add(&action.text);
         }
-        self.secrets
-            .hide_in_metadata(&mut result.observation.metadata);
+        self.observe_text(&mut result).await;
+        self.secrets.hide_in_result(&mut result);
         let shown = shown_action(action, &result, secret);
         // A finished task episode's whole verdict goes to the log and the recording only.
         let verdict = self.env.take_verdict();
@@ -590,6 +558,40 @@ impl<L: Launcher> Session<L> {
         }
         self.remember(&result);
         Ok(result)
+    }
+
+    /// With `BROWSER_OBSERVE_TEXT`: the page's text, in the compact form `read_page` gives, into
+    /// the observation's `metadata` (`text`, `text_truncated`, and `timings_ms.text`), read the
+    /// way `GET /sessions/{id}/text` reads it (so secrets stay hidden). A page that could not be
+    /// pictured is not asked; one that cannot answer gives no text, `text_truncated` and
+    /// `text_error`.
+    async fn observe_text(&mut self, result: &mut StepResult) {
+        if !self.env.settings().observe_text || result.observation.screenshot.is_empty() {
+            return;
+        }
+        let started = Instant::now();
+        let read = self.visible_text().await;
+        let metadata = &mut result.observation.metadata;
+        match read {
+            Ok(layer) => {
+                let compact = layer.compact(OBSERVE_TEXT_CHARS);
+                metadata.insert("text".into(), compact.text.into());
+                metadata.insert("text_truncated".into(), compact.truncated.into());
+            }
+            Err(err) => {
+                metadata.insert("text".into(), "".into());
+                metadata.insert("text_truncated".into(), true.into());
+                metadata.insert("text_error".into(), err.0.into());
+            }
+        }
+        let ms = (started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0;
+        if let Some(Value::Object(timings)) = metadata.get_mut("timings_ms") {
+            timings.insert("text".into(), ms.into());
+            if let Some(total) = timings.get("total").and_then(Value::as_f64) {
+                let total = ((total + ms) * 10.0).round() / 10.0;
+                timings.insert("total".into(), total.into());
+            }
+        }
     }
 
     /// The current page's visible text (the terminal UI's text layer); the episode is untouched.
@@ -883,5 +885,59 @@ mod tests {
             .unwrap();
         assert!(result.observation.metadata.get("control").is_none());
         assert_eq!(shared.lock().await.state().step_count, 2);
+    }
+
+    #[tokio::test]
+    async fn observed_text_is_off_by_default_and_hides_what_a_person_typed_as_a_secret() {
+        let run = browserenv::text_layer::TextRun {
+            text: "Signed in as hunter22".into(),
+            x: 10,
+            y: 20,
+            width: 100,
+            height: 18,
+            size: 16.0,
+            color: [0, 0, 0],
+            bold: false,
+            link: false,
+            kind: browserenv::text_layer::RunKind::Text,
+        };
+        let script = FakeScript {
+            text_runs: vec![run],
+            ..FakeScript::default()
+        };
+        for observe_text in [false, true] {
+            let settings = EnvSettings {
+                action_wait: Duration::from_millis(10),
+                observe_text,
+                ..EnvSettings::default()
+            };
+            let pool = Arc::new(WarmPool::new(FakeLauncher::new(script.clone()), false));
+            let sessions = Sessions::new(pool, settings, None, 1, None);
+            let shared = sessions.open(Transport::WebSocket, "a".into()).unwrap();
+            let mut session = shared.lock().await;
+            let first = session.reset(&start("https://a.example/")).await.unwrap();
+            let metadata = &first.observation.metadata;
+            if !observe_text {
+                assert!(metadata.get("text").is_none(), "the seed's metadata");
+                assert!(metadata.get("text_truncated").is_none());
+                assert!(metadata["timings_ms"].get("text").is_none());
+                continue;
+            }
+            assert_eq!(metadata["text"], "10,20,100,18 Signed in as hunter22");
+            assert_eq!(metadata["text_truncated"], false);
+            assert!(metadata["timings_ms"]["text"].is_number());
+            let typed = session
+                .step(&BrowserAction::type_text("hunter22"), Actor::Human, true)
+                .await
+                .unwrap();
+            assert_eq!(
+                typed.observation.metadata["text"],
+                format!(
+                    "10,20,100,18 Signed in as {}",
+                    browserenv::trajectory::redacted("hunter22")
+                )
+            );
+            assert_eq!(session.state().step_count, 1, "reading is not a step");
+        }
     }
 }

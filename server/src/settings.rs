@@ -23,6 +23,9 @@ impl SettleMode {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct EnvSettings {
+    /// The port the server listens on, once bound: a reset may not open the server's own routes
+    /// on loopback in the agent's browser (`environment::check_not_the_server`).
+    pub server_port: Option<u16>,
     /// `BROWSER_MAX_STEPS`, 1..=200, default 20.
     pub max_steps: u64,
     /// `BROWSER_ACTION_WAIT_SECONDS`, 0..=10, default 1.5: the fixed sleep, or the adaptive bound.
@@ -37,11 +40,16 @@ pub struct EnvSettings {
     pub action_timeout: Duration,
     /// `BROWSER_SCREENSHOT_TIMEOUT_SECONDS`, 1..=60, default 10: past it, `renderer_timeout` ends the episode.
     pub screenshot_timeout: Duration,
+    /// `BROWSER_OBSERVE_TEXT`, off by default: every observation's `metadata` also carries the
+    /// page's visible text in the compact form (`text`, `text_truncated`), for clients that
+    /// cannot call `read_page` (OpenEnv's over `/ws`). Off, observations are the seed's.
+    pub observe_text: bool,
 }
 
 impl Default for EnvSettings {
     fn default() -> Self {
         EnvSettings {
+            server_port: None,
             max_steps: 20,
             action_wait: Duration::from_millis(1500),
             explicit_wait: Duration::from_secs(3),
@@ -49,6 +57,7 @@ impl Default for EnvSettings {
             page_load_timeout: Duration::from_secs(30),
             action_timeout: Duration::from_secs(10),
             screenshot_timeout: Duration::from_secs(10),
+            observe_text: false,
         }
     }
 }

@@ -832,6 +832,21 @@ async fn chromium_gets_no_secrets_of_the_server_and_no_port_anyone_could_drive_i
         )
         .to_string();
         assert!(!cmdline.contains("--remote-debugging-port"), "{cmdline}");
+        if cmdline.contains("--user-data-dir=") {
+            // The browser's temporary files go where the server's do (its profile path is too
+            // long for them here), not to the /tmp the server was told not to use (unless the
+            // server's is too long for them as well). Its helpers' environment cannot be read:
+            // their titles are written over it.
+            let tmpdir = environ
+                .split('\0')
+                .find_map(|variable| variable.strip_prefix("TMPDIR="));
+            let fits = tmp.as_os_str().len() + 46 < 108;
+            assert_eq!(
+                tmpdir,
+                fits.then(|| tmp.to_str().unwrap()),
+                "process {pid}: {cmdline}"
+            );
+        }
         assert!(
             !listens(*pid, &listening),
             "process {pid} listens on a TCP port: {cmdline}"
@@ -850,14 +865,20 @@ async fn chromium_gets_no_secrets_of_the_server_and_no_port_anyone_could_drive_i
         1,
         "the server listens on more than its API port: {own:?}"
     );
-    // The profiles are the server's user's alone.
-    for profile in profiles(&tmp) {
-        let mode = std::fs::metadata(tmp.join(&profile)).unwrap().permissions();
-        assert_eq!(
-            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
-            0o700,
-            "{profile}"
-        );
+    // The profiles are the server's user's alone, and so is what is made inside them.
+    let profiles = profiles(&tmp);
+    assert!(!profiles.is_empty());
+    for profile in profiles {
+        let mode = |path: &Path| {
+            std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(path).unwrap().permissions())
+                & 0o777
+        };
+        let profile = tmp.join(&profile);
+        assert_eq!(mode(&profile), 0o700, "{}", profile.display());
+        for inside in ["Default", "t"] {
+            let inside = profile.join(inside);
+            assert_eq!(mode(&inside) & 0o077, 0, "{}", inside.display());
+        }
     }
     client.close().await.unwrap();
     signal(&server, libc::SIGTERM);

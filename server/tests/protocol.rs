@@ -368,7 +368,9 @@ async fn the_openapi_document_matches_the_routes() {
     let mut operations = Vec::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
         for method in item.as_object().unwrap().keys() {
-            let concrete = path.replace("{id}", "nobody");
+            let concrete = path
+                .replace("{id}", "nobody")
+                .replace("{env_name}", "browserenv");
             let request = http.request(
                 method.to_uppercase().parse().unwrap(),
                 format!("{}{concrete}", server.base_url()),
@@ -390,6 +392,7 @@ async fn the_openapi_document_matches_the_routes() {
         [
             "delete /mcp",
             "get /health",
+            "get /list_environments",
             "get /mcp",
             "get /metadata",
             "get /openapi.json",
@@ -403,9 +406,14 @@ async fn the_openapi_document_matches_the_routes() {
             "get /sessions/{id}/watch",
             "get /state",
             "get /ws",
+            "get /{env_name}/splits",
             "post /mcp",
             "post /reset",
             "post /step",
+            "post /{env_name}/num_tasks",
+            "post /{env_name}/task",
+            "post /{env_name}/task_range",
+            "post /{env_name}/tasks",
         ]
     );
     server.stop().await.unwrap();

@@ -26,7 +26,7 @@ pub use action::*;
 pub use observation::*;
 pub use schema::*;
 pub use tools::*;
-pub use validation::FieldError;
+pub use validation::{pydantic_int, FieldError};
 
 // The validation helpers, for the rooms (`use super::*`).
 use validation::*;

@@ -158,6 +158,16 @@ impl IntError {
     }
 }
 
+/// A value validated as pydantic v2's lax `int` (what FastAPI does to an `int` field of a request
+/// body), with the error at `loc`. Python ints are unbounded: a value past `i64` comes back
+/// saturated in `i128`, for the caller's range check.
+pub fn pydantic_int(value: &Value, loc: Vec<Value>) -> Result<i128, FieldError> {
+    lax_int(value).map_err(|error| FieldError {
+        loc,
+        ..error.at("", value)
+    })
+}
+
 /// Pydantic lax-mode int coercion. Python ints are unbounded, so out-of-`i64` values are kept
 /// (saturated in `i128`) and rejected by the range check, as pydantic does.
 pub(super) fn lax_int(value: &Value) -> Result<i128, IntError> {

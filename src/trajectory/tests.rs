@@ -393,6 +393,53 @@ fn a_second_writer_in_another_process_is_refused() {
 }
 
 #[test]
+fn a_recording_is_readable_by_its_user_alone_whatever_the_umask() {
+    if let Ok(dir) = std::env::var(CHILD_DIR) {
+        // The usual umask, which leaves new files readable by everyone; this process only.
+        // SAFETY: umask changes no memory; the child runs this test alone.
+        unsafe { libc::umask(0o022) };
+        let (mut writer, _) = TrajectoryWriter::open(&dir).unwrap();
+        writer
+            .append_step(&step(&writer, "ep-1", 1, false))
+            .unwrap();
+        writer.save_png(b"not a picture").unwrap();
+        return;
+    }
+    let parent = scratch();
+    let dir = parent.join("recordings").join("today");
+    let status = child(
+        "a_recording_is_readable_by_its_user_alone_whatever_the_umask",
+        &dir,
+    )
+    .stdout(std::process::Stdio::null())
+    .status()
+    .unwrap();
+    assert!(status.success());
+    let mode = |path: &Path| {
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(path).unwrap().permissions())
+            & 0o777
+    };
+    let mut seen = Vec::new();
+    let mut folders = vec![parent.join("recordings")];
+    while let Some(folder) = folders.pop() {
+        assert_eq!(mode(&folder), 0o700, "{}", folder.display());
+        seen.push(folder.clone());
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                assert_eq!(mode(&path), 0o600, "{}", path.display());
+                seen.push(path);
+            }
+        }
+    }
+    // The folders, the lock, steps, episodes and two pictures.
+    assert_eq!(seen.len(), 3 + 5, "{seen:?}");
+    std::fs::remove_dir_all(parent).unwrap();
+}
+
+#[test]
 fn new_names_are_made_durable_with_a_folder_fsync() {
     let synced = || SYNCED_DIRS.with(|s| std::mem::take(&mut *s.borrow_mut()));
     let parent = scratch();

@@ -1,6 +1,8 @@
 //! Writing a folder: one writer per folder (a lock), lines appended whole or not at all, files
 //! and the folder fsynced, an unfinished last line cut on the next start.
 
+use std::os::unix::fs::DirBuilderExt;
+
 use super::*;
 
 /// What `TrajectoryWriter::open` repaired in a folder left by a recorder that was stopped.
@@ -41,10 +43,10 @@ impl TrajectoryWriter {
     pub fn open(dir: impl Into<PathBuf>) -> io::Result<(Self, Recovery)> {
         let dir = dir.into();
         let created = !dir.exists();
-        std::fs::create_dir_all(&dir)?;
+        create_private_dir(&dir)?;
         // Before anything is repaired or written: a second writer must change nothing.
         let lock = lock_folder(&dir)?;
-        std::fs::create_dir_all(dir.join(SCREENSHOTS_DIR))?;
+        create_private_dir(&dir.join(SCREENSHOTS_DIR))?;
         let mut recovery = Recovery::default();
         let steps_path = dir.join(STEPS_FILE);
         let episodes_path = dir.join(EPISODES_FILE);
@@ -141,6 +143,7 @@ impl TrajectoryWriter {
             let mut file = OpenOptions::new()
                 .write(true)
                 .create_new(true)
+                .mode(PRIVATE_FILE)
                 .open(&partial)?;
             file.write_all(bytes)?;
             file.sync_all()?;
@@ -205,6 +208,20 @@ impl TrajectoryWriter {
     }
 }
 
+/// The mode of the files a recording is made of: what the agent saw and typed (pages, forms, the
+/// secrets of a person's steps shown as their length only, but everything else as it was) is the
+/// recording user's alone, whatever the umask.
+const PRIVATE_FILE: u32 = 0o600;
+
+/// Create a recording's folder (and any missing parent) with mode 0700, as `PRIVATE_FILE`; one
+/// that exists already keeps its mode.
+fn create_private_dir(dir: &Path) -> io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 /// Take the folder's writer lock, or say who has it. `flock` locks belong to an open file, so a
 /// second writer in the same process is refused like one in another process; the kernel drops
 /// the lock when its holder exits, however it exits, so a crash leaves no stale lock.
@@ -215,6 +232,7 @@ pub(super) fn lock_folder(dir: &Path) -> io::Result<File> {
         .write(true)
         .create(true)
         .truncate(false)
+        .mode(PRIVATE_FILE)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
         .map_err(|err| io::Error::new(err.kind(), format!("{}: {err}", path.display())))?;
@@ -302,6 +320,7 @@ impl LineFile {
         let file = OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(PRIVATE_FILE)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
             .map_err(|err| {

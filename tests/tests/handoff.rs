@@ -410,3 +410,98 @@ async fn what_a_person_types_as_a_secret_or_into_a_secret_field_stays_theirs() {
     assert!(!text.to_string().contains("918273"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A page can carry what a person typed as a secret into its URL (a form sent with GET) and its
+/// title: the agent, watchers, the session list and the recording get it hidden there too.
+#[tokio::test]
+async fn a_secret_the_page_moves_into_its_url_stays_hidden() {
+    let dir = std::env::temp_dir().join(format!("browserenv-secret-url-{}", std::process::id()));
+    let harness = Harness::recording(&dir, test_settings(), false).await;
+    let mut agent = harness.client().await;
+    agent
+        .reset(ResetOptions::new(harness.page("getform.html")).episode_id("secret-url"))
+        .await
+        .unwrap();
+    let id = session_id(&harness).await;
+    let mut person = watch(&harness, &id, None).await.unwrap();
+    let mut other = watch(&harness, &id, None).await.unwrap();
+    send(
+        &mut person,
+        json!({"type": "take", "data": {"name": "ana"}}),
+    )
+    .await;
+    assert_eq!(until(&mut person, reply).await["type"], "control");
+    let secret = "p@ss word+42";
+    for (step, mark) in [
+        (json!({"op": "click", "x": 200, "y": 115}), false),
+        (json!({"op": "type", "text": secret}), true),
+        (json!({"op": "key", "text": "ENTER"}), false),
+    ] {
+        send(
+            &mut person,
+            json!({"type": "step", "data": step, "secret": mark}),
+        )
+        .await;
+        let answer = until(&mut person, reply).await;
+        assert_eq!(answer["type"], "observation", "{step}: {answer}");
+    }
+    let listed: Value = reqwest::get(format!("{}/sessions", harness.server.base_url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    send(&mut person, json!({"type": "release"})).await;
+    until(&mut person, |f| f["type"] == "control").await;
+    let after = agent.step(BrowserAction::wait()).await.unwrap();
+    // The page did carry it: the URL went to the results, hidden.
+    assert!(
+        after.observation.url.contains("q="),
+        "{}",
+        after.observation.url
+    );
+    let mut frames = Vec::new();
+    while let Ok(Some(Ok(frame))) =
+        tokio::time::timeout(Duration::from_millis(200), other.next()).await
+    {
+        frames.push(frame.to_string());
+    }
+    agent.close().await.unwrap();
+    harness.stop().await;
+    let mut on_disk = String::new();
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        on_disk.push_str(&String::from_utf8_lossy(
+            &std::fs::read(entry.path()).unwrap_or_default(),
+        ));
+    }
+    let shown = serde_json::to_string(&after.observation.metadata).unwrap();
+    for form in [
+        secret,
+        "p%40ss",
+        "p@ss+word",
+        "p@ss%20word",
+        "word+42",
+        "word%2B42",
+    ] {
+        assert!(
+            !after.observation.url.contains(form),
+            "url: {}",
+            after.observation.url
+        );
+        assert!(!shown.contains(form), "metadata shows {form}: {shown}");
+        assert!(
+            !listed.to_string().contains(form),
+            "/sessions shows {form}: {listed}"
+        );
+        assert!(!on_disk.contains(form), "the recording holds {form}");
+        for frame in &frames {
+            assert!(!frame.contains(form), "a watcher got {form}: {frame}");
+        }
+    }
+    assert!(
+        after.observation.url.contains("<redacted:12 characters>"),
+        "{}",
+        after.observation.url
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -35,51 +35,96 @@ async fn a_page_cannot_open_sessions_or_watch_them() {
     harness.stop().await;
 }
 
+/// The text the first listed session's page shows now, and its URL.
+async fn shown_on_the_page(harness: &Harness) -> (String, String, String) {
+    let session = reqwest::get(format!("{}/sessions", harness.server.base_url()))
+        .await
+        .unwrap()
+        .json::<Vec<Value>>()
+        .await
+        .unwrap()[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let text: Value = reqwest::get(format!(
+        "{}/sessions/{session}/text",
+        harness.server.base_url()
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let shown: String = text["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|run| run["text"].as_str())
+        .collect();
+    (session, text["url"].as_str().unwrap().to_string(), shown)
+}
+
 #[tokio::test]
 async fn a_page_cannot_show_the_server_s_routes_in_the_agent_s_screenshot() {
     let harness = Harness::start(test_settings()).await;
     let port = harness.server.addr.port();
-    // Navigations carry no Origin: the page goes to /sessions and /ready itself.
-    for path in ["/sessions", "/ready", "/replicas"] {
-        let (client, _) = harness
-            .open(&format!("apinav.html?port={port}&path={path}"))
+    // Navigations carry no Origin: the page goes to /sessions and /ready itself, by the
+    // server's address and by names of it to which Chromium sends no Sec-Fetch-Site.
+    for (host, path, refusal) in [
+        ("127.0.0.1", "/sessions", "ORIGIN_NOT_ALLOWED"),
+        ("127.0.0.1", "/ready", "ORIGIN_NOT_ALLOWED"),
+        ("127.0.0.1", "/replicas", "ORIGIN_NOT_ALLOWED"),
+        ("[::ffff:127.0.0.1]", "/sessions", "HOST_NOT_ALLOWED"),
+        ("0.0.0.0", "/sessions", "HOST_NOT_ALLOWED"),
+    ] {
+        let (mut client, _) = harness
+            .open(&format!("apinav.html?host={host}&port={port}&path={path}"))
             .await;
-        let session = reqwest::get(format!("{}/sessions", harness.server.base_url()))
-            .await
-            .unwrap()
-            .json::<Vec<Value>>()
-            .await
-            .unwrap()[0]["id"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        // What the page shows now (the settle waited for the navigation).
-        let text: Value = reqwest::get(format!(
-            "{}/sessions/{session}/text",
-            harness.server.base_url()
-        ))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-        let shown: String = text["runs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|run| run["text"].as_str())
-            .collect();
-        assert!(
-            text["url"].as_str().unwrap().ends_with(path),
-            "the page did not go: {text}"
-        );
-        assert!(shown.contains("ORIGIN_NOT_ALLOWED"), "{path}: {shown}");
+        // The settle waited for the navigation; a step more for one that came late.
+        client.step(BrowserAction::wait()).await.unwrap();
+        let (session, url, shown) = shown_on_the_page(&harness).await;
+        assert!(url.ends_with(path), "{host}: the page did not go: {url}");
+        assert!(shown.contains(refusal), "{host}{path}: {shown}");
         assert!(
             !shown.contains(&session) && !shown.contains("\"status\":\"ready\""),
-            "{path}: {shown}"
+            "{host}{path}: {shown}"
         );
         client.close().await.unwrap();
     }
+    harness.stop().await;
+}
+
+/// Nor can the agent itself: a reset to the server's own routes, under any loopback name of it, is
+/// refused (the browser would go: a reset is a navigation it makes on its own, as for a person).
+#[tokio::test]
+async fn an_agent_cannot_reset_onto_the_server_s_own_routes() {
+    let harness = Harness::start(test_settings()).await;
+    let port = harness.server.addr.port();
+    let mut agent = harness.client().await;
+    for host in [
+        "127.0.0.1",
+        "localhost",
+        "[::ffff:127.0.0.1]",
+        "0.0.0.0",
+        "127.0.0.2",
+    ] {
+        let refused = agent
+            .reset(ResetOptions::new(format!("http://{host}:{port}/sessions")))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("this server's own address"),
+            "{host}: {refused}"
+        );
+    }
+    // The pages' server on loopback is another port: a page like any.
+    let page = agent
+        .reset(ResetOptions::new(harness.page("index.html")))
+        .await
+        .unwrap();
+    assert_eq!(page.observation.error, "");
+    agent.close().await.unwrap();
     harness.stop().await;
 }
 
@@ -685,6 +730,30 @@ async fn a_page_that_navigates_itself_without_end_gets_a_picture_every_step() {
             result.observation.metadata
         );
     }
+    client.close().await.unwrap();
+    harness.stop().await;
+}
+
+/// Chromium writes a string holding a lone UTF-16 surrogate as an unpaired `\ud800` escape, which
+/// chromiumoxide cannot read: the server reads it as U+FFFD, in the title, the element under the
+/// cursor (a password field stays one) and a dialog's message.
+#[tokio::test]
+async fn lone_surrogates_in_a_title_a_label_or_a_dialog_are_read_as_replacement_characters() {
+    let harness = Harness::start(test_settings()).await;
+    let (mut client, first) = harness.open("surrogate.html").await;
+    assert_eq!(first.observation.error, "");
+    assert_eq!(title(&first), "lone \u{fffd} title");
+    let clicked = client.step(BrowserAction::click(200, 215)).await.unwrap();
+    assert_eq!(clicked.observation.error, "");
+    // Read whole, not only judged secret for being unreadable.
+    let element = &clicked.observation.metadata["element"];
+    assert_eq!(element["password"], true, "{element}");
+    assert_eq!(element["name"], "Password \u{fffd}\u{fffd}", "{element}");
+    let alert = client.step(BrowserAction::click(200, 330)).await.unwrap();
+    assert_eq!(
+        alert.observation.metadata["dialogs"][0]["message"],
+        "lone \u{fffd} alert"
+    );
     client.close().await.unwrap();
     harness.stop().await;
 }

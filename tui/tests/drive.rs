@@ -217,6 +217,7 @@ async fn tasks_and_recording_through_the_ui() {
         ServerConfig {
             tasks: Some(std::sync::Arc::new(TaskCatalog {
                 tasks: TaskSet {
+                    name: "demo".into(),
                     tasks: chosen.clone(),
                 },
                 base_url: Some(url::Url::parse(&site.url("")).unwrap()),

@@ -26,6 +26,22 @@ use tokio_tungstenite::tungstenite::Message;
 /// nothing and its step fails (`Oversize`).
 const MESSAGE_LIMIT: usize = 32 * 1024 * 1024;
 
+/// The most one event the server never reads may hold: a page that logs strings of 30 MiB in a
+/// loop would otherwise have each one (and its copy in `Log.entryAdded`) parsed on the handler
+/// every session shares. Such events over this size are dropped as they come.
+const UNUSED_EVENT_LIMIT: usize = 1024 * 1024;
+
+/// Events the server never subscribes to for itself but a page can fill at will: how each one
+/// starts (Chromium writes an event's method first: `{"method":"Runtime.consoleAPICalled",…`).
+const UNUSED_EVENTS: &[&[u8]] = &[
+    b"{\"method\":\"Runtime.consoleAPICalled\"",
+    b"{\"method\":\"Log.entryAdded\"",
+    b"{\"method\":\"Runtime.exceptionThrown\"",
+];
+
+/// How long one connection to the bridge may take to say which path it wants.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// The browser's ends of the pipes, given to it as fds 3 and 4.
 pub struct BrowserEnds {
     commands: OwnedFd,
@@ -182,9 +198,14 @@ impl Oversize {
     const HEAD: usize = 64;
 
     fn take(&mut self, part: &[u8]) {
+        let total = self.bytes.len() + part.len();
         if self.dropped > 0 {
             self.dropped += part.len();
-        } else if self.bytes.len() + part.len() > MESSAGE_LIMIT {
+        } else if total > MESSAGE_LIMIT
+            || (self.bytes.len() <= UNUSED_EVENT_LIMIT
+                && total > UNUSED_EVENT_LIMIT
+                && self.is_unused_event(part))
+        {
             self.dropped = self.bytes.len() + part.len();
             self.bytes.truncate(Self::HEAD);
             let room = Self::HEAD.saturating_sub(self.bytes.len());
@@ -194,13 +215,22 @@ impl Oversize {
         }
     }
 
-    /// The message is complete: it as it came, or for one over the limit, an error answer to its
-    /// call (an event over the limit is dropped: `None`).
+    /// Whether the message being read, whose next part is `part`, is one of `UNUSED_EVENTS`.
+    fn is_unused_event(&self, part: &[u8]) -> bool {
+        let mut head = self.bytes[..self.bytes.len().min(Self::HEAD)].to_vec();
+        let room = Self::HEAD.saturating_sub(head.len());
+        head.extend_from_slice(&part[..room.min(part.len())]);
+        UNUSED_EVENTS.iter().any(|start| head.starts_with(start))
+    }
+
+    /// The message is complete: it as it came (lone surrogates replaced, `valid_surrogates`), or
+    /// for one over the limit, an error answer to its call (an event over the limit is dropped:
+    /// `None`).
     fn finish(&mut self) -> Option<Vec<u8>> {
         let bytes = std::mem::take(&mut self.bytes);
         let dropped = std::mem::take(&mut self.dropped);
         if dropped == 0 {
-            return Some(bytes);
+            return Some(valid_surrogates(bytes));
         }
         // Chromium writes an answer's id first: `{"id":12,"result":…}`.
         let id = bytes.strip_prefix(b"{\"id\":").and_then(|rest| {
@@ -211,7 +241,7 @@ impl Oversize {
                 .ok()
         });
         tracing::warn!(
-            "the browser sent {dropped} bytes in one message ({}), over {MESSAGE_LIMIT}: {}",
+            "the browser sent {dropped} bytes in one message ({}), over the limit: {}",
             id.map_or("an event".to_string(), |id| format!(
                 "the answer to call {id}"
             )),
@@ -236,31 +266,93 @@ impl Oversize {
     }
 }
 
+/// A message with every lone UTF-16 surrogate escape (`\ud800`-`\udfff` not in a high-low pair)
+/// replaced by `\ufffd`. Chromium writes a string holding one (a page's title cut inside an
+/// emoji, a label a page made so on purpose) as such an escape, which is not valid JSON to
+/// serde_json: chromiumoxide would drop the whole message, and its call would wait for its
+/// timeout (the element under the cursor unknown, a password field not seen as one).
+fn valid_surrogates(message: Vec<u8>) -> Vec<u8> {
+    if !message
+        .windows(3)
+        .any(|w| w[0] == b'\\' && w[1] == b'u' && matches!(w[2], b'd' | b'D'))
+    {
+        return message;
+    }
+    // The code unit of the `\uXXXX` escape at `at`, if there is one.
+    let unit = |at: usize| -> Option<u16> {
+        let escape = message.get(at..at + 6)?;
+        if escape[0] != b'\\' || escape[1] != b'u' || !escape[2..].iter().all(u8::is_ascii_hexdigit)
+        {
+            return None;
+        }
+        u16::from_str_radix(std::str::from_utf8(&escape[2..]).ok()?, 16).ok()
+    };
+    let high = |unit: u16| (0xD800..0xDC00).contains(&unit);
+    let low = |unit: u16| (0xDC00..0xE000).contains(&unit);
+    let mut out = Vec::with_capacity(message.len());
+    let mut at = 0;
+    while at < message.len() {
+        if message[at] != b'\\' {
+            out.push(message[at]);
+            at += 1;
+            continue;
+        }
+        // Every backslash starts an escape (there are none outside strings): `\\ud800` is an
+        // escaped backslash, then text.
+        match unit(at) {
+            Some(first) if high(first) && unit(at + 6).is_some_and(low) => {
+                out.extend_from_slice(&message[at..at + 12]);
+                at += 12;
+            }
+            Some(first) if high(first) || low(first) => {
+                out.extend_from_slice(b"\\ufffd");
+                at += 6;
+            }
+            _ => {
+                let end = (at + 2).min(message.len());
+                out.extend_from_slice(&message[at..end]);
+                at = end;
+            }
+        }
+    }
+    out
+}
+
 /// The one connection that names the path. Anything else is refused; the listener closes when
-/// the right one is in (or after a minute: the launch that wanted it is long over).
+/// the right one is in (or after a minute: the launch that wanted it is long over). Handshakes
+/// run side by side, each given `HANDSHAKE_TIMEOUT`: another local user who connects first and
+/// says nothing (or something slowly) cannot hold the server's own connection back.
 // The refusal's type is the one tungstenite's handshake callback takes.
 #[allow(clippy::result_large_err)]
 async fn accept_once(listener: tokio::net::TcpListener, path: &str) -> Option<Socket> {
     let config = WebSocketConfig::default()
         .max_message_size(Some(MESSAGE_LIMIT))
         .max_frame_size(Some(MESSAGE_LIMIT));
+    let check = |request: &Request, response: Response| -> Result<Response, ErrorResponse> {
+        if request.uri().path() == path {
+            Ok(response)
+        } else {
+            let mut refused = ErrorResponse::new(None);
+            *refused.status_mut() = axum::http::StatusCode::NOT_FOUND;
+            Err(refused)
+        }
+    };
     let wanted = async {
+        let mut handshakes = futures_util::stream::FuturesUnordered::new();
         loop {
-            let (stream, _) = listener.accept().await.ok()?;
-            let check =
-                |request: &Request, response: Response| -> Result<Response, ErrorResponse> {
-                    if request.uri().path() == path {
-                        Ok(response)
-                    } else {
-                        let mut refused = ErrorResponse::new(None);
-                        *refused.status_mut() = axum::http::StatusCode::NOT_FOUND;
-                        Err(refused)
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let (stream, _) = accepted.ok()?;
+                    handshakes.push(tokio::time::timeout(
+                        HANDSHAKE_TIMEOUT,
+                        tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config)),
+                    ));
+                }
+                Some(handshake) = handshakes.next(), if !handshakes.is_empty() => {
+                    if let Ok(Ok(socket)) = handshake {
+                        return Some(socket);
                     }
-                };
-            if let Ok(socket) =
-                tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config)).await
-            {
-                return Some(socket);
+                }
             }
         }
     };
@@ -369,5 +461,122 @@ mod tests {
         // An event that large is dropped: there is no call to fail.
         assert_eq!(out[2], None);
         assert_eq!(out[3].as_deref(), Some("{\"id\":43,\"result\":{}}"));
+    }
+
+    #[test]
+    fn an_unused_event_over_a_mebibyte_is_dropped_and_others_pass() {
+        let big = vec![b'x'; UNUSED_EVENT_LIMIT];
+        let mut parts: Vec<&[u8]> = Vec::new();
+        for method in [
+            "Runtime.consoleAPICalled",
+            "Log.entryAdded",
+            "Runtime.exceptionThrown",
+            "Page.frameNavigated",
+        ] {
+            parts.push(b"{\"method\":\"");
+            parts.push(method.as_bytes());
+            parts.push(b"\",\"params\":{\"v\":\"");
+            // In pieces, as the pipe gives them.
+            parts.extend(big.chunks(64 * 1024));
+            parts.push(b"\"}}\0");
+        }
+        parts.push(b"{\"method\":\"Runtime.consoleAPICalled\",\"params\":{}}\0");
+        parts.push(b"{\"id\":7,\"result\":{\"v\":\"");
+        parts.push(&big);
+        parts.push(b"\"}}\0");
+        let out = messages(&parts);
+        assert_eq!(out.len(), 6);
+        assert_eq!(out[..3], [None, None, None]);
+        // An event the server reads, an answer, or a small console event: passed on whole.
+        assert!(out[3].as_deref().unwrap().len() > UNUSED_EVENT_LIMIT);
+        assert_eq!(
+            out[4].as_deref(),
+            Some("{\"method\":\"Runtime.consoleAPICalled\",\"params\":{}}")
+        );
+        assert!(out[5].as_deref().unwrap().len() > UNUSED_EVENT_LIMIT);
+    }
+
+    fn fixed(message: &str) -> String {
+        String::from_utf8(valid_surrogates(message.as_bytes().to_vec())).unwrap()
+    }
+
+    #[test]
+    fn lone_surrogates_become_replacement_characters_and_pairs_stay() {
+        for (sent, passed) in [
+            // A pair, in either case: kept.
+            (r#"{"v":"a\ud83d\ude00b"}"#, r#"{"v":"a\ud83d\ude00b"}"#),
+            (r#"{"v":"\uD83D\uDE00"}"#, r#"{"v":"\uD83D\uDE00"}"#),
+            // A lone high surrogate, at the end or before anything else.
+            (r#"{"v":"aaa\ud83d"}"#, r#"{"v":"aaa\ufffd"}"#),
+            (r#"{"v":"\uD800b\n"}"#, r#"{"v":"\ufffdb\n"}"#),
+            (r#"{"v":"\ud800\u0041"}"#, r#"{"v":"\ufffd\u0041"}"#),
+            (
+                r#"{"v":"\ud800\ud83d\ude00"}"#,
+                r#"{"v":"\ufffd\ud83d\ude00"}"#,
+            ),
+            // A lone low surrogate.
+            (r#"{"v":"\udfff!"}"#, r#"{"v":"\ufffd!"}"#),
+            // A pair reversed is two lone ones.
+            (r#"{"v":"\ude00\ud83d"}"#, r#"{"v":"\ufffd\ufffd"}"#),
+            // An escaped backslash before `ud800` is text, not an escape.
+            (r#"{"v":"\\ud800"}"#, r#"{"v":"\\ud800"}"#),
+            (r#"{"v":"\\\ud800"}"#, r#"{"v":"\\\ufffd"}"#),
+            (r#"{"v":"\"\ud800"}"#, r#"{"v":"\"\ufffd"}"#),
+            // Nothing to do.
+            (r#"{"v":"\u00e9 \t"}"#, r#"{"v":"\u00e9 \t"}"#),
+            (r#"{"v":"\ud8"}"#, r#"{"v":"\ud8"}"#),
+        ] {
+            assert_eq!(fixed(sent), passed, "{sent}");
+        }
+    }
+
+    #[test]
+    fn an_answer_with_a_lone_surrogate_reaches_chromiumoxide() {
+        // As Chromium sends a title of 'aaa' + '\uD83D' (probe.rs cut inside an emoji, or a page).
+        let raw = "{\"id\":3,\"result\":{\"result\":{\"type\":\"object\",\"value\":{\"t\":\"aaa\\ud83d\"}}},\"sessionId\":\"BCB37F4A\"}\0";
+        let passed = messages(&[raw.as_bytes()]);
+        let passed = passed[0].as_deref().unwrap();
+        let message: chromiumoxide::types::Message = serde_json::from_str(passed)
+            .unwrap_or_else(|err| panic!("chromiumoxide cannot read {passed}: {err}"));
+        let chromiumoxide::types::Message::Response(response) = message else {
+            panic!("not an answer: {passed}");
+        };
+        assert_eq!(
+            response.result.unwrap()["result"]["value"]["t"],
+            "aaa\u{fffd}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_silent_first_connection_does_not_hold_the_bridge() {
+        let (server, _browser) = pipes().unwrap();
+        let url = server.serve().await.unwrap();
+        let address = url.trim_start_matches("ws://").split('/').next().unwrap();
+        // Another local user connects first and says nothing; another asks for a wrong path.
+        let _silent = tokio::net::TcpStream::connect(address).await.unwrap();
+        let wrong = format!("ws://{address}/devtools/browser/guess");
+        let guess = tokio::spawn(async move {
+            tokio_tungstenite::connect_async(wrong.as_str())
+                .await
+                .is_ok()
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let started = std::time::Instant::now();
+        let connected = tokio::time::timeout(
+            Duration::from_secs(5),
+            tokio_tungstenite::connect_async(url.as_str()),
+        )
+        .await;
+        assert!(
+            matches!(connected, Ok(Ok(_))),
+            "the server's connection failed: {connected:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_millis(500),
+            "the server's connection waited {:?}",
+            started.elapsed()
+        );
+        guess.abort();
+        assert!(!guess.await.unwrap_or(false), "a wrong path was let in");
     }
 }

@@ -275,8 +275,10 @@
       };
     },
     // The visible text as lines with their boxes, for the terminal UI's text layer
-    // (GET /sessions/{id}/text). Text nodes of the document, its open shadow roots and its
-    // same-origin iframes, plus form fields' values; what another element covers is left out.
+    // (GET /sessions/{id}/text) and the agents' read_page. Text nodes of the document, its open
+    // shadow roots and its same-origin iframes, plus form fields' values; what another element
+    // covers is left out. A frame of another origin, whose text cannot be read from here, is a
+    // run of kind 'frame' with its box and no text: shown as unreadable, not silently missing.
     textRuns(maxRuns, budgetMs) {
       const started = performance.now();
       const runs = [];
@@ -290,6 +292,9 @@
       const MAX_SPLIT_WORD = 200;
       const FIELD_TYPES = new Set(['', 'text', 'search', 'email', 'url', 'tel', 'number', 'password',
         'date', 'time', 'datetime-local', 'month', 'week', 'submit', 'button', 'reset']);
+      const BUTTON_TYPES = new Set(['submit', 'button', 'reset']);
+      // A frame of another origin smaller than this (a tracking pixel) is not worth a line.
+      const MIN_FRAME_PX = 8;
       const rgb = (css) => {
         const parts = (css.match(/[\d.]+/g) || []).map(Number);
         return [0, 1, 2].map((i) => Math.max(0, Math.min(255, Math.round(parts[i] || 0))));
@@ -320,6 +325,7 @@
           color: rgb(s.color),
           bold: (parseInt(s.fontWeight, 10) || 400) >= 600,
           link: !!el.closest('a[href]'),
+          button: !!el.closest('button, [role="button"]'),
           transform: s.textTransform,
           whiteSpace: s.whiteSpace,
         };
@@ -349,7 +355,8 @@
               text: transform(line.words.join(' '), style.transform),
               x: Math.round(line.left), y: Math.round(line.top),
               width: Math.round(line.right - line.left), height: Math.round(line.bottom - line.top),
-              size: style.size, color: style.color, bold: style.bold, link: style.link, kind: 'text',
+              size: style.size, color: style.color, bold: style.bold, link: style.link,
+                kind: style.button ? 'button' : 'text',
             });
           }
           line = null;
@@ -407,7 +414,8 @@
                 text: transform(text, style.transform),
                 x: Math.round(r.left + dx), y: Math.round(r.top + dy),
                 width: Math.round(r.width), height: Math.round(r.height),
-                size: style.size, color: style.color, bold: style.bold, link: style.link, kind: 'text',
+                size: style.size, color: style.color, bold: style.bold, link: style.link,
+                kind: style.button ? 'button' : 'text',
               });
             }
             at = stop + 1;
@@ -482,6 +490,10 @@
         let kind = 'field';
         if (el.tagName === 'SELECT') {
           text = el.selectedOptions && el.selectedOptions[0] ? el.selectedOptions[0].text : '';
+        } else if (BUTTON_TYPES.has(type)) {
+          // Its label: the value, or the browser's own word for a submit or reset without one.
+          text = el.value || (type === 'submit' ? 'Submit' : type === 'reset' ? 'Reset' : '');
+          kind = 'button';
         } else if (isSecretField(el)) {
           // A secret (shown as discs on the page, or marked a one-time code): never the value.
           text = '\u2022'.repeat(el.value.length);
@@ -535,8 +547,16 @@
                 inner = null; // another origin: its text is not ours to read from here
               }
               const r = node.getBoundingClientRect();
-              if (inner && inner.body && onScreen(r.left + dx, r.top + dy, r.right + dx, r.bottom + dy)) {
+              const shown = onScreen(r.left + dx, r.top + dy, r.right + dx, r.bottom + dy);
+              if (inner && inner.body && shown) {
                 walk(inner.body, dx + r.left + node.clientLeft, dy + r.top + node.clientTop);
+              } else if (!inner && shown && r.width >= MIN_FRAME_PX && r.height >= MIN_FRAME_PX
+                && visible(node) && uncovered(node, (r.left + r.right) / 2, (r.top + r.bottom) / 2)) {
+                push({
+                  text: '', x: Math.round(r.left + dx), y: Math.round(r.top + dy),
+                  width: Math.round(r.width), height: Math.round(r.height),
+                  size: 0, color: [0, 0, 0], bold: false, link: false, kind: 'frame',
+                });
               }
             }
           }

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
+use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -49,7 +50,7 @@ const FLAGS: &[&str] = &[
 /// What of the server's environment Chromium gets: what it needs to find its files, fonts, time
 /// zone and language, and a proxy the environment sets for it. Nothing else: the server's
 /// environment holds its token, a remote browser's URL, a cloud's credentials, which a browser
-/// (and every renderer a page runs in) has no business with.
+/// (and every renderer a page runs in) has no business with. TMPDIR is its own (`launch`).
 const ENVIRONMENT: &[&str] = &[
     "HOME",
     "PATH",
@@ -123,21 +124,33 @@ impl ChromiumProcess {
         let mut unique = uuid::Uuid::new_v4().simple().to_string();
         unique.truncate(12);
         let profile = profile_root.join(format!("{PROFILE_PREFIX}{}-{unique}", owner_tag()));
-        std::fs::create_dir_all(profile.join("Default"))
-            .with_context(|| format!("cannot create the profile {}", profile.display()))?;
-        // The profile holds the episode's cookies and storage: the server's user's alone.
-        std::fs::set_permissions(
-            &profile,
-            std::os::unix::fs::PermissionsExt::from_mode(0o700),
-        )?;
+        // The profile holds the episode's cookies and storage: the server's user's alone, from
+        // the moment it exists (made 0755 by the umask, then narrowed, it could be opened in
+        // between, and what is made inside it would stay as the umask left it).
+        let private_dir = |dir: &Path| {
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(dir)
+                .with_context(|| format!("cannot create the profile {}", dir.display()))
+        };
+        std::fs::create_dir_all(profile_root)
+            .with_context(|| format!("cannot create {}", profile_root.display()))?;
+        private_dir(&profile)?;
+        private_dir(&profile.join("Default"))?;
         std::fs::write(profile.join("Default").join("Preferences"), PREFERENCES)?;
         // Chromium's own temporary files (shared-memory fallbacks, the singleton socket) go inside
         // the profile, so removing the profile removes them too, even after a SIGKILL. A Unix
         // socket path is limited to 107 bytes and Chromium appends ~46 to TMPDIR: with a long
-        // profile path, Chromium keeps the system's TMPDIR.
+        // profile path, they go to the system's TMPDIR (where that fits; else Chromium's default,
+        // /tmp), not to a /tmp the operator may have moved them away from.
         let scratch = profile.join("t");
-        std::fs::create_dir_all(&scratch)?;
-        let scratch_fits = scratch.as_os_str().len() + 46 < 108;
+        private_dir(&scratch)?;
+        let fits = |dir: &std::ffi::OsStr| dir.len() + 46 < 108;
+        let tmpdir = if fits(scratch.as_os_str()) {
+            Some(scratch.into_os_string())
+        } else {
+            std::env::var_os("TMPDIR").filter(|dir| !dir.is_empty() && fits(dir))
+        };
 
         let mut command = Command::new(launchable(executable));
         command.env_clear();
@@ -166,8 +179,8 @@ impl ChromiumProcess {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        if scratch_fits {
-            command.env("TMPDIR", &scratch);
+        if let Some(tmpdir) = tmpdir {
+            command.env("TMPDIR", tmpdir);
         }
         let parent = std::process::id() as libc::pid_t;
         let (devtools, browser_ends) = super::pipe::pipes()?;

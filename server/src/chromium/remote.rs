@@ -3,19 +3,23 @@
 
 use super::*;
 
-/// Words that make a query parameter's value a secret, in its name written in any case and with
-/// or without `-` and `_` (`token`, `accessToken`, `api-key`, `x-api-key`, `sessionToken`, ...;
-/// browserless takes `?token=`). Redacting a harmless value now and then is the cheaper mistake.
+/// Words that make a query parameter's value a secret, in its name (percent-decoded) written in
+/// any case and with or without `-` and `_` (`token`, `accessToken`, `api-key`, `x-api-key`,
+/// `sessionToken`, `X-Amz-Signature`, ...; browserless takes `?token=`). Redacting a harmless
+/// value now and then is the cheaper mistake.
 const SECRET_WORDS: &[&str] = &[
     "token",
     "key",
     "secret",
     "password",
     "passwd",
+    "pwd",
     "auth",
     "credential",
-    "signature",
+    "sig",
     "session",
+    "jwt",
+    "bearer",
 ];
 
 fn is_secret_parameter(name: &str) -> bool {
@@ -27,17 +31,21 @@ fn is_secret_parameter(name: &str) -> bool {
     SECRET_WORDS.iter().any(|word| name.contains(word))
 }
 
-/// A path segment that looks like a credential (`wss://provider/<token>`, a browser's
-/// `/devtools/browser/<id>`, which lets whoever knows it drive the browser): long, and made of
-/// letters and digits both.
+/// A path segment that looks like a credential (`wss://provider/<token>`, base64 and its `=`
+/// padding included): long, and made of letters and digits both.
 fn is_secret_segment(segment: &str) -> bool {
     segment.len() >= 16
         && segment.chars().any(|c| c.is_ascii_digit())
         && segment.chars().any(|c| c.is_ascii_alphabetic())
-        && segment
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~' | '%'))
+        && segment.chars().all(|c| {
+            c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~' | '%' | '=' | '+')
+        })
 }
+
+/// The path segments before an id that lets whoever knows it drive the browser or one of its
+/// pages, on an endpoint with no authentication of its own: `/devtools/browser/<id>`, whatever
+/// the id looks like.
+const DEVTOOLS_ID_AFTER: &[[&str; 2]] = &[["devtools", "browser"], ["devtools", "page"]];
 
 /// The secret parts of a DevTools URL: its password and the values of secret query parameters.
 pub(super) fn secrets_of(url: &str) -> Vec<String> {
@@ -55,30 +63,35 @@ pub(super) fn secrets_of(url: &str) -> Vec<String> {
         // `wss://TOKEN@host`: a user name alone is a credential too.
         secrets.push(parsed.username().to_string());
     }
-    for (name, value) in parsed.query_pairs() {
-        if is_secret_parameter(&name) && !value.is_empty() {
-            secrets.push(value.to_string());
+    // Parameters split at `&` and at `;` (which some servers take as `&`), their names matched
+    // decoded (`%74oken` is `token`); each secret value as written in the URL (how error messages
+    // quote it) and decoded.
+    for pair in parsed.query().unwrap_or_default().split(['&', ';']) {
+        let Some((raw_name, raw_value)) = pair.split_once('=') else {
+            continue;
+        };
+        let decoded = |text: &str| -> String {
+            url::form_urlencoded::parse(format!("{text}=").as_bytes())
+                .next()
+                .map(|(text, _)| text.into_owned())
+                .unwrap_or_default()
+        };
+        if is_secret_parameter(&decoded(raw_name)) && !raw_value.is_empty() {
+            secrets.push(raw_value.to_string());
+            secrets.push(decoded(raw_value));
         }
     }
-    // As written in the URL too (percent-encoded), which is how error messages quote it.
-    let raw: Vec<String> = parsed
-        .query()
-        .unwrap_or_default()
-        .split('&')
-        .filter_map(|pair| pair.split_once('='))
-        .filter(|(name, _)| is_secret_parameter(name))
-        .map(|(_, value)| value.to_string())
-        .filter(|value| !value.is_empty())
-        .collect();
-    secrets.extend(raw);
-    secrets.extend(
-        parsed
-            .path_segments()
-            .into_iter()
-            .flatten()
-            .filter(|segment| is_secret_segment(segment))
-            .map(str::to_string),
-    );
+    let segments: Vec<&str> = parsed.path_segments().into_iter().flatten().collect();
+    for (at, segment) in segments.iter().enumerate() {
+        let devtools_id = at >= 2
+            && DEVTOOLS_ID_AFTER
+                .iter()
+                .any(|before| before[..] == segments[at - 2..at]);
+        if (devtools_id || is_secret_segment(segment)) && !segment.is_empty() {
+            secrets.push(segment.to_string());
+        }
+    }
+    secrets.retain(|secret| !secret.is_empty());
     secrets
 }
 
@@ -195,9 +208,53 @@ mod tests {
                 "ws://127.0.0.1:9222/devtools/browser/***",
             ),
             ("wss://a1b2c3@p/", "wss://***@p/"),
+            // A name percent-encoded, parameters split at `;`, more names.
+            ("wss://p/?%74oken=s3cr%2Ft", "wss://p/?%74oken=***"),
+            ("wss://p/?to%6Ben=abc123", "wss://p/?to%6Ben=***"),
+            (
+                "wss://p/?launch=1;token=abc123",
+                "wss://p/?launch=1;token=***",
+            ),
+            ("wss://p/?a=1&sig=abc123def", "wss://p/?a=1&sig=***"),
+            (
+                "wss://p/?X-Amz-Signature=abc123",
+                "wss://p/?X-Amz-Signature=***",
+            ),
+            ("wss://p/?pwd=hunter2", "wss://p/?pwd=***"),
+            ("wss://p/?jwt=eyJhbGciOi.eyJzdWIi.c2ln", "wss://p/?jwt=***"),
+            ("wss://p/?Bearer=abc123", "wss://p/?Bearer=***"),
+            // Base64 in the path, with its padding.
+            (
+                "wss://p/connect/QWxhZGRpbjpvcGVuc2VzYW1l==",
+                "wss://p/connect/***",
+            ),
+            ("wss://p/t/QWxh+ZGRpbjpvcGVuc2Vz=", "wss://p/t/***"),
+            // A DevTools id of any shape.
+            (
+                "ws://127.0.0.1:9222/devtools/browser/browserid",
+                "ws://127.0.0.1:9222/devtools/browser/***",
+            ),
+            (
+                "ws://127.0.0.1:9222/devtools/page/ABCDEF",
+                "ws://127.0.0.1:9222/devtools/page/***",
+            ),
+            // What is not a secret stays.
+            (
+                "wss://p/?launch=x&headless=true",
+                "wss://p/?launch=x&headless=true",
+            ),
+            (
+                "ws://h:9222/devtools/browser/",
+                "ws://h:9222/devtools/browser/",
+            ),
         ] {
             assert_eq!(redacted_url(url), shown, "{url}");
         }
+        // The decoded value is hidden too, wherever a message quotes it.
+        assert_eq!(
+            without_secrets_of("wss://p/?%74oken=s3cr%2Ft", "refused s3cr/t"),
+            "refused ***"
+        );
     }
 
     #[test]

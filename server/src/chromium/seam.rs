@@ -318,8 +318,20 @@ fn is_lost_capture(err: &PageError) -> bool {
         if message.contains("Not attached to an active page"))
 }
 
+/// A JSON number that is a whole one (the probe's `Math.round`, which can give `-0`), as an i64.
+fn whole_number(value: &Value) -> Option<i64> {
+    value.as_i64().or_else(|| {
+        // Whole, and small enough that the conversion is exact.
+        let float = value
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)?;
+        Some(float as i64)
+    })
+}
+
 /// What the probe says of an element, held to its shape and its bounds (200 characters per text,
-/// four numbers in the box), whatever a page that answers in its place returns.
+/// four whole numbers in the box, else no box), whatever a page that answers in its place
+/// returns.
 fn bounded_element(value: Value) -> Value {
     const TEXT_CHARS: usize = 200;
     let Value::Object(fields) = value else {
@@ -334,11 +346,53 @@ fn bounded_element(value: Value) -> Value {
                 }
                 ("type", Value::Null) => Value::Null,
                 ("password", Value::Bool(secret)) => Value::Bool(secret),
-                ("bbox", Value::Array(numbers)) if numbers.len() == 4 => Value::Array(numbers),
+                ("bbox", Value::Array(numbers)) if numbers.len() == 4 => Value::Array(
+                    numbers
+                        .iter()
+                        .map(|number| whole_number(number).map(Value::from))
+                        .collect::<Option<_>>()?,
+                ),
                 _ => return None,
             };
             Some((key, value))
         })
         .collect();
     Value::Object(kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_element_s_box_is_four_whole_numbers_or_none() {
+        let element =
+            |bbox: Value| bounded_element(json!({"tag": "input", "password": true, "bbox": bbox}));
+        let huge = "x".repeat(1024 * 1024);
+        for bbox in [
+            json!([huge, 1, 2, 3]),
+            json!([[1, 2, 3, 4], 1, 2, 3]),
+            json!([{"x": huge}, 1, 2, 3]),
+            json!([1, 2, 3, null]),
+            json!([1.5, 2, 3, 4]),
+            json!([1e300, 2, 3, 4]),
+            json!([1, 2, 3]),
+            json!([1, 2, 3, 4, 5]),
+            json!("1,2,3,4"),
+        ] {
+            let shown = element(bbox.clone());
+            assert_eq!(
+                shown,
+                json!({"tag": "input", "password": true}),
+                "{:.80}",
+                bbox.to_string()
+            );
+        }
+        // The probe's own numbers (`Math.round` can give -0) pass, as integers.
+        assert_eq!(
+            element(json!([10, -0.0, 300, 30.0])),
+            json!({"tag": "input", "password": true, "bbox": [10, 0, 300, 30]})
+        );
+    }
 }

@@ -311,3 +311,38 @@ async fn fixed_mode_sleeps_the_action_wait() {
     );
     assert!(!launcher.calls().iter().any(|c| c == "settle"));
 }
+
+/// A task started anywhere but its own start (where it ends, a page of the agent's that shows
+/// the answer) is refused: its reward would be earned without doing it.
+#[tokio::test]
+async fn a_task_starts_at_its_own_start_url_only() {
+    let tasks = TaskSet::parse(
+        r#"{"id":"t1","category":"navigation","instruction":"Go","start_url":"start.html","max_steps":5,"check":{"url":"/done"}}"#,
+        "inline",
+    )
+    .unwrap();
+    let catalog = TaskCatalog {
+        tasks,
+        base_url: Some(url::Url::parse("https://site.example/").unwrap()),
+    };
+    let (base, _) = self::env(FakeScript::default());
+    let mut tasked = base.with_tasks(Some(Arc::new(catalog)));
+    for elsewhere in ["https://attacker.example/done", "https://site.example/done"] {
+        let mut args = Map::new();
+        args.insert("task_id".into(), json!("t1"));
+        args.insert("start_url".into(), json!(elsewhere));
+        let refused = tasked.reset(&args).await.unwrap_err();
+        assert!(
+            refused.0.contains("starts at its own start URL"),
+            "{}",
+            refused.0
+        );
+    }
+    // Its own start, named or not, is the task.
+    let mut args = Map::new();
+    args.insert("task_id".into(), json!("t1"));
+    args.insert("start_url".into(), json!("https://site.example/start.html"));
+    tasked.reset(&args).await.unwrap();
+    args.remove("start_url");
+    tasked.reset(&args).await.unwrap();
+}

@@ -23,7 +23,9 @@ use crate::session::{Sessions, SharedSession, Transport};
 const INSTRUCTIONS: &str = "A real Chromium browser with an 800x600 viewport. Call reset with a \
     start_url (or a task_id) first. Every tool returns a PNG screenshot of the page and its URL, \
     title, error code and done flag. Coordinates are pixels of that screenshot: x from the left \
-    (0-799), y from the top (0-599). Click a field before typing into it; finish ends the episode.";
+    (0-799), y from the top (0-599). Click a field before typing into it; finish ends the episode. \
+    read_page gives the page's visible text, one line per line of text with its box in those \
+    pixels, without acting.";
 
 pub struct BrowserTools<L: Launcher> {
     sessions: Arc<Sessions<L>>,

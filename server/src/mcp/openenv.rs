@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::watch;
 
 use crate::browser::Launcher;
-use crate::mcp::tools::{self, Outcome};
+use crate::mcp::tools::{self, Called};
 use crate::session::{Sessions, SharedSession, Transport};
 
 /// JSON-RPC 2.0 error codes.
@@ -333,13 +333,13 @@ impl<L: Launcher> Drop for Attached<L> {
 }
 
 /// A tool's result in OpenEnv's shape (fastmcp's result, snake_case): `MCPToolClient.call_tool`
-/// returns its `data`, which here is the facts plus the screenshot, like an observation.
-fn openenv_result(outcome: Outcome) -> Value {
-    let facts = outcome.facts();
-    let mut data = facts.clone();
-    data["screenshot"] = json!(outcome.result.observation.screenshot);
+/// returns its `data`, which here is the facts plus the screenshot, like an observation (for
+/// `read_page`: what it read).
+fn openenv_result(called: Called) -> Value {
+    let facts = called.facts();
+    let data = called.data();
     json!({
-        "content": outcome.into_result().content,
+        "content": called.into_result().content,
         "structured_content": facts,
         "data": data,
         "is_error": false,

@@ -1,5 +1,6 @@
 //! The tools an MCP client sees, and what a call does to its session: `reset` plus one tool per
-//! action (their schemas and argument checks are the action model's, `browserenv::models::tools`).
+//! action (their schemas and argument checks are the action model's, `browserenv::models::tools`),
+//! and `read_page`, which reads the page's text without acting. `tools()` is the one list of them.
 //! Both MCP faces (`handler.rs` for MCP clients, `openenv.rs` for OpenEnv's `MCPToolClient`) call
 //! `call` and only say the outcome in their own shape.
 
@@ -13,12 +14,19 @@ use browserenv::models::{
     StepResult,
 };
 use browserenv::protocol::ErrorFrame;
+use browserenv::text_layer::{DEFAULT_COMPACT_CHARS, MAX_COMPACT_CHARS, MIN_COMPACT_CHARS};
 
 use crate::browser::Launcher;
 use crate::session::SharedSession;
 
 /// Arguments `reset` takes; the environment checks their values.
 const RESET_ARGUMENTS: [&str; 3] = ["start_url", "task_id", "episode_id"];
+
+/// The tool that reads the page's visible text: it neither steps the episode nor touches the page.
+pub const READ_PAGE: &str = "read_page";
+
+/// What an MCP text block says for a page with no visible text.
+const NO_TEXT: &str = "[no visible text]";
 
 /// Why a call has no observation to show.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,13 +54,36 @@ pub struct Outcome {
     pub state: BrowserState,
 }
 
+/// What `read_page` read: the page's text in the compact form, and where and when it was read.
+pub struct PageRead {
+    /// `{"url", "episode_id", "step", "text", "truncated"}`.
+    pub facts: Value,
+}
+
+/// What a tool call gave: an observation (`reset` and the actions), or the page's text.
+pub enum Called {
+    Observation(Outcome),
+    Text(PageRead),
+}
+
 fn tool(name: &str, description: String, schema: Value, read_only: bool) -> Tool {
+    tool_with_output(name, description, schema, read_only, output_schema())
+}
+
+fn tool_with_output(
+    name: &str,
+    description: String,
+    schema: Value,
+    read_only: bool,
+    output: Map<String, Value>,
+) -> Tool {
     let Value::Object(schema) = schema else {
         unreachable!("tool schemas are objects")
     };
     let mut tool = Tool::new(name.to_string(), description, Arc::new(schema))
-        .with_raw_output_schema(Arc::new(output_schema()));
-    // Hints for clients that ask before acting: only `wait` leaves the page as it is.
+        .with_raw_output_schema(Arc::new(output));
+    // Hints for clients that ask before acting: only `wait` and `read_page` leave the page as it
+    // is.
     let mut annotations = rmcp::model::ToolAnnotations::default();
     annotations.read_only_hint = Some(read_only);
     annotations.open_world_hint = Some(true);
@@ -80,6 +111,37 @@ pub fn tools() -> Vec<Tool> {
         }),
         false,
     );
+    let read_page = tool_with_output(
+        READ_PAGE,
+        format!(
+            "Read the current page's visible text without acting: it neither steps the episode \
+             nor changes the page. One line per line of text, in reading order: `x,y,w,h \
+             [marker] text`, where x,y,w,h is its box in pixels of the 800x600 screenshot, so \
+             (x+w/2, y+h/2) is a point to click it. Markers: [link], [button], [field] (a form \
+             field and its value), [empty field] (an empty field and its placeholder), \
+             [password] (bullets, never the value), [frame: other origin, not readable] (a \
+             frame whose text cannot be read); [text] marks plain text that itself starts with \
+             '['. Only what a person sees is listed: nothing hidden, covered or scrolled out of \
+             view (scroll to read more). At most max_chars characters (default \
+             {DEFAULT_COMPACT_CHARS}), whole lines; when lines are left out the last line is \
+             [truncated]."
+        ),
+        json!({
+            "type": "object",
+            "properties": {
+                "max_chars": {
+                    "type": "integer",
+                    "minimum": MIN_COMPACT_CHARS,
+                    "maximum": MAX_COMPACT_CHARS,
+                    "default": DEFAULT_COMPACT_CHARS,
+                    "description": "The most characters of text to return (whole lines)",
+                },
+            },
+            "additionalProperties": false,
+        }),
+        true,
+        read_page_output_schema(),
+    );
     std::iter::once(reset)
         .chain(Op::ALL.into_iter().map(|op| {
             tool(
@@ -89,7 +151,59 @@ pub fn tools() -> Vec<Tool> {
                 op == Op::Wait,
             )
         }))
+        .chain(std::iter::once(read_page))
         .collect()
+}
+
+/// What `read_page`'s structured content holds.
+fn read_page_output_schema() -> Map<String, Value> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "url": {"type": "string"},
+            "episode_id": {"type": ["string", "null"]},
+            "step": {"type": "integer", "description": "The episode's step count when the page was read"},
+            "text": {"type": "string", "description": "One line per line of text: `x,y,w,h [marker] text`"},
+            "truncated": {"type": "boolean", "description": "Lines were left out; the text ends with [truncated]"},
+        },
+        "required": ["url", "step", "text", "truncated"],
+    });
+    let Value::Object(schema) = schema else {
+        unreachable!()
+    };
+    schema
+}
+
+/// `read_page`'s `max_chars`, checked like an action's field (the message a `VALIDATION_ERROR`
+/// would carry).
+fn max_chars(arguments: &Map<String, Value>) -> Result<usize, ToolFailure> {
+    if let Some(extra) = arguments.keys().find(|key| *key != "max_chars") {
+        return Err(ToolFailure::Invalid(format!(
+            "Invalid message: {extra}: Extra inputs are not permitted"
+        )));
+    }
+    let invalid = |why: String| ToolFailure::Invalid(format!("Invalid message: max_chars: {why}"));
+    match arguments.get("max_chars") {
+        None | Some(Value::Null) => Ok(DEFAULT_COMPACT_CHARS),
+        Some(value) => {
+            let number = value
+                .as_u64()
+                .or_else(|| value.as_i64().map(|_| 0))
+                .ok_or_else(|| invalid("Input should be a valid integer".into()))?;
+            let number = usize::try_from(number).unwrap_or(usize::MAX);
+            if number < MIN_COMPACT_CHARS {
+                Err(invalid(format!(
+                    "Input should be greater than or equal to {MIN_COMPACT_CHARS}"
+                )))
+            } else if number > MAX_COMPACT_CHARS {
+                Err(invalid(format!(
+                    "Input should be less than or equal to {MAX_COMPACT_CHARS}"
+                )))
+            } else {
+                Ok(number)
+            }
+        }
+    }
 }
 
 /// What every call's structured content holds.
@@ -120,10 +234,31 @@ pub async fn call<L: Launcher>(
     session: &SharedSession<L>,
     name: &str,
     arguments: Option<&Map<String, Value>>,
-) -> Result<Outcome, ToolFailure> {
+) -> Result<Called, ToolFailure> {
     let empty = Map::new();
     let arguments = arguments.unwrap_or(&empty);
     let shared = session;
+    if name == READ_PAGE {
+        let max_chars = max_chars(arguments)?;
+        // The same read as `GET /sessions/{id}/text`, secrets hidden; between the session's
+        // steps, never waiting for a person in control to hand back (it changes nothing).
+        let layer = shared
+            .lock()
+            .await
+            .visible_text()
+            .await
+            .map_err(|err| ToolFailure::Environment(err.0))?;
+        let compact = layer.compact(max_chars);
+        return Ok(Called::Text(PageRead {
+            facts: json!({
+                "url": layer.url,
+                "episode_id": layer.episode_id,
+                "step": layer.step,
+                "text": compact.text,
+                "truncated": compact.truncated,
+            }),
+        }));
+    }
     let result = if name == "reset" {
         if let Some(extra) = arguments
             .keys()
@@ -141,10 +276,44 @@ pub async fn call<L: Launcher>(
         crate::session::agent_step(shared, &action).await
     };
     let result = result.map_err(|err| ToolFailure::Environment(err.0))?;
-    Ok(Outcome {
+    Ok(Called::Observation(Outcome {
         result,
         state: shared.lock().await.state(),
-    })
+    }))
+}
+
+impl Called {
+    /// The structured content: an observation's facts, or what `read_page` read.
+    pub fn facts(&self) -> Value {
+        match self {
+            Called::Observation(outcome) => outcome.facts(),
+            Called::Text(read) => read.facts.clone(),
+        }
+    }
+
+    /// OpenEnv's `data` (what `MCPToolClient.call_tool` returns): the facts, and an
+    /// observation's screenshot.
+    pub fn data(&self) -> Value {
+        let mut data = self.facts();
+        if let Called::Observation(outcome) = self {
+            data["screenshot"] = json!(outcome.result.observation.screenshot);
+        }
+        data
+    }
+
+    /// The MCP result.
+    pub fn into_result(self) -> CallToolResult {
+        match self {
+            Called::Observation(outcome) => outcome.into_result(),
+            Called::Text(read) => {
+                let text = read.facts["text"].as_str().unwrap_or_default();
+                let shown = if text.is_empty() { NO_TEXT } else { text };
+                let mut result = CallToolResult::success(vec![ContentBlock::text(shown)]);
+                result.structured_content = Some(read.facts);
+                result
+            }
+        }
+    }
 }
 
 impl Outcome {
@@ -192,11 +361,56 @@ mod tests {
         let names: Vec<String> = tools().iter().map(|t| t.name.to_string()).collect();
         assert_eq!(
             names,
-            ["reset", "click", "type", "key", "scroll", "back", "wait", "finish"]
+            [
+                "reset",
+                "click",
+                "type",
+                "key",
+                "scroll",
+                "back",
+                "wait",
+                "finish",
+                "read_page"
+            ]
         );
         for tool in tools() {
             assert!(tool.output_schema.is_some(), "{}", tool.name);
             assert_eq!(tool.input_schema["type"], "object");
+            let read_only = tool.annotations.as_ref().and_then(|a| a.read_only_hint);
+            let expected = matches!(tool.name.as_ref(), "wait" | "read_page");
+            assert_eq!(read_only, Some(expected), "{}", tool.name);
         }
+    }
+
+    #[test]
+    fn read_page_checks_its_bound_like_an_action_field() {
+        let args = |value: Value| value.as_object().unwrap().clone();
+        assert_eq!(max_chars(&args(json!({}))), Ok(DEFAULT_COMPACT_CHARS));
+        assert_eq!(
+            max_chars(&args(json!({"max_chars": null}))),
+            Ok(DEFAULT_COMPACT_CHARS)
+        );
+        assert_eq!(max_chars(&args(json!({"max_chars": 500}))), Ok(500));
+        let message = |value: Value| max_chars(&args(value)).unwrap_err().message();
+        assert_eq!(
+            message(json!({"max_chars": 99})),
+            "Invalid message: max_chars: Input should be greater than or equal to 100"
+        );
+        assert_eq!(
+            message(json!({"max_chars": -5})),
+            "Invalid message: max_chars: Input should be greater than or equal to 100"
+        );
+        assert_eq!(
+            message(json!({"max_chars": 100001})),
+            "Invalid message: max_chars: Input should be less than or equal to 100000"
+        );
+        assert_eq!(
+            message(json!({"max_chars": "a lot"})),
+            "Invalid message: max_chars: Input should be a valid integer"
+        );
+        assert_eq!(
+            message(json!({"chars": 5})),
+            "Invalid message: chars: Extra inputs are not permitted"
+        );
     }
 }

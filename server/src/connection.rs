@@ -27,9 +27,14 @@ use tower::ServiceExt;
 
 /// Connections over the cap answered with a 503 at the same time; past this a connection over the
 /// cap is closed without a word, so a flood of connections costs no more than this many tasks.
-const REFUSALS_AT_ONCE: usize = 32;
+/// Each holds its turn for `REFUSAL_READ_TIME` + `REFUSAL_DRAIN_TIME` at most, so silent
+/// connections keep `/health` from its answer only past about 850 new ones a second.
+pub const REFUSALS_AT_ONCE: usize = 256;
 /// How long a refused connection may take to get its 503.
 const REFUSAL_TIME: Duration = Duration::from_secs(1);
+/// How long a refused client's further bytes are read (and dropped) after the answer, so the close
+/// does not reset the connection before the answer is read.
+const REFUSAL_DRAIN_TIME: Duration = Duration::from_millis(100);
 /// How long a refused client has to send its request before the 503 goes out anyway.
 const REFUSAL_READ_TIME: Duration = Duration::from_millis(200);
 /// Incoming frames and bodies up to this size are accepted (docs/wire.md §2.5 asks for at least
@@ -199,7 +204,11 @@ where
             };
             io.write_all(response.as_bytes()).await?;
             io.shutdown().await?;
-            while io.read(&mut scratch).await? > 0 {}
+            let _ = tokio::time::timeout(REFUSAL_DRAIN_TIME, async {
+                while io.read(&mut scratch).await? > 0 {}
+                Ok::<(), io::Error>(())
+            })
+            .await;
             Ok::<(), io::Error>(())
         })
         .await;

@@ -112,6 +112,38 @@ async fn closed_within(stream: &mut TcpStream, bound: Duration) -> bool {
     .is_ok()
 }
 
+/// A flood of silent connections past the cap, more than the old 32 refusals at once: `/health`
+/// still answers, so an orchestrator does not restart the server for the flood.
+#[tokio::test]
+async fn health_answers_through_a_flood_of_silent_connections_over_the_cap() {
+    let server = server(ServerConfig {
+        settings: quick(),
+        max_connections: 2,
+        timeouts: PeerTimeouts {
+            header_read_timeout: Duration::from_secs(60),
+            ..PeerTimeouts::default()
+        },
+        ..ServerConfig::default()
+    })
+    .await;
+    let _held: Vec<TcpStream> =
+        futures_util::future::join_all((0..2).map(|_| TcpStream::connect(server.addr)))
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+    let mut flood = Vec::new();
+    for _ in 0..browserenv_server::connection::REFUSALS_AT_ONCE / 2 {
+        flood.push(TcpStream::connect(server.addr).await.unwrap());
+    }
+    let mut probe = TcpStream::connect(server.addr).await.unwrap();
+    let alive = tokio::time::timeout(Duration::from_secs(5), get(&mut probe, "/health"))
+        .await
+        .expect("the answer comes");
+    assert_eq!(alive, (200, json!({"status": "healthy"})));
+    drop(flood);
+}
+
 #[tokio::test]
 async fn a_connection_over_the_cap_gets_503_and_the_open_ones_keep_working() {
     let server = server(ServerConfig {

@@ -469,6 +469,7 @@ async fn a_page_s_huge_title_or_a_replaced_probe_costs_the_server_nothing() {
         assert_eq!(title(&clicked), "clicked 5,5", "the other session goes on");
     }
     let grown = peak_memory().saturating_sub(before);
+    eprintln!("the server's peak memory grew by {} KiB", grown / 1024);
     assert!(
         grown < 100 * 1024 * 1024,
         "the server grew by {} MiB",

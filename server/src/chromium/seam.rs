@@ -260,21 +260,45 @@ impl Browser for ChromiumBrowser {
                     std::future::pending::<()>().await;
                 }
             };
-            tokio::select! {
+            let failed = tokio::select! {
                 reply = self.capture() => match reply {
                     Ok(png) => return Ok(png),
                     Err(err) if is_lost_capture(&err) => {
                         tracing::debug!("capture lost with its document: {err}");
+                        None
                     }
                     // Other failures too ("Unable to capture screenshot") while the document is
-                    // being replaced: the failure's reply can come before the navigation's events.
+                    // being replaced.
                     Err(err) if self.document_changing(before, navigations) => {
                         tracing::debug!("capture failed while the document changed: {err}");
+                        None
                     }
-                    Err(err) => return Err(err),
+                    Err(err) => Some(err),
                 },
-                () = swapped => tracing::debug!("a new document while capturing"),
-                () = tab_changed => tracing::debug!("a tab opened or closed while capturing"),
+                () = swapped => {
+                    tracing::debug!("a new document while capturing");
+                    None
+                }
+                () = tab_changed => {
+                    tracing::debug!("a tab opened or closed while capturing");
+                    None
+                }
+            };
+            if let Some(err) = failed {
+                // The failure's reply can come before the navigation's events, and later still
+                // on a busy machine: a new document within `LATE_NAVIGATION` of it explains it.
+                let mut load = self.current.load.clone();
+                let changed = tokio::time::timeout(
+                    LATE_NAVIGATION,
+                    load.wait_for(|s| {
+                        s.loading || s.commits != before || s.navigation_events != navigations
+                    }),
+                )
+                .await;
+                if !matches!(changed, Ok(Ok(_))) {
+                    return Err(err);
+                }
+                tracing::debug!("capture failed, then the document changed: {err}");
             }
             // Let the new document come up before asking again; its renderer has not answered
             // yet, so the capture waits for it to draw (`capture.rs`).
@@ -311,6 +335,8 @@ impl Browser for ChromiumBrowser {
 
 /// Between a capture lost with its document and the next one.
 const CAPTURE_RETRY_PAUSE: Duration = Duration::from_millis(10);
+/// How long after a failed capture the navigation that caused it may still be reported.
+const LATE_NAVIGATION: Duration = Duration::from_millis(250);
 
 /// A capture that failed because its document went away mid-way, not because the page is broken.
 fn is_lost_capture(err: &PageError) -> bool {

@@ -41,6 +41,24 @@ pub fn test_chromium() -> ChromiumConfig {
     }
 }
 
+/// One DevTools command without parameters over a connection of our own to the browser endpoint
+/// `url`; its result.
+pub async fn devtools_call(url: &str, method: &str) -> Value {
+    let (mut socket, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let request = json!({"id": 1, "method": method}).to_string();
+    socket.send(Message::text(request)).await.unwrap();
+    let reply = loop {
+        let frame = socket.next().await.expect("a reply").unwrap();
+        let Message::Text(text) = frame else { continue };
+        let value: Value = serde_json::from_str(&text).unwrap();
+        if value["id"] == 1 {
+            break value;
+        }
+    };
+    let _ = socket.close(None).await;
+    reply["result"].clone()
+}
+
 /// Settings for tests: adaptive settle with the seed's bound, short timeouts so failure tests end
 /// quickly.
 pub fn test_settings() -> EnvSettings {
@@ -283,19 +301,8 @@ impl RemoteChromium {
     /// The URLs of the browser's page targets, asked over a DevTools connection of our own.
     pub async fn page_urls(&self) -> Vec<String> {
         let url = format!("ws://127.0.0.1:{}{}", self.port, self.browser_path);
-        let (mut socket, _) = tokio_tungstenite::connect_async(url).await.unwrap();
-        let request = json!({"id": 1, "method": "Target.getTargets"}).to_string();
-        socket.send(Message::text(request)).await.unwrap();
-        let reply = loop {
-            let frame = socket.next().await.expect("a reply").unwrap();
-            let Message::Text(text) = frame else { continue };
-            let value: Value = serde_json::from_str(&text).unwrap();
-            if value["id"] == 1 {
-                break value;
-            }
-        };
-        let _ = socket.close(None).await;
-        reply["result"]["targetInfos"]
+        let reply = devtools_call(&url, "Target.getTargets").await;
+        reply["targetInfos"]
             .as_array()
             .expect("a target list")
             .iter()

@@ -15,9 +15,7 @@ use browserenv_server::chromium::{
 use browserenv_server::environment::Environment;
 use browserenv_server::ServerConfig;
 use browserenv_tests::{test_chromium, test_settings, Harness, RemoteChromium};
-use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Map, Value};
-use tokio_tungstenite::tungstenite::Message;
 
 /// How many drop points each test tries, spread from "at once" to past a whole reset.
 const DROP_POINTS: u32 = 14;
@@ -46,19 +44,8 @@ async fn devtools_url(remote: &RemoteChromium) -> String {
 /// The browser contexts on the remote browser (`Target.getBrowserContexts`: those created by
 /// `Target.createBrowserContext`, by any connection), asked over a DevTools connection of our own.
 async fn browser_contexts(devtools: &str) -> Vec<String> {
-    let (mut socket, _) = tokio_tungstenite::connect_async(devtools).await.unwrap();
-    let request = json!({"id": 1, "method": "Target.getBrowserContexts"}).to_string();
-    socket.send(Message::text(request)).await.unwrap();
-    let reply = loop {
-        let frame = socket.next().await.expect("a reply").unwrap();
-        let Message::Text(text) = frame else { continue };
-        let value: Value = serde_json::from_str(&text).unwrap();
-        if value["id"] == 1 {
-            break value;
-        }
-    };
-    let _ = socket.close(None).await;
-    reply["result"]["browserContextIds"]
+    let reply = browserenv_tests::devtools_call(devtools, "Target.getBrowserContexts").await;
+    reply["browserContextIds"]
         .as_array()
         .unwrap_or_else(|| panic!("a context list: {reply}"))
         .iter()

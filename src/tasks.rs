@@ -5,11 +5,17 @@
 //! {"id":"info-drill-price","category":"information","instruction":"What does the 18V drill cost?",
 //!  "start_url":"index.html","max_steps":15,"check":{"answer":{"match":"normalized","value":"129.00"}}}
 //! ```
-//! `start_url` may be relative to a base (the demo site). A check has any of: `answer` (the
-//! `finish` text, matched `exact`, `normalized` or by `regex`), `url` (a regex the final URL must
-//! match) and `page_text_contains` (text the final page must show); all given parts must pass.
+//! `start_url` may be relative to a base (the demo site). A check has one or more parts, and all
+//! of them must pass (`docs/tasks.md` has an example of each):
+//! - `answer`: the `finish` text, matched `exact`, `normalized` or by `regex`;
+//! - `url`: a regex the final URL must match; `page_text_contains`: text the final page shows;
+//! - `element`: an element of the final page (a CSS selector), and its text;
+//! - `field`: the value of a form field of the final page;
+//! - `request`: a request a page of the episode made (method, URL, body);
+//! - `cookie`, `local_storage`: a cookie or a `localStorage` item of the final page, and its value;
+//! - `all_of`, `any_of`: checks of their own, all or at least one of which must pass.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use regex::Regex;
@@ -32,24 +38,139 @@ pub enum MatchMode {
     Regex,
 }
 
+/// How a text (the answer, an element's text, a field's value, ...) must look: `{"match": mode,
+/// "value": ...}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AnswerCheck {
+pub struct TextMatch {
     #[serde(rename = "match")]
     pub mode: MatchMode,
     pub value: String,
 }
 
+impl TextMatch {
+    pub fn matches(&self, text: &str) -> bool {
+        match self.mode {
+            MatchMode::Exact => text.trim() == self.value,
+            MatchMode::Normalized => normalize(text) == normalize(&self.value),
+            // Searched, so anchor the pattern to match the whole text.
+            MatchMode::Regex => Regex::new(&self.value).is_ok_and(|re| re.is_match(text)),
+        }
+    }
+
+    fn validate(&self, at: &str) -> Result<(), String> {
+        if self.mode == MatchMode::Regex {
+            Regex::new(&self.value).map_err(|err| format!("{at} regex: {err}"))?;
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        format!("{:?} ({:?})", self.value, self.mode)
+    }
+}
+
+/// An element of the final page, found with a CSS selector (the first match): it must be there,
+/// and its text (`innerText`) match `text` when given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ElementCheck {
+    pub selector: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<TextMatch>,
+}
+
+/// A form field of the final page (the first match of the selector): its value must match. A
+/// checkbox or radio button has its `value` when checked and none when not, as a form would send.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FieldCheck {
+    pub selector: String,
+    pub value: TextMatch,
+}
+
+/// A request some page of the episode made (any tab, any frame): one request must match every
+/// part given. `body_contains` is looked for in the body as sent and, for a form, decoded
+/// (`name=Ada Lovelace` finds `name=Ada+Lovelace`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestCheck {
+    /// `GET`, `POST`, ... (any case).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// A regex the request's URL must match (searched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Texts the body must all contain: one, or a list.
+    #[serde(
+        default,
+        deserialize_with = "one_or_many",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub body_contains: Vec<String>,
+}
+
+/// `"text"` or `["text", ...]`.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(from: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged, expecting = "a string or a list of strings")]
+    enum Texts {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match Texts::deserialize(from)? {
+        Texts::One(text) => vec![text],
+        Texts::Many(texts) => texts,
+    })
+}
+
+/// A cookie the final page has (HttpOnly ones too): it must be there, and its value match `value`
+/// when given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CookieCheck {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<TextMatch>,
+}
+
+/// An item of the final page's `localStorage` (its origin's): it must be there, and its value
+/// match `value` when given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageCheck {
+    pub key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<TextMatch>,
+}
+
+/// A task's check: every part given must pass.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Check {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answer: Option<AnswerCheck>,
+    pub answer: Option<TextMatch>,
     /// A regex the final URL must match (searched, so anchor it if needed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page_text_contains: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub element: Option<ElementCheck>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<FieldCheck>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<RequestCheck>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cookie: Option<CookieCheck>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_storage: Option<StorageCheck>,
+    /// Checks that must all pass (two checks of one kind, or a group inside `any_of`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all_of: Option<Vec<Check>>,
+    /// Checks of which at least one must pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub any_of: Option<Vec<Check>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,15 +196,43 @@ pub enum CheckPart {
     Answer,
     Url,
     PageTextContains,
+    Element,
+    Field,
+    Request,
+    Cookie,
+    LocalStorage,
+    AllOf,
+    AnyOf,
 }
 
 impl CheckPart {
+    /// Every part, in the order a check is judged (and its parts listed).
+    pub const ALL: [CheckPart; 10] = [
+        CheckPart::Answer,
+        CheckPart::Url,
+        CheckPart::PageTextContains,
+        CheckPart::Element,
+        CheckPart::Field,
+        CheckPart::Request,
+        CheckPart::Cookie,
+        CheckPart::LocalStorage,
+        CheckPart::AllOf,
+        CheckPart::AnyOf,
+    ];
+
     /// Its name in the task file (and on the wire).
     pub fn name(self) -> &'static str {
         match self {
             CheckPart::Answer => "answer",
             CheckPart::Url => "url",
             CheckPart::PageTextContains => "page_text_contains",
+            CheckPart::Element => "element",
+            CheckPart::Field => "field",
+            CheckPart::Request => "request",
+            CheckPart::Cookie => "cookie",
+            CheckPart::LocalStorage => "local_storage",
+            CheckPart::AllOf => "all_of",
+            CheckPart::AnyOf => "any_of",
         }
     }
 }
@@ -122,6 +271,11 @@ impl Verdict {
 
 /// The most characters of the final URL a verdict's details quote.
 pub const DETAIL_URL_CHARS: usize = 2048;
+/// The most characters of what a page holds (an element's text, a request's URL, a stored value)
+/// a verdict's details quote.
+pub const DETAIL_TEXT_CHARS: usize = 200;
+/// How deep `all_of` and `any_of` may nest.
+pub const MAX_CHECK_DEPTH: usize = 4;
 
 /// Lower case, letters and digits only, single spaces.
 pub fn normalize(text: &str) -> String {
@@ -130,6 +284,492 @@ pub fn normalize(text: &str) -> String {
         .filter(|part| !part.is_empty())
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The first `max` characters of `text`, marked when there was more.
+fn quoted(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{:?}…", &text[..cut]),
+        None => format!("{text:?}"),
+    }
+}
+
+/// What a selector found on the final page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// The first element it matches: its text (or a field's value), and whether it is a secret
+    /// field (its value is never quoted).
+    Found {
+        text: String,
+        secret: bool,
+    },
+    Missing,
+    /// The page refused the selector (a syntax error), with what it said.
+    BadSelector(String),
+}
+
+/// A request a page of the episode made, as the browser saw it leave.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SeenRequest {
+    pub method: String,
+    pub url: String,
+    /// The body (cut; empty when there was none), as text.
+    pub body: String,
+}
+
+/// What a check reads of the final page and the episode beyond the answer, the URL and the text;
+/// the browser reads only what `Check::wants` lists.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageState {
+    /// By selector.
+    pub elements: BTreeMap<String, Lookup>,
+    /// By selector.
+    pub fields: BTreeMap<String, Lookup>,
+    /// The final page's cookies by name.
+    pub cookies: BTreeMap<String, String>,
+    /// By key: the item, or `None` when there is none.
+    pub local_storage: BTreeMap<String, Option<String>>,
+    /// Every request of the episode the browser kept (the newest, when there were very many).
+    pub requests: Vec<SeenRequest>,
+    /// Why the final page could not be read, when it could not (a hung renderer): the parts that
+    /// needed it fail and say so.
+    pub unread: Option<String>,
+}
+
+/// Nothing read: for checks that need only the answer, the URL and the text.
+static NOTHING_READ: PageState = PageState {
+    elements: BTreeMap::new(),
+    fields: BTreeMap::new(),
+    cookies: BTreeMap::new(),
+    local_storage: BTreeMap::new(),
+    requests: Vec::new(),
+    unread: None,
+};
+
+/// What a check needs read from the browser at the end of an episode, besides the URL and text
+/// every observation has.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Wants {
+    pub elements: BTreeSet<String>,
+    pub fields: BTreeSet<String>,
+    pub local_storage: BTreeSet<String>,
+    pub cookies: bool,
+    pub requests: bool,
+}
+
+impl Wants {
+    /// Nothing beyond the URL and the text: no read of the page at the end.
+    pub fn is_empty(&self) -> bool {
+        self == &Wants::default()
+    }
+
+    /// Whether the page's document is asked anything (elements, fields, storage).
+    pub fn reads_document(&self) -> bool {
+        !(self.elements.is_empty() && self.fields.is_empty() && self.local_storage.is_empty())
+    }
+}
+
+/// How an episode ended, as a check judges it.
+#[derive(Debug, Clone, Copy)]
+pub struct Ending<'a> {
+    /// The `finish` text.
+    pub answer: &'a str,
+    pub url: &'a str,
+    pub page_text: &'a str,
+    pub state: &'a PageState,
+}
+
+impl Default for Ending<'_> {
+    fn default() -> Self {
+        Ending {
+            answer: "",
+            url: "",
+            page_text: "",
+            state: &NOTHING_READ,
+        }
+    }
+}
+
+/// A form body decoded (`+` and `%XX`), as `key=value` pairs joined by `&`.
+fn decoded_form(body: &str) -> String {
+    url::form_urlencoded::parse(body.as_bytes())
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+impl RequestCheck {
+    fn matches(&self, request: &SeenRequest) -> bool {
+        let method = self
+            .method
+            .as_ref()
+            .is_none_or(|method| method.eq_ignore_ascii_case(&request.method));
+        let url = self
+            .url
+            .as_ref()
+            .is_none_or(|pattern| Regex::new(pattern).is_ok_and(|re| re.is_match(&request.url)));
+        let body = self.body_contains.is_empty() || {
+            let decoded = decoded_form(&request.body);
+            self.body_contains
+                .iter()
+                .all(|text| request.body.contains(text.as_str()) || decoded.contains(text.as_str()))
+        };
+        method && url && body
+    }
+
+    fn describe(&self) -> String {
+        let mut parts = vec![self.method.clone().unwrap_or_else(|| "any method".into())];
+        if let Some(url) = &self.url {
+            parts.push(format!("to /{url}/"));
+        }
+        if !self.body_contains.is_empty() {
+            parts.push(format!("with {:?} in its body", self.body_contains));
+        }
+        format!("a request {}", parts.join(" "))
+    }
+}
+
+impl Check {
+    /// The parts this check has, in `CheckPart::ALL` order.
+    pub fn parts(&self) -> Vec<CheckPart> {
+        CheckPart::ALL
+            .into_iter()
+            .filter(|part| self.has(*part))
+            .collect()
+    }
+
+    fn has(&self, part: CheckPart) -> bool {
+        match part {
+            CheckPart::Answer => self.answer.is_some(),
+            CheckPart::Url => self.url.is_some(),
+            CheckPart::PageTextContains => self.page_text_contains.is_some(),
+            CheckPart::Element => self.element.is_some(),
+            CheckPart::Field => self.field.is_some(),
+            CheckPart::Request => self.request.is_some(),
+            CheckPart::Cookie => self.cookie.is_some(),
+            CheckPart::LocalStorage => self.local_storage.is_some(),
+            CheckPart::AllOf => self.all_of.is_some(),
+            CheckPart::AnyOf => self.any_of.is_some(),
+        }
+    }
+
+    fn nested(&self) -> impl Iterator<Item = &Check> {
+        self.all_of.iter().chain(self.any_of.iter()).flatten()
+    }
+
+    /// What the browser must read at the end for this check (and the checks inside it).
+    pub fn wants(&self) -> Wants {
+        let mut wants = Wants::default();
+        self.add_wants(&mut wants);
+        wants
+    }
+
+    fn add_wants(&self, wants: &mut Wants) {
+        if let Some(element) = &self.element {
+            wants.elements.insert(element.selector.clone());
+        }
+        if let Some(field) = &self.field {
+            wants.fields.insert(field.selector.clone());
+        }
+        if let Some(item) = &self.local_storage {
+            wants.local_storage.insert(item.key.clone());
+        }
+        wants.cookies |= self.cookie.is_some();
+        wants.requests |= self.request.is_some();
+        for check in self.nested() {
+            check.add_wants(wants);
+        }
+    }
+
+    /// Judge every part; the details of each go to `details` (prefixed with where the part sits),
+    /// and the parts that failed are returned.
+    fn judge(&self, ending: &Ending, at: &str, details: &mut Vec<String>) -> Vec<CheckPart> {
+        let mut failed = Vec::new();
+        for part in self.parts() {
+            let (ok, detail) = self.judge_part(part, ending, at, details);
+            if let Some(detail) = detail {
+                details.push(format!("{at}{detail}"));
+            }
+            if !ok {
+                failed.push(part);
+            }
+        }
+        failed
+    }
+
+    /// One part: whether it passed, and its line of details (the combinations write their
+    /// checks' lines themselves).
+    fn judge_part(
+        &self,
+        part: CheckPart,
+        ending: &Ending,
+        at: &str,
+        details: &mut Vec<String>,
+    ) -> (bool, Option<String>) {
+        let verb = |ok: bool| if ok { "matches" } else { "does not match" };
+        let state = ending.state;
+        let unread = |what: &str| {
+            let why = state.unread.as_deref().unwrap_or("not read");
+            (
+                false,
+                Some(format!("{what}: the final page could not be read ({why})")),
+            )
+        };
+        match part {
+            CheckPart::Answer => {
+                let check = self.answer.as_ref().expect("a part it has");
+                let ok = check.matches(ending.answer);
+                let line = format!(
+                    "answer {:?} {} {}",
+                    ending.answer,
+                    verb(ok),
+                    check.describe()
+                );
+                (ok, Some(line))
+            }
+            CheckPart::Url => {
+                let pattern = self.url.as_ref().expect("a part it has");
+                let ok = Regex::new(pattern).is_ok_and(|re| re.is_match(ending.url));
+                // A page can make its URL megabytes long; the details go to the log once an episode.
+                let shown_url: String = match ending.url.char_indices().nth(DETAIL_URL_CHARS) {
+                    Some((cut, _)) => format!("{}…", &ending.url[..cut]),
+                    None => ending.url.to_string(),
+                };
+                (
+                    ok,
+                    Some(format!("final URL {shown_url} {} /{pattern}/", verb(ok))),
+                )
+            }
+            CheckPart::PageTextContains => {
+                let text = self.page_text_contains.as_ref().expect("a part it has");
+                let ok = normalize(ending.page_text).contains(&normalize(text));
+                let shows = if ok { "shows" } else { "does not show" };
+                (ok, Some(format!("final page {shows} {text:?}")))
+            }
+            CheckPart::Element => {
+                let check = self.element.as_ref().expect("a part it has");
+                let what = format!("element {:?}", check.selector);
+                match state.elements.get(&check.selector) {
+                    None if state.unread.is_some() => unread(&what),
+                    Some(Lookup::Found { text, .. }) => match &check.text {
+                        Some(want) => {
+                            let ok = want.matches(text);
+                            let line = format!(
+                                "{what} text {} {} {}",
+                                quoted(text, DETAIL_TEXT_CHARS),
+                                verb(ok),
+                                want.describe()
+                            );
+                            (ok, Some(line))
+                        }
+                        None => (true, Some(format!("{what} is on the final page"))),
+                    },
+                    found => (false, Some(not_found(&what, found))),
+                }
+            }
+            CheckPart::Field => {
+                let check = self.field.as_ref().expect("a part it has");
+                let what = format!("field {:?}", check.selector);
+                match state.fields.get(&check.selector) {
+                    None if state.unread.is_some() => unread(&what),
+                    Some(Lookup::Found { text, secret }) => {
+                        let ok = check.value.matches(text);
+                        // A password's value stays out of the log.
+                        let value = if *secret {
+                            format!("(secret, {} characters)", text.chars().count())
+                        } else {
+                            quoted(text, DETAIL_TEXT_CHARS)
+                        };
+                        let line = format!(
+                            "{what} value {value} {} {}",
+                            verb(ok),
+                            check.value.describe()
+                        );
+                        (ok, Some(line))
+                    }
+                    found => (false, Some(not_found(&what, found))),
+                }
+            }
+            CheckPart::Request => {
+                let check = self.request.as_ref().expect("a part it has");
+                let found = state.requests.iter().find(|request| check.matches(request));
+                let line = match found {
+                    Some(request) => format!(
+                        "{} was made: {} {}",
+                        check.describe(),
+                        request.method,
+                        quoted(&request.url, DETAIL_TEXT_CHARS)
+                    ),
+                    None => format!(
+                        "{} was not made (the episode made {} requests)",
+                        check.describe(),
+                        state.requests.len()
+                    ),
+                };
+                (found.is_some(), Some(line))
+            }
+            CheckPart::Cookie => {
+                let check = self.cookie.as_ref().expect("a part it has");
+                let what = format!("cookie {:?}", check.name);
+                match (state.cookies.get(&check.name), &check.value) {
+                    (None, _) if state.unread.is_some() => unread(&what),
+                    (None, _) => (false, Some(format!("{what} is not set"))),
+                    (Some(_), None) => (true, Some(format!("{what} is set"))),
+                    // Cookies hold sessions: their values stay out of the log.
+                    (Some(value), Some(want)) => {
+                        let ok = want.matches(value);
+                        let line = format!(
+                            "{what} ({} characters) {} {}",
+                            value.chars().count(),
+                            verb(ok),
+                            want.describe()
+                        );
+                        (ok, Some(line))
+                    }
+                }
+            }
+            CheckPart::LocalStorage => {
+                let check = self.local_storage.as_ref().expect("a part it has");
+                let what = format!("localStorage {:?}", check.key);
+                match (state.local_storage.get(&check.key), &check.value) {
+                    (None, _) if state.unread.is_some() => unread(&what),
+                    (None | Some(None), _) => (false, Some(format!("{what} is not set"))),
+                    (Some(Some(_)), None) => (true, Some(format!("{what} is set"))),
+                    (Some(Some(value)), Some(want)) => {
+                        let ok = want.matches(value);
+                        let line = format!(
+                            "{what} {} {} {}",
+                            quoted(value, DETAIL_TEXT_CHARS),
+                            verb(ok),
+                            want.describe()
+                        );
+                        (ok, Some(line))
+                    }
+                }
+            }
+            CheckPart::AllOf | CheckPart::AnyOf => {
+                let (checks, name) = match part {
+                    CheckPart::AllOf => (self.all_of.as_ref(), "all_of"),
+                    _ => (self.any_of.as_ref(), "any_of"),
+                };
+                let checks = checks.expect("a part it has");
+                let passed = checks
+                    .iter()
+                    .enumerate()
+                    .filter(|(index, check)| {
+                        check
+                            .judge(ending, &format!("{at}{name}[{index}]: "), details)
+                            .is_empty()
+                    })
+                    .count();
+                let ok = match part {
+                    CheckPart::AllOf => passed == checks.len(),
+                    _ => passed > 0,
+                };
+                let line = format!("{name}: {passed} of {} checks passed", checks.len());
+                (ok, Some(line))
+            }
+        }
+    }
+
+    /// Whether the check can be judged: at least one part, patterns that compile, names and
+    /// selectors given, combinations not empty nor too deep. `at` names it in the messages.
+    fn validate(&self, at: &str, depth: usize) -> Result<(), String> {
+        if self.parts().is_empty() {
+            let names: Vec<&str> = CheckPart::ALL.iter().map(|part| part.name()).collect();
+            return Err(format!("{at} needs at least one of {}", names.join(", ")));
+        }
+        if let Some(answer) = &self.answer {
+            answer.validate(&format!("{at}.answer"))?;
+        }
+        if let Some(pattern) = &self.url {
+            Regex::new(pattern).map_err(|err| format!("{at}.url regex: {err}"))?;
+        }
+        if let Some(element) = &self.element {
+            selector(&element.selector, &format!("{at}.element"))?;
+            if let Some(text) = &element.text {
+                text.validate(&format!("{at}.element.text"))?;
+            }
+        }
+        if let Some(field) = &self.field {
+            selector(&field.selector, &format!("{at}.field"))?;
+            field.value.validate(&format!("{at}.field.value"))?;
+        }
+        if let Some(request) = &self.request {
+            let at = format!("{at}.request");
+            if request.method.is_none() && request.url.is_none() && request.body_contains.is_empty()
+            {
+                return Err(format!("{at} needs method, url or body_contains"));
+            }
+            if let Some(method) = &request.method {
+                if method.is_empty() || !method.chars().all(|c| c.is_ascii_alphabetic()) {
+                    return Err(format!("{at}.method {method:?} is not an HTTP method"));
+                }
+            }
+            if let Some(pattern) = &request.url {
+                Regex::new(pattern).map_err(|err| format!("{at}.url regex: {err}"))?;
+            }
+        }
+        if let Some(cookie) = &self.cookie {
+            if cookie.name.trim().is_empty() {
+                return Err(format!("{at}.cookie.name is empty"));
+            }
+            if let Some(value) = &cookie.value {
+                value.validate(&format!("{at}.cookie.value"))?;
+            }
+        }
+        if let Some(item) = &self.local_storage {
+            if item.key.is_empty() {
+                return Err(format!("{at}.local_storage.key is empty"));
+            }
+            if let Some(value) = &item.value {
+                value.validate(&format!("{at}.local_storage.value"))?;
+            }
+        }
+        for (name, checks) in [("all_of", &self.all_of), ("any_of", &self.any_of)] {
+            let Some(checks) = checks else { continue };
+            if checks.is_empty() {
+                return Err(format!("{at}.{name} is empty"));
+            }
+            if depth >= MAX_CHECK_DEPTH {
+                return Err(format!(
+                    "{at}.{name}: all_of and any_of nest {MAX_CHECK_DEPTH} deep at most"
+                ));
+            }
+            for (index, check) in checks.iter().enumerate() {
+                check.validate(&format!("{at}.{name}[{index}]"), depth + 1)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The most characters of a selector.
+const MAX_SELECTOR_CHARS: usize = 1000;
+
+fn selector(selector: &str, at: &str) -> Result<(), String> {
+    if selector.trim().is_empty() {
+        return Err(format!("{at}.selector is empty"));
+    }
+    if selector.chars().count() > MAX_SELECTOR_CHARS {
+        return Err(format!(
+            "{at}.selector is longer than {MAX_SELECTOR_CHARS} characters"
+        ));
+    }
+    Ok(())
+}
+
+/// The details line of an element or field that was not found.
+fn not_found(what: &str, found: Option<&Lookup>) -> String {
+    match found {
+        Some(Lookup::BadSelector(why)) => {
+            format!(
+                "{what}: the page refused the selector ({})",
+                quoted(why, DETAIL_TEXT_CHARS)
+            )
+        }
+        _ => format!("{what}: no such element on the final page"),
+    }
 }
 
 impl Task {
@@ -151,50 +791,10 @@ impl Task {
         }
     }
 
-    /// Judge a finished episode: the `finish` text, the final URL and the final page's text.
-    pub fn judge(&self, answer: &str, final_url: &str, page_text: &str) -> Verdict {
+    /// Judge a finished episode.
+    pub fn judge(&self, ending: &Ending) -> Verdict {
         let mut details = Vec::new();
-        let mut failed = Vec::new();
-        let mut judged = |part: CheckPart, ok: bool| {
-            if !ok {
-                failed.push(part);
-            }
-        };
-        if let Some(check) = &self.check.answer {
-            let ok = match check.mode {
-                MatchMode::Exact => answer.trim() == check.value,
-                MatchMode::Normalized => normalize(answer) == normalize(&check.value),
-                MatchMode::Regex => Regex::new(&check.value).is_ok_and(|re| re.is_match(answer)),
-            };
-            judged(CheckPart::Answer, ok);
-            details.push(format!(
-                "answer {answer:?} {} {:?} ({:?})",
-                if ok { "matches" } else { "does not match" },
-                check.value,
-                check.mode
-            ));
-        }
-        if let Some(pattern) = &self.check.url {
-            let ok = Regex::new(pattern).is_ok_and(|re| re.is_match(final_url));
-            judged(CheckPart::Url, ok);
-            // A page can make its URL megabytes long; the details go to the log once an episode.
-            let shown_url: String = match final_url.char_indices().nth(DETAIL_URL_CHARS) {
-                Some((cut, _)) => format!("{}…", &final_url[..cut]),
-                None => final_url.to_string(),
-            };
-            details.push(format!(
-                "final URL {shown_url} {} /{pattern}/",
-                if ok { "matches" } else { "does not match" }
-            ));
-        }
-        if let Some(text) = &self.check.page_text_contains {
-            let ok = normalize(page_text).contains(&normalize(text));
-            judged(CheckPart::PageTextContains, ok);
-            details.push(format!(
-                "final page {} {text:?}",
-                if ok { "shows" } else { "does not show" }
-            ));
-        }
+        let failed = self.check.judge(ending, "", &mut details);
         Verdict {
             passed: failed.is_empty(),
             failed,
@@ -212,21 +812,7 @@ impl Task {
         if !(1..=200).contains(&self.max_steps) {
             return Err(format!("max_steps must be 1..=200, got {}", self.max_steps));
         }
-        let check = &self.check;
-        if check.answer.is_none() && check.url.is_none() && check.page_text_contains.is_none() {
-            return Err("check needs at least one of answer, url, page_text_contains".into());
-        }
-        if let Some(AnswerCheck {
-            mode: MatchMode::Regex,
-            value,
-        }) = &check.answer
-        {
-            Regex::new(value).map_err(|err| format!("check.answer regex: {err}"))?;
-        }
-        if let Some(pattern) = &check.url {
-            Regex::new(pattern).map_err(|err| format!("check.url regex: {err}"))?;
-        }
-        Ok(())
+        self.check.validate("check", 0)
     }
 }
 
@@ -270,7 +856,13 @@ impl TaskSet {
                         tasks.push(task);
                     }
                 }
-                Err(err) => problems.push(format!("{at}: {err}")),
+                Err(err) => {
+                    // The line is the file's: serde's own "at line 1" would say otherwise.
+                    let text = err.to_string();
+                    let place = format!(" at line {} column {}", err.line(), err.column());
+                    let message = text.strip_suffix(&place).unwrap_or(&text);
+                    problems.push(format!("{at}: {message} (column {})", err.column()));
+                }
             }
         }
         if !problems.is_empty() {
@@ -304,6 +896,15 @@ impl TaskSet {
 mod tests {
     use super::*;
 
+    fn end<'a>(answer: &'a str, url: &'a str, page_text: &'a str) -> Ending<'a> {
+        Ending {
+            answer,
+            url,
+            page_text,
+            ..Ending::default()
+        }
+    }
+
     fn task(check: &str) -> Task {
         serde_json::from_str(&format!(
             r#"{{"id":"t","category":"information","instruction":"Do it","start_url":"index.html","check":{check}}}"#
@@ -314,32 +915,36 @@ mod tests {
     #[test]
     fn answer_checks_match_exact_normalized_and_regex() {
         let exact = task(r#"{"answer":{"match":"exact","value":"1968"}}"#);
-        assert!(exact.judge(" 1968 ", "", "").passed);
-        assert!(!exact.judge("in 1968", "", "").passed);
+        assert!(exact.judge(&end(" 1968 ", "", "")).passed);
+        assert!(!exact.judge(&end("in 1968", "", "")).passed);
         let loose = task(r#"{"answer":{"match":"normalized","value":"$129.00"}}"#);
-        assert!(loose.judge("129.00", "", "").passed);
-        assert!(loose.judge(" $129.00 ", "", "").passed);
-        assert!(!loose.judge("129", "", "").passed);
+        assert!(loose.judge(&end("129.00", "", "")).passed);
+        assert!(loose.judge(&end(" $129.00 ", "", "")).passed);
+        assert!(!loose.judge(&end("129", "", "")).passed);
         let pattern =
             task(r#"{"answer":{"match":"regex","value":"(?i)^\\s*(10|10:00|10 am)\\s*$"}}"#);
-        assert!(pattern.judge("10:00", "", "").passed);
-        assert!(!pattern.judge("11:00", "", "").passed);
+        assert!(pattern.judge(&end("10:00", "", "")).passed);
+        assert!(!pattern.judge(&end("11:00", "", "")).passed);
     }
 
     #[test]
     fn url_and_page_text_checks_and_all_parts_must_pass() {
         let both = task(r#"{"url":"catalog\\.html\\?q=clamp","page_text_contains":"3 products"}"#);
-        let verdict = both.judge(
+        let verdict = both.judge(&end(
             "",
             "http://h/catalog.html?q=clamp",
             "Search\n3 products\n...",
-        );
+        ));
         assert!(verdict.passed, "{verdict:?}");
         assert_eq!(verdict.details.len(), 2);
-        assert!(!both.judge("", "http://h/catalog.html", "3 products").passed);
         assert!(
             !both
-                .judge("", "http://h/catalog.html?q=clamp", "2 products")
+                .judge(&end("", "http://h/catalog.html", "3 products"))
+                .passed
+        );
+        assert!(
+            !both
+                .judge(&end("", "http://h/catalog.html?q=clamp", "2 products"))
                 .passed
         );
     }
@@ -349,7 +954,7 @@ mod tests {
         let all = task(
             r#"{"answer":{"match":"regex","value":"^19(68)$"},"url":"about\\.html","page_text_contains":"Founded in 1968"}"#,
         );
-        let verdict = all.judge("1979", "http://h/about.html", "Nothing here");
+        let verdict = all.judge(&end("1979", "http://h/about.html", "Nothing here"));
         assert!(!verdict.passed);
         assert_eq!(
             verdict.failed,
@@ -362,16 +967,228 @@ mod tests {
             r#"{"passed":false,"failed":["answer","page_text_contains"]}"#
         );
         let long = format!("http://h/about.html?{}", "x".repeat(3 * DETAIL_URL_CHARS));
-        let cut = &all.judge("1968", &long, "").details[1];
+        let cut = &all.judge(&end("1968", &long, "")).details[1];
         assert!(
             cut.contains(&format!("{}… matches", &long[..DETAIL_URL_CHARS])),
             "{cut}"
         );
-        let passed = all.judge("1968", "http://h/about.html", "Founded in 1968.");
+        let passed = all.judge(&end("1968", "http://h/about.html", "Founded in 1968."));
         assert_eq!(
             serde_json::to_value(passed.shown()).unwrap(),
             serde_json::json!({"passed": true, "failed": []})
         );
+    }
+
+    /// A final page with an element, a field, a password, a cookie, a stored item and a form
+    /// POST among the episode's requests.
+    fn final_page() -> PageState {
+        let found = |text: &str, secret| Lookup::Found {
+            text: text.into(),
+            secret,
+        };
+        PageState {
+            elements: BTreeMap::from([
+                ("#cart-count".into(), found("2", false)),
+                ("#gone".into(), Lookup::Missing),
+                (
+                    "[".into(),
+                    Lookup::BadSelector("'[' is not a valid selector".into()),
+                ),
+            ]),
+            fields: BTreeMap::from([
+                ("#q".into(), found("clamp", false)),
+                ("#pw".into(), found("hunter2", true)),
+            ]),
+            cookies: BTreeMap::from([("hh_consent".into(), "yes".into())]),
+            local_storage: BTreeMap::from([
+                ("hh-cart".into(), Some(r#"{"5":2}"#.into())),
+                ("none".into(), None),
+            ]),
+            requests: vec![
+                SeenRequest {
+                    method: "GET".into(),
+                    url: "http://h/contact.html".into(),
+                    body: String::new(),
+                },
+                SeenRequest {
+                    method: "POST".into(),
+                    url: "http://h/thanks.html".into(),
+                    body: "name=Ada+Lovelace&topic=returns&contact=phone".into(),
+                },
+            ],
+            unread: None,
+        }
+    }
+
+    fn judged(check: &str, state: &PageState) -> Verdict {
+        task(check).judge(&Ending {
+            state,
+            ..Ending::default()
+        })
+    }
+
+    #[test]
+    fn element_field_request_cookie_and_storage_checks_read_the_final_page() {
+        let state = final_page();
+        let passes = |check: &str| judged(check, &state).passed;
+        assert!(passes(r##"{"element":{"selector":"#cart-count"}}"##));
+        assert!(passes(
+            r##"{"element":{"selector":"#cart-count","text":{"match":"exact","value":"2"}}}"##
+        ));
+        assert!(!passes(
+            r##"{"element":{"selector":"#cart-count","text":{"match":"exact","value":"3"}}}"##
+        ));
+        assert!(!passes(r##"{"element":{"selector":"#gone"}}"##));
+        assert!(passes(
+            r##"{"field":{"selector":"#q","value":{"match":"normalized","value":"Clamp"}}}"##
+        ));
+        assert!(!passes(
+            r##"{"field":{"selector":"#q","value":{"match":"exact","value":"hammer"}}}"##
+        ));
+        assert!(passes(
+            r#"{"request":{"method":"post","url":"/thanks\\.html$","body_contains":"topic=returns"}}"#
+        ));
+        // Looked for in the form as sent and as decoded.
+        assert!(passes(
+            r#"{"request":{"body_contains":"name=Ada+Lovelace"}}"#
+        ));
+        assert!(passes(
+            r#"{"request":{"body_contains":"name=Ada Lovelace"}}"#
+        ));
+        // Every text of a list, in one request's body.
+        assert!(passes(
+            r#"{"request":{"body_contains":["name=Ada Lovelace","contact=phone"]}}"#
+        ));
+        assert!(!passes(
+            r#"{"request":{"body_contains":["name=Ada Lovelace","contact=email"]}}"#
+        ));
+        assert!(!passes(r#"{"request":{"method":"GET","url":"thanks"}}"#));
+        assert!(!passes(r#"{"request":{"body_contains":"topic=order"}}"#));
+        assert!(passes(r#"{"cookie":{"name":"hh_consent"}}"#));
+        assert!(passes(
+            r#"{"cookie":{"name":"hh_consent","value":{"match":"exact","value":"yes"}}}"#
+        ));
+        assert!(!passes(r#"{"cookie":{"name":"other"}}"#));
+        assert!(passes(
+            r#"{"local_storage":{"key":"hh-cart","value":{"match":"regex","value":"\"5\":2\\b"}}}"#
+        ));
+        assert!(!passes(r#"{"local_storage":{"key":"none"}}"#));
+        assert!(!passes(r#"{"local_storage":{"key":"never-read"}}"#));
+    }
+
+    #[test]
+    fn all_of_and_any_of_combine_checks_and_name_themselves_when_they_fail() {
+        let state = final_page();
+        let all = judged(
+            r##"{"all_of":[{"element":{"selector":"#cart-count","text":{"match":"exact","value":"2"}}},{"element":{"selector":"#gone"}}]}"##,
+            &state,
+        );
+        assert_eq!(all.failed, [CheckPart::AllOf]);
+        assert!(
+            all.details.contains(
+                &"all_of[1]: element \"#gone\": no such element on the final page".into()
+            ),
+            "{all:?}"
+        );
+        assert!(all.details.contains(&"all_of: 1 of 2 checks passed".into()));
+        let any = judged(
+            r##"{"any_of":[{"element":{"selector":"#gone"}},{"cookie":{"name":"hh_consent"}}],"url":"^$"}"##,
+            &state,
+        );
+        assert!(any.passed, "{any:?}");
+        let none = judged(
+            r##"{"any_of":[{"element":{"selector":"#gone"}},{"all_of":[{"cookie":{"name":"x"}}]}]}"##,
+            &state,
+        );
+        assert_eq!(none.failed, [CheckPart::AnyOf]);
+        assert!(none
+            .details
+            .contains(&"any_of[1]: all_of[0]: cookie \"x\" is not set".into()));
+    }
+
+    #[test]
+    fn details_keep_secrets_out_and_say_why_a_page_was_not_read() {
+        let state = final_page();
+        let password = judged(
+            r##"{"field":{"selector":"#pw","value":{"match":"exact","value":"letmein"}}}"##,
+            &state,
+        );
+        let cookie = judged(
+            r#"{"cookie":{"name":"hh_consent","value":{"match":"exact","value":"no"}}}"#,
+            &state,
+        );
+        for verdict in [&password, &cookie] {
+            assert!(!verdict.passed);
+            let details = verdict.details.join("\n");
+            for value in ["hunter2", "\"yes\""] {
+                assert!(!details.contains(value), "{details}");
+            }
+        }
+        assert!(password.details[0].contains("(secret, 7 characters)"));
+        let refused = judged(r#"{"element":{"selector":"["}}"#, &state);
+        assert!(
+            refused.details[0].contains("refused the selector"),
+            "{refused:?}"
+        );
+        let hung = PageState {
+            unread: Some("renderer_timeout".into()),
+            ..PageState::default()
+        };
+        let verdict = judged(r##"{"element":{"selector":"#cart-count"}}"##, &hung);
+        assert!(!verdict.passed);
+        assert!(verdict.details[0].contains("could not be read (renderer_timeout)"));
+    }
+
+    #[test]
+    fn a_check_asks_the_browser_only_for_what_its_parts_read() {
+        let plain = task(r#"{"url":"x","answer":{"match":"exact","value":"1"}}"#);
+        assert!(plain.check.wants().is_empty());
+        let nested = task(
+            r##"{"any_of":[{"element":{"selector":"#a"}},{"all_of":[{"field":{"selector":"#b","value":{"match":"exact","value":""}}},{"local_storage":{"key":"k"}},{"request":{"method":"POST"}}]}]}"##,
+        );
+        let wants = nested.check.wants();
+        assert_eq!(wants.elements, BTreeSet::from(["#a".to_string()]));
+        assert_eq!(wants.fields, BTreeSet::from(["#b".to_string()]));
+        assert_eq!(wants.local_storage, BTreeSet::from(["k".to_string()]));
+        assert!(wants.requests && !wants.cookies && wants.reads_document());
+        assert_eq!(nested.check.parts(), [CheckPart::AnyOf]);
+        let names: Vec<&str> = CheckPart::ALL.iter().map(|part| part.name()).collect();
+        for (part, name) in CheckPart::ALL.iter().zip(&names) {
+            assert_eq!(serde_json::to_value(part).unwrap(), *name);
+        }
+    }
+
+    /// docs/tasks.md shows one example per part, each a check this file's reader takes.
+    #[test]
+    fn the_docs_show_a_valid_example_of_every_part() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/tasks.md");
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut shown = Vec::new();
+        for row in text.lines().filter(|line| line.starts_with("| `")) {
+            // `| `part` | passes when | `example` |`: the last cell, a pipe in it escaped.
+            let cells: Vec<&str> = row.trim_matches('|').split(" | ").collect();
+            let named = cells[0].trim().trim_matches('`');
+            if !CheckPart::ALL.iter().any(|part| part.name() == named) {
+                continue;
+            }
+            let Some(example) = cells.last().and_then(|cell| cell.trim().strip_prefix('`')) else {
+                continue;
+            };
+            let Some(example) = example.strip_suffix('`') else {
+                continue;
+            };
+            if !example.starts_with('{') {
+                continue;
+            }
+            let check = example.replace("\\|", "|");
+            let task = task(&check);
+            task.validate()
+                .unwrap_or_else(|err| panic!("{check}: {err}"));
+            shown.extend(task.check.parts());
+        }
+        for part in CheckPart::ALL {
+            assert!(shown.contains(&part), "no example of {}", part.name());
+        }
     }
 
     #[test]
@@ -398,17 +1215,45 @@ mod tests {
             r#"{"id":"d","category":"navigation","instruction":"x","start_url":"i.html","check":{"url":"("}}"#,
             r#"not json"#,
             r#"{"id":"e","category":"navigation","instruction":"x","start_url":"i.html","check":{"url":"a"},"extra":1}"#,
+            r#"{"id":"f","category":"navigation","instruction":"x","start_url":"i.html","check":{"any_of":[]}}"#,
+            r#"{"id":"g","category":"navigation","instruction":"x","start_url":"i.html","check":{"all_of":[{"element":{"selector":" "}}]}}"#,
+            r#"{"id":"h","category":"navigation","instruction":"x","start_url":"i.html","check":{"request":{}}}"#,
+            r#"{"id":"i","category":"navigation","instruction":"x","start_url":"i.html","check":{"any_of":[{"all_of":[{"any_of":[{"all_of":[{"any_of":[{"url":"a"}]}]}]}]}]}}"#,
+            r##"{"id":"j","category":"navigation","instruction":"x","start_url":"i.html","check":{"field":{"selector":"#a","value":{"match":"regex","value":"("}}}}"##,
+            r#"{"id":"k","category":"navigation","instruction":"x","start_url":"i.html","check":{"cookie":{"name":"a","valeu":{"match":"exact","value":"b"}}}}"#,
+            r#"{"id":"l","category":"navigation","instruction":"x","start_url":"i.html","check":{"request":{"method":"PO ST"}}}"#,
         ]
         .join("\n");
         let err = TaskSet::parse(&text, "tasks.jsonl").unwrap_err();
         let lines: Vec<&str> = err.lines().collect();
-        assert_eq!(lines.len(), 6, "{err}");
+        assert_eq!(lines.len(), 13, "{err}");
         assert!(lines[0].starts_with("tasks.jsonl:2: duplicate task id"));
         assert!(lines[1].starts_with("tasks.jsonl:3: unknown variant `shopping`"));
         assert!(lines[2].starts_with("tasks.jsonl:4: task c: check needs"));
         assert!(lines[3].starts_with("tasks.jsonl:5: task d: check.url regex"));
         assert!(lines[4].starts_with("tasks.jsonl:6: expected ident"));
         assert!(lines[5].starts_with("tasks.jsonl:7: unknown field `extra`"));
+        assert!(lines[5].ends_with("(column 100)"), "{}", lines[5]);
+        assert_eq!(lines[6], "tasks.jsonl:8: task f: check.any_of is empty");
+        assert_eq!(
+            lines[7],
+            "tasks.jsonl:9: task g: check.all_of[0].element.selector is empty"
+        );
+        assert_eq!(
+            lines[8],
+            "tasks.jsonl:10: task h: check.request needs method, url or body_contains"
+        );
+        assert!(lines[9].starts_with("tasks.jsonl:11: task i: check.any_of[0].all_of[0].any_of[0].all_of[0].any_of: all_of and any_of nest 4 deep at most"), "{}", lines[9]);
+        assert!(lines[10].starts_with("tasks.jsonl:12: task j: check.field.value regex:"));
+        assert!(
+            lines[11].starts_with("tasks.jsonl:13: unknown field `valeu`"),
+            "{}",
+            lines[11]
+        );
+        assert_eq!(
+            lines[12],
+            "tasks.jsonl:14: task l: check.request.method \"PO ST\" is not an HTTP method"
+        );
         assert!(TaskSet::parse("", "empty.jsonl")
             .unwrap_err()
             .contains("no tasks"));

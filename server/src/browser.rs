@@ -10,6 +10,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use browserenv::models::Key;
+use browserenv::tasks::{PageState, Wants};
 use browserenv::text_layer::TextRun;
 use browserenv::ObservationError;
 
@@ -118,6 +119,15 @@ impl<T> Capped<T> {
 pub const MAX_TITLE_CHARS: usize = 4096;
 /// The most secret-field boxes an observation carries (`password_boxes`).
 pub const MAX_SECRET_BOXES: usize = 32;
+
+/// The newest requests of an episode a browser keeps for its task's check (a page can make
+/// thousands), and the most of each one's body, in bytes.
+pub const REQUESTS_KEPT: usize = 256;
+pub const REQUEST_BODY_BYTES: usize = 16 * 1024;
+/// The most characters of an element's text, a field's value or a stored item a check reads, and
+/// of cookies by number.
+pub const STATE_TEXT_CHARS: usize = 16 * 1024;
+pub const COOKIES_KEPT: usize = 200;
 
 /// The first `max` characters of `text`: for what a page supplies, which the probe cuts too, but
 /// a page can answer in the probe's place where it ran first.
@@ -238,6 +248,13 @@ pub trait Browser: Send + 'static {
     ) -> impl Future<Output = Result<Option<serde_json::Value>, PageError>> + Send;
     /// The visible text as positioned lines (the text layer of `GET /sessions/{id}/text`).
     fn visible_text(&mut self) -> impl Future<Output = Result<PageText, PageError>> + Send;
+    /// What a task's check reads at the end of an episode beyond the URL and the text: the
+    /// elements, fields and `localStorage` items it names on the current page, its cookies, and
+    /// the requests the episode's pages made (`Wants` says which). Bounded as below.
+    fn read_state(
+        &mut self,
+        wants: &Wants,
+    ) -> impl Future<Output = Result<PageState, PageError>> + Send;
     /// A PNG of the viewport, base64-encoded.
     fn screenshot(&mut self) -> impl Future<Output = Result<String, PageError>> + Send;
     /// What happened on its own since the last call.

@@ -14,7 +14,7 @@ use browserenv::models::{
     VIEWPORT_WIDTH,
 };
 
-use browserenv::tasks::{Task, TaskSet, Verdict};
+use browserenv::tasks::{Ending, PageState, Task, TaskSet, Verdict, Wants};
 use browserenv::text_layer::TextLayer;
 
 use crate::browser::{Browser, Incidents, Launcher, PageError, SettleOutcome};
@@ -37,6 +37,9 @@ const SETTLE_PROBE_SLACK: Duration = Duration::from_secs(2);
 pub const TYPE_TIME_PER_CHARACTER: Duration = Duration::from_millis(10);
 /// Reading the text layer: the page walk stops itself well before this.
 const TEXT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Reading what a task's check needs of the final page (`Browser::read_state`): a few small
+/// scripts and one DevTools call.
+const STATE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Where the wheel turns when nothing was clicked yet: the viewport centre.
 const VIEWPORT_CENTRE: (i64, i64) = (VIEWPORT_WIDTH / 2, VIEWPORT_HEIGHT / 2);
@@ -470,7 +473,15 @@ impl<L: Launcher> Environment<L> {
         let (code, error_detail) = (outcome.error, outcome.detail);
         // A task episode is judged when it finishes: 1.0 if its check passes, else 0.0.
         let verdict = match (&episode.task, &episode.answer) {
-            (Some(task), Some(answer)) => Some(task.judge(answer, &facts.url, &facts.text)),
+            (Some(task), Some(answer)) => {
+                let state = read_state(browser, &task.check.wants()).await;
+                Some(task.judge(&Ending {
+                    answer,
+                    url: &facts.url,
+                    page_text: &facts.text,
+                    state: &state,
+                }))
+            }
             _ => None,
         };
         let reward = match &verdict {
@@ -559,13 +570,13 @@ impl<L: Launcher> Environment<L> {
 }
 
 /// The longest `action` can take to answer (README, "Step time"): reading the element under the
-/// pointer, the action's own limit, the shared budget of settling and reading the page, and the
+/// pointer, the action's own limit (`finish`'s: reading what a task's check needs), the shared budget of settling and reading the page, and the
 /// screenshot's timeout; with `BROWSER_OBSERVE_TEXT`, reading the page's text after it. Whatever a
 /// page does, a step stays inside it.
 pub fn step_bound(settings: &EnvSettings, action: &BrowserAction) -> Duration {
     let action_limit = match action.op {
         Op::Wait => settings.explicit_wait,
-        Op::Finish => Duration::ZERO,
+        Op::Finish => STATE_TIMEOUT,
         Op::Type => {
             settings.action_timeout + TYPE_TIME_PER_CHARACTER * action.text.chars().count() as u32
         }
@@ -582,6 +593,28 @@ pub fn step_bound(settings: &EnvSettings, action: &BrowserAction) -> Duration {
         + OBSERVE_SLACK
         + settings.screenshot_timeout
         + text
+}
+
+/// What the finishing task's check reads beyond the URL and the text, bounded by `STATE_TIMEOUT`
+/// (`finish`'s own limit in `step_bound`); a page that cannot answer fails the parts that needed
+/// it, and the verdict says why.
+async fn read_state<B: Browser>(browser: &mut B, wants: &Wants) -> PageState {
+    if wants.is_empty() {
+        return PageState::default();
+    }
+    match bounded(
+        STATE_TIMEOUT,
+        PageError::RendererTimeout,
+        browser.read_state(wants),
+    )
+    .await
+    {
+        Ok(state) => state,
+        Err(err) => PageState {
+            unread: Some(err.code().to_string()),
+            ..PageState::default()
+        },
+    }
 }
 
 /// Run a browser call with a deadline; past it, the call is abandoned and `on_timeout` reported.

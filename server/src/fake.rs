@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use browserenv::models::Key;
+use browserenv::tasks::{PageState, Wants};
 use browserenv::text_layer::TextRun;
 
 use crate::browser::{Browser, Incidents, Launcher, PageError, PageFacts, PageText, SettleOutcome};
@@ -28,6 +29,8 @@ pub struct FakeScript {
     pub incidents: Incidents,
     /// What `visible_text` returns.
     pub text_runs: Vec<TextRun>,
+    /// What `read_state` returns, whatever is asked.
+    pub state: PageState,
 }
 
 #[derive(Default)]
@@ -173,6 +176,14 @@ impl Browser for FakeBrowser {
             runs: self.script.text_runs.clone(),
             truncated: false,
         })
+    }
+
+    async fn read_state(&mut self, wants: &Wants) -> Result<PageState, PageError> {
+        self.record(format!(
+            "read_state elements={:?} fields={:?} storage={:?} cookies={} requests={}",
+            wants.elements, wants.fields, wants.local_storage, wants.cookies, wants.requests
+        ));
+        Ok(self.script.state.clone())
     }
 
     async fn screenshot(&mut self) -> Result<String, PageError> {

@@ -6,7 +6,7 @@
 //! server would be given as `env_name`); each task file the server loaded (`--tasks`) is a split
 //! named after the file's stem (`TaskSet::name`), its tasks in file order. A task carries what a
 //! trainer needs to run it, the reset arguments included, and nothing of what its check expects
-//! (README, "Task sets": no wire says that). Every route only reads the loaded tasks: no session,
+//! (docs/tasks.md: no wire says that). Every route only reads the loaded tasks: no session,
 //! no capacity slot, no browser.
 //!
 //! As in OpenEnv: the body is validated first (FastAPI's 422), then the environment's name (404,
@@ -164,8 +164,8 @@ pub struct TaskRef {
     pub start_url: String,
     /// The episode's step limit.
     pub max_steps: u64,
-    /// The parts of the check that decide the reward at `finish` (`answer`, `url`,
-    /// `page_text_contains`), by name only: `answer` means the `finish` text is judged.
+    /// The parts of the check that decide the reward at `finish` (`answer`, `url`, `element`,
+    /// `all_of`, ...: `CheckPart::ALL`), by name only: `answer` means the `finish` text is judged.
     #[schema(value_type = Vec<String>, example = json!(["url"]))]
     pub checks: Vec<CheckPart>,
     /// The keyword arguments of the `reset` that starts this task, on any wire.
@@ -181,14 +181,6 @@ pub struct ResetArgs {
 
 impl TaskRef {
     fn new(index: usize, task: &Task, split: &str, catalog: &TaskCatalog) -> Self {
-        let checks = [
-            (task.check.answer.is_some(), CheckPart::Answer),
-            (task.check.url.is_some(), CheckPart::Url),
-            (
-                task.check.page_text_contains.is_some(),
-                CheckPart::PageTextContains,
-            ),
-        ];
         TaskRef {
             index,
             task_id: task.id.clone(),
@@ -200,10 +192,7 @@ impl TaskRef {
                 .resolve_start_url(catalog.base_url.as_ref())
                 .unwrap_or_else(|_| task.start_url.clone()),
             max_steps: task.max_steps,
-            checks: checks
-                .into_iter()
-                .filter_map(|(given, part)| given.then_some(part))
-                .collect(),
+            checks: task.check.parts(),
             reset: ResetArgs {
                 task_id: task.id.clone(),
             },

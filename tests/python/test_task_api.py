@@ -46,7 +46,7 @@ DEMO_IDS = [task["id"] for task in demo_tasks()]
 
 
 def test_the_demo_set_is_what_the_readme_says():
-    assert len(DEMO_IDS) == 17
+    assert len(DEMO_IDS) == 20
     assert DEMO_IDS[:2] == ["info-drill-price", "info-founded"]
 
 
@@ -115,7 +115,7 @@ def harbor(guarded_url):
 
 
 def test_openenvs_client_lists_the_split_and_counts_its_tasks(harbor):
-    assert harbor.splits() == [{"name": "demo", "type": "validation", "num_tasks": 17}]
+    assert harbor.splits() == [{"name": "demo", "type": "validation", "num_tasks": len(DEMO_IDS)}]
     assert harbor.num_tasks("demo") == len(DEMO_IDS)
     # Its default split, "", is the first one.
     assert harbor.num_tasks() == len(DEMO_IDS)
@@ -128,7 +128,7 @@ def test_openenvs_client_reads_every_task_by_index_and_by_range(harbor):
     assert [ref.index for ref in by_index] == list(range(len(DEMO_IDS)))
     assert {ref.dataset for ref in by_index} == {"demo"}
     assert [ref.instruction for ref in by_index] == [task["instruction"] for task in demo_tasks()]
-    # Its default window is 0..20: cut at the split's end.
+    # Its default window is 0..20 (cut at the end of a shorter split).
     assert [ref.task_id for ref in harbor.get_task_range("demo")] == DEMO_IDS
     assert [ref.task_id for ref in harbor.get_task_range("demo", 3, 5)] == DEMO_IDS[3:5]
     assert harbor.get_task_range("demo", len(DEMO_IDS), 40) == []
@@ -140,7 +140,7 @@ def test_openenvs_client_gets_the_refusals(harbor, guarded_url):
             harbor.get_task("demo", index)
         assert refused.value.response.status_code == 400
         assert refused.value.response.json()["detail"] == "Invalid task index"
-    for start, stop in ((-1, 5), (5, 2), (18, 20)):
+    for start, stop in ((-1, 5), (5, 2), (len(DEMO_IDS) + 1, len(DEMO_IDS) + 3)):
         with pytest.raises(httpx.HTTPStatusError) as refused:
             harbor.get_task_range("demo", start, stop)
         assert refused.value.response.status_code == 400, (start, stop)
@@ -220,13 +220,13 @@ SAME_REQUESTS = [
     ("POST", f"/{ENV}/task", body(split="demo", index="3")),
     ("POST", f"/{ENV}/task", body(split="demo", index=2.0)),
     ("POST", f"/{ENV}/task", body(split="demo", index=True)),
-    ("POST", f"/{ENV}/task", body(split="demo", index=17)),
+    ("POST", f"/{ENV}/task", body(split="demo", index=len(DEMO_IDS))),
     ("POST", f"/{ENV}/task", body(split="demo", index=-1)),
     ("POST", f"/{ENV}/task", body(split="demo", index=2**40)),
     ("POST", f"/{ENV}/task_range", body(split="demo")),
     ("POST", f"/{ENV}/task_range", body(split="demo", start=3, stop=5)),
     ("POST", f"/{ENV}/task_range", body(split="demo", start=None, stop=20)),
-    ("POST", f"/{ENV}/task_range", body(split="demo", start=17)),
+    ("POST", f"/{ENV}/task_range", body(split="demo", start=len(DEMO_IDS))),
     ("POST", f"/{ENV}/task_range", body(split="demo", start=-1)),
     ("POST", f"/{ENV}/task_range", body(split="demo", stop=-1)),
     ("POST", f"/{ENV}/task_range", body(split="demo", start=5, stop=2)),

@@ -167,7 +167,11 @@ async fn a_failed_finish_names_the_failed_check_and_never_what_it_expects() {
         }
         if *id != "act-search-clamp" {
             let task = tasks.get(id).unwrap();
-            assert_eq!(*whole, task.judge(answer, "", ""));
+            let ending = browserenv::tasks::Ending {
+                answer,
+                ..Default::default()
+            };
+            assert_eq!(*whole, task.judge(&ending));
         }
         // And the server's log has the same, once.
         let line = format!("episode {episode_id} of task {id} failed");
@@ -291,4 +295,175 @@ async fn every_bundled_task_is_solved_by_its_reference_solution() {
         );
     }
     harness.stop().await;
+}
+
+/// Each kind of check on the demo site, judged on real Chromium when the page did not get where
+/// the task asks: the form sent with the wrong topic (`request`), one hammer instead of two
+/// (`element`, `local_storage`), the banner left alone (`cookie`), one of two fields filled
+/// (`all_of`), the drill instead of a clamp (`any_of`). The reference solutions pass them all
+/// (`every_bundled_task_is_solved_by_its_reference_solution`).
+#[tokio::test]
+async fn each_kind_of_check_fails_when_the_page_did_not_get_there() {
+    let (harness, _site) = Harness::with_demo_tasks(test_settings()).await;
+    let mut client = harness.client().await;
+    let click = BrowserAction::click;
+    let type_text = BrowserAction::type_text;
+    let cases: Vec<(&str, Vec<BrowserAction>, Value)> = vec![
+        (
+            "act-contact-returns",
+            vec![
+                click(167, 223),
+                type_text("Ada Lovelace"),
+                click(473, 223),
+                type_text("ada@example.com"),
+                click(143, 526),
+                click(473, 223),
+                BrowserAction::key(Key::Enter),
+            ],
+            json!(["request"]),
+        ),
+        (
+            "act-contact-returns",
+            vec![click(167, 223), type_text("Ada Lovelace")],
+            json!(["page_text_contains", "request"]),
+        ),
+        (
+            "act-add-two-hammers",
+            vec![click(114, 584), click(452, 357)],
+            json!(["page_text_contains", "element", "local_storage"]),
+        ),
+        ("act-accept-cookies", vec![], json!(["cookie"])),
+        (
+            "act-contact-draft",
+            vec![click(473, 223), type_text("ada@example.com")],
+            json!(["all_of"]),
+        ),
+        (
+            "act-add-a-clamp",
+            vec![click(109, 567), click(452, 357)],
+            json!(["any_of"]),
+        ),
+    ];
+    for (id, actions, failed) in cases {
+        client.reset_with(task_reset(id)).await.unwrap();
+        for action in actions {
+            let result = client.step(action).await.unwrap();
+            assert_eq!(result.observation.error, "", "{id}");
+        }
+        let done = client.step(BrowserAction::finish("")).await.unwrap();
+        assert_eq!(done.reward, Some(0.0), "{id}");
+        assert_eq!(
+            *verdict(&done),
+            json!({"passed": false, "failed": failed}),
+            "{id}"
+        );
+    }
+    harness.stop().await;
+}
+
+/// A page that replaces the functions a check would read it with (`querySelector`, `innerText`,
+/// a textarea's `value`, `Storage.getItem`), stores megabytes and sends 300 posts of 20 KiB: the
+/// check reads what is there with the browser's own functions, keeps the newest requests only,
+/// and quotes neither the password nor the cookie in the verdict, whose lines stay short.
+#[tokio::test]
+async fn checks_read_the_page_with_the_browser_s_own_functions_and_within_bounds() {
+    let pages = browserenv_server::site::serve_dir(assets_dir().join("pages"))
+        .await
+        .unwrap();
+    let task = |id: &str, check: Value| {
+        json!({"id": id, "category": "interaction", "instruction": "Wait for the posts.",
+               "start_url": "taskstate.html", "max_steps": 40, "check": check})
+        .to_string()
+    };
+    let kept = browserenv_server::browser::REQUESTS_KEPT;
+    let newest = format!("n={}&", 300 - 1);
+    let evicted = format!("n={}&", 300 - kept - 1);
+    let file = [
+        task(
+            "truth",
+            json!({"all_of": [
+                {"element": {"selector": "#real", "text": {"match": "exact", "value": "real text"}}},
+                {"field": {"selector": "#notes", "value": {"match": "exact", "value": "kept"}}},
+                {"field": {"selector": "#agree", "value": {"match": "exact", "value": "yes"}}},
+                {"local_storage": {"key": "answer", "value": {"match": "exact", "value": "truth"}}},
+                {"local_storage": {"key": "big", "value": {"match": "regex", "value": "^x+$"}}},
+                {"cookie": {"name": "big"}},
+                {"request": {"method": "POST", "url": "delayed\\.json\\?n=299$", "body_contains": newest}},
+            ]}),
+        ),
+        task(
+            "hidden",
+            json!({
+                "field": {"selector": "#pw", "value": {"match": "exact", "value": "letmein"}},
+                "cookie": {"name": "session", "value": {"match": "exact", "value": "other"}},
+                "request": {"body_contains": evicted},
+                "element": {"selector": "p[", "text": {"match": "exact", "value": "x"}},
+            }),
+        ),
+    ]
+    .join("\n");
+    let tasks = TaskSet::parse(&file, "state.jsonl").unwrap();
+    let dir = std::env::temp_dir().join(format!("browserenv-task-state-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let harness = Harness::start_with(ServerConfig {
+        settings: test_settings(),
+        record_dir: Some(dir.clone()),
+        tasks: Some(std::sync::Arc::new(
+            browserenv_server::environment::TaskCatalog {
+                tasks,
+                base_url: Some(url::Url::parse(&pages.url("")).unwrap()),
+            },
+        )),
+        ..ServerConfig::default()
+    })
+    .await;
+    let mut client = harness.client().await;
+    for (id, passed) in [("truth", true), ("hidden", false)] {
+        client.reset_with(task_reset(id)).await.unwrap();
+        // Until the page says its posts are out (each `wait` is a step of its own).
+        let mut posted = false;
+        for _ in 0..100 {
+            let waited = client.step(BrowserAction::wait()).await.unwrap();
+            if waited.observation.metadata["title"] == "posted" {
+                posted = true;
+                break;
+            }
+        }
+        assert!(posted, "{id}: the page's 300 posts did not end");
+        let done = client.step(BrowserAction::finish("")).await.unwrap();
+        assert_eq!(verdict(&done)["passed"], passed, "{id}: {}", verdict(&done));
+        if !passed {
+            assert_eq!(
+                verdict(&done)["failed"],
+                json!(["element", "field", "request", "cookie"])
+            );
+        }
+    }
+    client.close().await.unwrap();
+    harness.stop().await;
+    let recording = read(&dir).unwrap();
+    let hidden = recording
+        .episodes
+        .iter()
+        .filter_map(|episode| episode.verdict.as_ref())
+        .find(|verdict| !verdict.passed)
+        .expect("the failed verdict");
+    let details = hidden.details.join("\n");
+    assert!(details.contains("(secret, 7 characters)"), "{details}");
+    assert!(details.contains("refused the selector"), "{details}");
+    assert!(
+        details.contains(&format!("the episode made {kept} requests")),
+        "{details}"
+    );
+    for secret in ["hunter2", "s3cr3t-cookie"] {
+        assert!(!details.contains(secret), "{details}");
+    }
+    assert!(
+        hidden
+            .details
+            .iter()
+            .all(|line| line.chars().count() < 1000),
+        "{details}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

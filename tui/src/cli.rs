@@ -117,10 +117,51 @@ pub enum Command {
         #[arg(long, env = "BROWSERENV_REVIEWER")]
         reviewer: Option<String>,
     },
+    /// Task files (`--tasks`, the server's `--tasks`).
+    Tasks {
+        #[command(subcommand)]
+        action: TasksCommand,
+    },
     /// Follow a session an agent drives (needs --server). Without SESSION, the first live one
     /// (waiting for one); when it ends, the next. Tab moves to the next; c takes control and hands
     /// it back. With --record, what is watched is recorded, each step with its actor.
     Watch { session: Option<String> },
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum TasksCommand {
+    /// Check a task file as the server would load it: every problem with its line number (exit
+    /// 1), or what the file holds (exit 0).
+    Check { file: PathBuf },
+}
+
+/// `tasks check FILE`: the summary of a good file, or every problem of a bad one.
+fn check_tasks(file: &std::path::Path) -> Result<String, String> {
+    let set = TaskSet::load(file)?;
+    let mut categories = std::collections::BTreeMap::new();
+    let mut parts = std::collections::BTreeMap::new();
+    for task in &set.tasks {
+        *categories.entry(task.category).or_insert(0) += 1;
+        for part in task.check.parts() {
+            *parts.entry(part).or_insert(0) += 1;
+        }
+    }
+    let categories: Vec<String> = categories
+        .iter()
+        .map(|(category, n)| format!("{n} {}", format!("{category:?}").to_lowercase()))
+        .collect();
+    let parts: Vec<String> = parts
+        .iter()
+        .map(|(part, n)| format!("{} {n}", part.name()))
+        .collect();
+    Ok(format!(
+        "{}: {} tasks, split {:?} ({}); checks: {}",
+        file.display(),
+        set.tasks.len(),
+        set.name,
+        categories.join(", "),
+        parts.join(", ")
+    ))
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -175,6 +216,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let reviewer = crate::review::default_reviewer(reviewer.clone());
             return crate::viewer::run_viewer(dir, cli.graphics, reviewer);
         }
+        Some(Command::Tasks {
+            action: TasksCommand::Check { file },
+        }) => match check_tasks(file) {
+            Ok(summary) => {
+                println!("{}", printable(&summary));
+                return Ok(());
+            }
+            Err(problems) => {
+                for line in problems.lines() {
+                    eprintln!("{}", printable(line));
+                }
+                std::process::exit(1);
+            }
+        },
         Some(Command::Watch { .. }) | None => {}
     }
     // Without a session the watch link waits for the first one (and says so).

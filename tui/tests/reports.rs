@@ -203,16 +203,57 @@ fn a_refused_task_file_prints_no_escape_sequence() {
         ),
     )
     .unwrap();
-    let output = run(&["--tasks", file.to_str().unwrap()]);
+    // Refused at start, and by `tasks check`: one problem a line, as the task file's reader
+    // lists them.
+    for args in [
+        vec!["--tasks", file.to_str().unwrap()],
+        vec!["tasks", "check", file.to_str().unwrap()],
+    ] {
+        let output = run(&args);
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        assert_printable(
+            &args.join(" "),
+            &output,
+            &[
+                format!(":1: task one{SHOWN}: max_steps must be 1..=200, got 0\n"),
+                format!(":2: task two{SHOWN}: max_steps must be 1..=200, got 0\n"),
+            ],
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `tasks check` on a good file says what it holds; on a file with a typo in a check, each
+/// problem with its line.
+#[test]
+fn tasks_check_summarises_a_good_file_and_lists_a_bad_one_s_problems() {
+    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/tasks/demo.jsonl");
+    let output = run(&["tasks", "check", demo]);
+    assert!(output.status.success(), "{output:?}");
+    let summary = String::from_utf8(output.stdout).unwrap();
+    assert!(summary.contains(": 20 tasks, split \"demo\" (7 information, 5 navigation, 8 interaction); checks: answer 7, url 7,"), "{summary}");
+    let dir =
+        std::env::temp_dir().join(format!("browserenv-tui-tasks-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("team.jsonl");
+    let good = r#"{"id":"ok","category":"interaction","instruction":"x","start_url":"a.html","check":{"cookie":{"name":"c"}}}"#;
+    let typo = r#"{"id":"typo","category":"interaction","instruction":"x","start_url":"a.html","check":{"cookie":{"nmae":"c"}}}"#;
+    let empty = r#"{"id":"empty","category":"interaction","instruction":"x","start_url":"a.html","check":{"any_of":[{}]}}"#;
+    std::fs::write(&file, format!("{good}\n\n{typo}\n{empty}\n")).unwrap();
+    let output = run(&["tasks", "check", file.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(1), "{output:?}");
-    // One problem a line, as the task file's reader lists them.
-    assert_printable(
-        "--tasks",
-        &output,
-        &[
-            format!(":1: task one{SHOWN}: max_steps must be 1..=200, got 0\n"),
-            format!(":2: task two{SHOWN}: max_steps must be 1..=200, got 0\n"),
-        ],
+    let problems = String::from_utf8(output.stderr).unwrap();
+    let lines: Vec<&str> = problems.lines().collect();
+    assert_eq!(lines.len(), 2, "{problems}");
+    assert!(
+        lines[0].contains("team.jsonl:3: unknown field `nmae`, expected `name` or `value` (column"),
+        "{problems}"
+    );
+    assert!(
+        lines[1].contains(
+            "team.jsonl:4: task empty: check.any_of[0] needs at least one of answer, url,"
+        ),
+        "{problems}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -48,6 +48,7 @@ impl ChromiumBrowser {
         let mut tasks = Tasks::default();
 
         let incidents = Arc::new(Mutex::new(Incidents::default()));
+        let requests = requests::RequestLog::default();
         let new_tabs = Arc::new(Mutex::new(Vec::new()));
         // Every tab of ours opened or closed: either may have put another tab in front of ours.
         let (tab_changes, tab_changes_seen) = watch::channel(0u64);
@@ -166,7 +167,14 @@ impl ChromiumBrowser {
             }
         }));
 
-        let current = prepare_page(first, incidents.clone(), &load_states, &frames).await?;
+        let current = prepare_page(
+            first,
+            incidents.clone(),
+            requests.clone(),
+            &load_states,
+            &frames,
+        )
+        .await?;
         let disconnected = host.disconnected.clone();
         let mut chromium = ChromiumBrowser {
             host,
@@ -175,6 +183,7 @@ impl ChromiumBrowser {
             current,
             previous_pages: Vec::new(),
             incidents,
+            requests,
             new_tabs,
             last_action: Instant::now(),
             expect_navigation: false,

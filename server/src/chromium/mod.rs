@@ -24,6 +24,7 @@ mod page_events;
 mod pipe;
 mod process;
 mod remote;
+mod requests;
 pub mod sandbox;
 mod seam;
 mod tabs;
@@ -408,6 +409,8 @@ pub struct ChromiumBrowser {
     /// Older tabs stay open, as in a person's browser (unwatched); the newest is last.
     previous_pages: Vec<Page>,
     incidents: Arc<Mutex<Incidents>>,
+    /// The requests this episode's pages made, for a task's `request` check.
+    requests: requests::RequestLog,
     new_tabs: Arc<Mutex<Vec<TargetId>>>,
     last_action: Instant,
     expect_navigation: bool,

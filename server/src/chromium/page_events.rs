@@ -7,6 +7,7 @@ use super::*;
 pub(super) async fn prepare_page(
     page: Page,
     incidents: Arc<Mutex<Incidents>>,
+    requests: requests::RequestLog,
     load_states: &LoadStates,
     frames: &Frames,
 ) -> anyhow::Result<CurrentPage> {
@@ -117,8 +118,9 @@ pub(super) async fn prepare_page(
             }
         }
     }));
-    // A navigation of the main frame that fails (a certificate error, an unreachable host) after
-    // a click: its document request is the main frame's, and it fails with Chromium's net error.
+    // Every request, for a task's `request` check; and a navigation of the main frame that fails
+    // (a certificate error, an unreachable host) after a click: its document request is the main
+    // frame's, and it fails with Chromium's net error.
     let mut requested = page.event_listener::<EventRequestWillBeSent>().await?;
     let mut failed = page.event_listener::<EventLoadingFailed>().await?;
     let (sink, frame) = (incidents.clone(), main_frame.clone());
@@ -130,6 +132,7 @@ pub(super) async fn prepare_page(
                 // their streams by then, so taking requests first keeps the browser's order.
                 biased;
                 Some(event) = requested.next() => {
+                    requests.push(&event.request);
                     let main = event.frame_id.as_ref().is_some_and(|f| f.as_ref() == frame);
                     if main && event.r#type == Some(ResourceType::Document) {
                         // A document at a time: older ones have ended one way or the other.

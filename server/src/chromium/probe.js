@@ -41,6 +41,16 @@
   const MAX_SECRET_BOXES = 32;
   const nativeSlice = String.prototype.slice;
   const nativeApply = Reflect.apply;
+  // What a task's check reads (`state`) is read with these, whatever the page did to its own
+  // (it can replace the prototypes' functions, not these).
+  const nativeQuerySelector = Document.prototype.querySelector;
+  const nativeInnerText = Object.getOwnPropertyDescriptor(HTMLElement.prototype, 'innerText').get;
+  const nativeTextContent = Object.getOwnPropertyDescriptor(Node.prototype, 'textContent').get;
+  const nativeGetItem = Storage.prototype.getItem;
+  const nativeLocalStorage = Object.getOwnPropertyDescriptor(window, 'localStorage')
+    || Object.getOwnPropertyDescriptor(Window.prototype, 'localStorage');
+  const nativeValues = new Map([HTMLInputElement, HTMLTextAreaElement, HTMLSelectElement]
+    .map((kind) => [kind, Object.getOwnPropertyDescriptor(kind.prototype, 'value').get]));
   const cut = (text, max) => (typeof text === 'string' ? nativeApply(nativeSlice, text, [0, max]) : '');
   const FORBIDDEN = /^\s*(javascript|file|data|chrome|chrome-untrusted|devtools|view-source|filesystem)\s*:/i;
 
@@ -631,6 +641,52 @@
       const r = element.getBoundingClientRect();
       return { tag, role, name, text, type: type || null, password,
         bbox: [Math.round(r.left + dx), Math.round(r.top + dy), Math.round(r.width), Math.round(r.height)] };
+    },
+    // What a task's check reads of the final page (`read_state`), each text cut to `max`: for
+    // each selector of `elements` the first element's text, of `fields` the first field's value
+    // (a checkbox or radio button's when checked, as a form sends it), and the `localStorage`
+    // items of `storage`; in the order asked. A selector the page refuses says why.
+    state(spec, max) {
+      const find = (selector, read) => {
+        let element;
+        try {
+          element = nativeApply(nativeQuerySelector, document, [selector]);
+        } catch (e) {
+          return { invalid: cut(String(e && e.message), MAX_INCIDENT_CHARS) };
+        }
+        return element ? read(element) : null;
+      };
+      const textOf = (element) => (element instanceof HTMLElement
+        ? nativeApply(nativeInnerText, element, []) : nativeApply(nativeTextContent, element, []));
+      const text = (element) => ({ text: cut(textOf(element), max) });
+      const value = (element) => {
+        const type = (element.getAttribute('type') || '').toLowerCase();
+        const checkable = element.tagName === 'INPUT' && (type === 'checkbox' || type === 'radio');
+        const getter = [...nativeValues].find(([kind]) => element instanceof kind);
+        const own = getter ? nativeApply(getter[1], element, []) : '';
+        const raw = checkable ? (element.checked ? own : '')
+          : getter ? own : element.isContentEditable ? textOf(element) : '';
+        return { text: cut(raw, max), secret: isSecretField(element) };
+      };
+      let store = null;
+      try {
+        store = nativeLocalStorage ? nativeApply(nativeLocalStorage.get, window, []) : null;
+      } catch (e) {
+        // Storage refused (an opaque origin): every item is missing.
+      }
+      const item = (key) => {
+        try {
+          const found = store ? nativeApply(nativeGetItem, store, [key]) : null;
+          return found === null ? null : cut(found, max);
+        } catch (e) {
+          return null;
+        }
+      };
+      return {
+        elements: spec.elements.map((selector) => find(selector, text)),
+        fields: spec.fields.map((selector) => find(selector, value)),
+        storage: spec.storage.map(item),
+      };
     },
   };
   // Neither the name nor the functions behind it can be replaced by the page: what the server

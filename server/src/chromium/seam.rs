@@ -2,6 +2,9 @@
 //! the rooms next to this one.
 
 use super::*;
+use crate::browser::{first_chars, COOKIES_KEPT, INCIDENT_TEXT_CHARS, STATE_TEXT_CHARS};
+use browserenv::tasks::{Lookup, PageState, Wants};
+use chromiumoxide::cdp::browser_protocol::network::GetCookiesParams;
 
 impl Browser for ChromiumBrowser {
     async fn goto(&mut self, url: &str, timeout: Duration) -> Result<(), PageError> {
@@ -235,6 +238,50 @@ impl Browser for ChromiumBrowser {
         })
     }
 
+    async fn read_state(&mut self, wants: &Wants) -> Result<PageState, PageError> {
+        let mut state = PageState::default();
+        if wants.reads_document() {
+            let spec = serde_json::json!({
+                "elements": wants.elements, "fields": wants.fields, "storage": wants.local_storage,
+            });
+            let call = format!("state({spec}, {STATE_TEXT_CHARS})");
+            let value = probe(self.page()?, &call, false).await?;
+            for (index, selector) in wants.elements.iter().enumerate() {
+                let found = lookup(&value["elements"][index]);
+                state.elements.insert(selector.clone(), found);
+            }
+            for (index, selector) in wants.fields.iter().enumerate() {
+                state
+                    .fields
+                    .insert(selector.clone(), lookup(&value["fields"][index]));
+            }
+            for (index, key) in wants.local_storage.iter().enumerate() {
+                let item = value["storage"][index]
+                    .as_str()
+                    .map(|item| first_chars(item, STATE_TEXT_CHARS));
+                state.local_storage.insert(key.clone(), item);
+            }
+        }
+        if wants.cookies {
+            // The browser's cookies for the page and its frames, HttpOnly ones too.
+            let reply = self
+                .page()?
+                .execute(GetCookiesParams::default())
+                .await
+                .map_err(cdp_error)?;
+            for cookie in reply.result.cookies.iter().take(COOKIES_KEPT) {
+                let value = first_chars(&cookie.value, STATE_TEXT_CHARS);
+                state
+                    .cookies
+                    .insert(first_chars(&cookie.name, STATE_TEXT_CHARS), value);
+            }
+        }
+        if wants.requests {
+            state.requests = self.requests.all();
+        }
+        Ok(state)
+    }
+
     async fn screenshot(&mut self) -> Result<String, PageError> {
         // A capture still pending when the page commits a new document (often in a new renderer)
         // goes down with the old one: it fails ("Not attached to an active page") or is never
@@ -345,6 +392,21 @@ fn is_lost_capture(err: &PageError) -> bool {
 }
 
 /// A JSON number that is a whole one (the probe's `Math.round`, which can give `-0`), as an i64.
+/// What the probe's `state` found for a selector: `null` (nothing), `{invalid}` or `{text, secret}`,
+/// cut again for a page that answers in the probe's place.
+fn lookup(found: &Value) -> Lookup {
+    if found.is_null() {
+        return Lookup::Missing;
+    }
+    if let Some(why) = found["invalid"].as_str() {
+        return Lookup::BadSelector(first_chars(why, INCIDENT_TEXT_CHARS));
+    }
+    Lookup::Found {
+        text: first_chars(found["text"].as_str().unwrap_or_default(), STATE_TEXT_CHARS),
+        secret: found["secret"].as_bool().unwrap_or(false),
+    }
+}
+
 fn whole_number(value: &Value) -> Option<i64> {
     value.as_i64().or_else(|| {
         // Whole, and small enough that the conversion is exact.

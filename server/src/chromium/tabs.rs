@@ -28,6 +28,7 @@ impl ChromiumBrowser {
         let prepared = prepare_page(
             page,
             self.incidents.clone(),
+            self.requests.clone(),
             &self.load_states,
             &self.frames,
         )

@@ -54,13 +54,13 @@ impl TextMatch {
             MatchMode::Exact => text.trim() == self.value,
             MatchMode::Normalized => normalize(text) == normalize(&self.value),
             // Searched, so anchor the pattern to match the whole text.
-            MatchMode::Regex => Regex::new(&self.value).is_ok_and(|re| re.is_match(text)),
+            MatchMode::Regex => pattern(&self.value).is_ok_and(|re| re.is_match(text)),
         }
     }
 
     fn validate(&self, at: &str) -> Result<(), String> {
         if self.mode == MatchMode::Regex {
-            Regex::new(&self.value).map_err(|err| format!("{at} regex: {err}"))?;
+            pattern(&self.value).map_err(|err| format!("{at} regex: {err}"))?;
         }
         Ok(())
     }
@@ -89,8 +89,8 @@ pub struct FieldCheck {
     pub value: TextMatch,
 }
 
-/// A request some page of the episode made (any tab, any frame): one request must match every
-/// part given. `body_contains` is looked for in the body as sent and, for a form, decoded
+/// A request a page of the episode made from its main frame and that was sent (one that failed
+/// to reach a server does not count): one request must match every part given. `body_contains` is looked for in the body as sent and, for a form, decoded
 /// (`name=Ada Lovelace` finds `name=Ada+Lovelace`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -274,8 +274,21 @@ pub const DETAIL_URL_CHARS: usize = 2048;
 /// The most characters of what a page holds (an element's text, a request's URL, a stored value)
 /// a verdict's details quote.
 pub const DETAIL_TEXT_CHARS: usize = 200;
-/// How deep `all_of` and `any_of` may nest.
+/// How deep `all_of` and `any_of` may nest, and how many parts a task's check may have in all.
 pub const MAX_CHECK_DEPTH: usize = 4;
+pub const MAX_CHECK_PARTS: usize = 64;
+/// The most memory a compiled pattern of a task file may take: enough for any pattern a person
+/// writes, and a check of 256 requests stays milliseconds (`\w{100}` compiles to megabytes and
+/// is refused).
+const PATTERN_BYTES: usize = 256 * 1024;
+
+/// A pattern of a task file, compiled within `PATTERN_BYTES`.
+fn pattern(text: &str) -> Result<Regex, regex::Error> {
+    regex::RegexBuilder::new(text)
+        .size_limit(PATTERN_BYTES)
+        .dfa_size_limit(PATTERN_BYTES)
+        .build()
+}
 
 /// Lower case, letters and digits only, single spaces.
 pub fn normalize(text: &str) -> String {
@@ -315,6 +328,8 @@ pub struct SeenRequest {
     pub url: String,
     /// The body (cut; empty when there was none), as text.
     pub body: String,
+    /// It never reached a server (refused, unreachable, cancelled): no check counts it.
+    pub failed: bool,
 }
 
 /// What a check reads of the final page and the episode beyond the answer, the URL and the text;
@@ -399,15 +414,26 @@ fn decoded_form(body: &str) -> String {
 }
 
 impl RequestCheck {
-    fn matches(&self, request: &SeenRequest) -> bool {
+    /// The first request that matches (its URL pattern compiled once, not once a request).
+    fn find<'a>(&self, requests: &'a [SeenRequest]) -> Option<&'a SeenRequest> {
+        let url = match &self.url {
+            Some(text) => Some(pattern(text).ok()?),
+            None => None,
+        };
+        requests
+            .iter()
+            .find(|request| self.matches(request, url.as_ref()))
+    }
+
+    fn matches(&self, request: &SeenRequest, url: Option<&Regex>) -> bool {
+        if request.failed {
+            return false;
+        }
         let method = self
             .method
             .as_ref()
             .is_none_or(|method| method.eq_ignore_ascii_case(&request.method));
-        let url = self
-            .url
-            .as_ref()
-            .is_none_or(|pattern| Regex::new(pattern).is_ok_and(|re| re.is_match(&request.url)));
+        let url = url.is_none_or(|re| re.is_match(&request.url));
         let body = self.body_contains.is_empty() || {
             let decoded = decoded_form(&request.body);
             self.body_contains
@@ -451,6 +477,11 @@ impl Check {
             CheckPart::AllOf => self.all_of.is_some(),
             CheckPart::AnyOf => self.any_of.is_some(),
         }
+    }
+
+    /// Its parts and those of the checks inside it.
+    fn count_parts(&self) -> usize {
+        self.parts().len() + self.nested().map(Check::count_parts).sum::<usize>()
     }
 
     fn nested(&self) -> impl Iterator<Item = &Check> {
@@ -528,8 +559,8 @@ impl Check {
                 (ok, Some(line))
             }
             CheckPart::Url => {
-                let pattern = self.url.as_ref().expect("a part it has");
-                let ok = Regex::new(pattern).is_ok_and(|re| re.is_match(ending.url));
+                let url_pattern = self.url.as_ref().expect("a part it has");
+                let ok = pattern(url_pattern).is_ok_and(|re| re.is_match(ending.url));
                 // A page can make its URL megabytes long; the details go to the log once an episode.
                 let shown_url: String = match ending.url.char_indices().nth(DETAIL_URL_CHARS) {
                     Some((cut, _)) => format!("{}…", &ending.url[..cut]),
@@ -537,7 +568,10 @@ impl Check {
                 };
                 (
                     ok,
-                    Some(format!("final URL {shown_url} {} /{pattern}/", verb(ok))),
+                    Some(format!(
+                        "final URL {shown_url} {} /{url_pattern}/",
+                        verb(ok)
+                    )),
                 )
             }
             CheckPart::PageTextContains => {
@@ -592,7 +626,7 @@ impl Check {
             }
             CheckPart::Request => {
                 let check = self.request.as_ref().expect("a part it has");
-                let found = state.requests.iter().find(|request| check.matches(request));
+                let found = check.find(&state.requests);
                 let line = match found {
                     Some(request) => format!(
                         "{} was made: {} {}",
@@ -682,8 +716,8 @@ impl Check {
         if let Some(answer) = &self.answer {
             answer.validate(&format!("{at}.answer"))?;
         }
-        if let Some(pattern) = &self.url {
-            Regex::new(pattern).map_err(|err| format!("{at}.url regex: {err}"))?;
+        if let Some(url) = &self.url {
+            pattern(url).map_err(|err| format!("{at}.url regex: {err}"))?;
         }
         if let Some(element) = &self.element {
             selector(&element.selector, &format!("{at}.element"))?;
@@ -706,8 +740,8 @@ impl Check {
                     return Err(format!("{at}.method {method:?} is not an HTTP method"));
                 }
             }
-            if let Some(pattern) = &request.url {
-                Regex::new(pattern).map_err(|err| format!("{at}.url regex: {err}"))?;
+            if let Some(url) = &request.url {
+                pattern(url).map_err(|err| format!("{at}.url regex: {err}"))?;
             }
         }
         if let Some(cookie) = &self.cookie {
@@ -812,7 +846,14 @@ impl Task {
         if !(1..=200).contains(&self.max_steps) {
             return Err(format!("max_steps must be 1..=200, got {}", self.max_steps));
         }
-        self.check.validate("check", 0)
+        self.check.validate("check", 0)?;
+        let parts = self.check.count_parts();
+        if parts > MAX_CHECK_PARTS {
+            return Err(format!(
+                "check has {parts} parts; {MAX_CHECK_PARTS} at most"
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -1009,11 +1050,20 @@ mod tests {
                     method: "GET".into(),
                     url: "http://h/contact.html".into(),
                     body: String::new(),
+                    failed: false,
                 },
                 SeenRequest {
                     method: "POST".into(),
                     url: "http://h/thanks.html".into(),
                     body: "name=Ada+Lovelace&topic=returns&contact=phone".into(),
+                    failed: false,
+                },
+                // A post that never reached a server counts for nothing.
+                SeenRequest {
+                    method: "POST".into(),
+                    url: "http://h/refused".into(),
+                    body: "topic=order".into(),
+                    failed: true,
                 },
             ],
             unread: None,
@@ -1222,11 +1272,16 @@ mod tests {
             r##"{"id":"j","category":"navigation","instruction":"x","start_url":"i.html","check":{"field":{"selector":"#a","value":{"match":"regex","value":"("}}}}"##,
             r#"{"id":"k","category":"navigation","instruction":"x","start_url":"i.html","check":{"cookie":{"name":"a","valeu":{"match":"exact","value":"b"}}}}"#,
             r#"{"id":"l","category":"navigation","instruction":"x","start_url":"i.html","check":{"request":{"method":"PO ST"}}}"#,
+            r#"{"id":"m","category":"navigation","instruction":"x","start_url":"i.html","check":{"request":{"url":"\\w{100}"}}}"#,
+            &format!(
+                r#"{{"id":"n","category":"navigation","instruction":"x","start_url":"i.html","check":{{"any_of":[{}]}}}}"#,
+                vec![r#"{"url":"a"}"#; MAX_CHECK_PARTS].join(",")
+            ),
         ]
         .join("\n");
         let err = TaskSet::parse(&text, "tasks.jsonl").unwrap_err();
         let lines: Vec<&str> = err.lines().collect();
-        assert_eq!(lines.len(), 13, "{err}");
+        assert_eq!(lines.len(), 15, "{err}");
         assert!(lines[0].starts_with("tasks.jsonl:2: duplicate task id"));
         assert!(lines[1].starts_with("tasks.jsonl:3: unknown variant `shopping`"));
         assert!(lines[2].starts_with("tasks.jsonl:4: task c: check needs"));
@@ -1253,6 +1308,17 @@ mod tests {
         assert_eq!(
             lines[12],
             "tasks.jsonl:14: task l: check.request.method \"PO ST\" is not an HTTP method"
+        );
+        assert!(
+            lines[13].starts_with(
+                "tasks.jsonl:15: task m: check.request.url regex: Compiled regex exceeds size limit"
+            ),
+            "{}",
+            lines[13]
+        );
+        assert_eq!(
+            lines[14],
+            "tasks.jsonl:16: task n: check has 65 parts; 64 at most"
         );
         assert!(TaskSet::parse("", "empty.jsonl")
             .unwrap_err()

@@ -522,8 +522,14 @@ impl<L: Launcher> Session<L> {
         self.observe_text(&mut result).await;
         self.secrets.hide_in_result(&mut result);
         let shown = shown_action(action, &result, secret);
-        // A finished task episode's whole verdict goes to the log and the recording only.
-        let verdict = self.env.take_verdict();
+        // A finished task episode's whole verdict goes to the log and the recording only, with
+        // what was typed as a secret hidden in its details (they quote what the page holds).
+        let verdict = self.env.take_verdict().map(|mut verdict| {
+            for detail in &mut verdict.details {
+                self.secrets.hide_in(detail);
+            }
+            verdict
+        });
         if let Some(verdict) = &verdict {
             let state = self.env.state();
             tracing::info!(

@@ -362,9 +362,12 @@ async fn each_kind_of_check_fails_when_the_page_did_not_get_there() {
 }
 
 /// A page that replaces the functions a check would read it with (`querySelector`, `innerText`,
-/// a textarea's `value`, `Storage.getItem`), stores megabytes and sends 300 posts of 20 KiB: the
-/// check reads what is there with the browser's own functions, keeps the newest requests only,
-/// and quotes neither the password nor the cookie in the verdict, whose lines stay short.
+/// a textarea's `value`, `checked`, `Storage.getItem`, `Array.prototype.map`, `Map` iteration),
+/// stores megabytes, sends 300 posts of 20 KiB and one that fails, holds a frame of another site
+/// that sets a cookie and posts, and copies a typed password where a check reads it: the check
+/// reads what is there in a world the page's scripts do not reach, counts the page's own
+/// requests that were sent (the newest only) and the page's own cookies, and quotes neither a
+/// password, typed or not, nor a cookie in the verdict, whose lines stay short.
 #[tokio::test]
 async fn checks_read_the_page_with_the_browser_s_own_functions_and_within_bounds() {
     let pages = browserenv_server::site::serve_dir(assets_dir().join("pages"))
@@ -398,6 +401,17 @@ async fn checks_read_the_page_with_the_browser_s_own_functions_and_within_bounds
                 "cookie": {"name": "session", "value": {"match": "exact", "value": "other"}},
                 "request": {"body_contains": evicted},
                 "element": {"selector": "p[", "text": {"match": "exact", "value": "x"}},
+                // Each of these passes only if the page's lies, its frame's cookie or post, a
+                // post that failed, or a missing item counted.
+                "any_of": [
+                    {"field": {"selector": "#unchecked", "value": {"match": "exact", "value": "yes"}}},
+                    {"field": {"selector": "#typed", "value": {"match": "exact", "value": "yes"}}},
+                    {"local_storage": {"key": "unset"}},
+                    {"request": {"body_contains": "refused=1"}},
+                    {"request": {"body_contains": "from-the-frame"}},
+                    {"local_storage": {"key": "copy", "value": {"match": "exact", "value": "other"}}},
+                    {"element": {"selector": "#echo", "text": {"match": "exact", "value": "other"}}},
+                ],
             }),
         ),
     ]
@@ -420,6 +434,11 @@ async fn checks_read_the_page_with_the_browser_s_own_functions_and_within_bounds
     let mut client = harness.client().await;
     for (id, passed) in [("truth", true), ("hidden", false)] {
         client.reset_with(task_reset(id)).await.unwrap();
+        // Into the focused password field: a secret the page copies where a check reads it.
+        client
+            .step(BrowserAction::type_text("typed-secret"))
+            .await
+            .unwrap();
         // Until the page says its posts are out (each `wait` is a step of its own).
         let mut posted = false;
         for _ in 0..100 {
@@ -435,7 +454,7 @@ async fn checks_read_the_page_with_the_browser_s_own_functions_and_within_bounds
         if !passed {
             assert_eq!(
                 verdict(&done)["failed"],
-                json!(["element", "field", "request", "cookie"])
+                json!(["element", "field", "request", "cookie", "any_of"])
             );
         }
     }
@@ -452,10 +471,14 @@ async fn checks_read_the_page_with_the_browser_s_own_functions_and_within_bounds
     assert!(details.contains("(secret, 7 characters)"), "{details}");
     assert!(details.contains("refused the selector"), "{details}");
     assert!(
+        details.contains("any_of: 0 of 7 checks passed"),
+        "{details}"
+    );
+    assert!(
         details.contains(&format!("the episode made {kept} requests")),
         "{details}"
     );
-    for secret in ["hunter2", "s3cr3t-cookie"] {
+    for secret in ["hunter2", "s3cr3t-cookie", "typed-secret"] {
         assert!(!details.contains(secret), "{details}");
     }
     assert!(

@@ -118,9 +118,9 @@ pub(super) async fn prepare_page(
             }
         }
     }));
-    // Every request, for a task's `request` check; and a navigation of the main frame that fails
-    // (a certificate error, an unreachable host) after a click: its document request is the main
-    // frame's, and it fails with Chromium's net error.
+    // The main frame's requests, for a task's `request` check (marked when they fail); and a
+    // navigation of the main frame that fails (a certificate error, an unreachable host) after a
+    // click: its document request is the main frame's, and it fails with Chromium's net error.
     let mut requested = page.event_listener::<EventRequestWillBeSent>().await?;
     let mut failed = page.event_listener::<EventLoadingFailed>().await?;
     let (sink, frame) = (incidents.clone(), main_frame.clone());
@@ -132,8 +132,10 @@ pub(super) async fn prepare_page(
                 // their streams by then, so taking requests first keeps the browser's order.
                 biased;
                 Some(event) = requested.next() => {
-                    requests.push(&event.request);
                     let main = event.frame_id.as_ref().is_some_and(|f| f.as_ref() == frame);
+                    if main {
+                        requests.push(event.request_id.as_ref(), &event.request);
+                    }
                     if main && event.r#type == Some(ResourceType::Document) {
                         // A document at a time: older ones have ended one way or the other.
                         documents.clear();
@@ -141,6 +143,9 @@ pub(super) async fn prepare_page(
                     }
                 }
                 Some(event) = failed.next() => {
+                    if !event.canceled.unwrap_or(false) {
+                        requests.failed(event.request_id.as_ref());
+                    }
                     let ours = documents.remove(event.request_id.as_ref());
                     if ours && !event.canceled.unwrap_or(false) {
                         if let Ok(mut incidents) = sink.lock() {

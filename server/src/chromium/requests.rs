@@ -16,21 +16,35 @@ const URL_CHARS: usize = 4096;
 const METHOD_CHARS: usize = 16;
 
 /// Shared by the watchers of an episode's tabs (each one's `requestWillBeSent`) and the episode.
+/// Only the main frame's requests are kept (its documents' and their scripts'): a frame of
+/// another site inside the page is not the site the task is about.
 #[derive(Debug, Clone, Default)]
-pub(super) struct RequestLog(Arc<Mutex<VecDeque<SeenRequest>>>);
+pub(super) struct RequestLog(Arc<Mutex<VecDeque<(String, SeenRequest)>>>);
 
 impl RequestLog {
-    pub(super) fn push(&self, request: &Request) {
+    /// A request leaving, by DevTools' id.
+    pub(super) fn push(&self, id: &str, request: &Request) {
         let seen = SeenRequest {
             method: first_chars(&request.method, METHOD_CHARS),
             url: first_chars(&request.url, URL_CHARS),
             body: body(request),
+            failed: false,
         };
         if let Ok(mut log) = self.0.lock() {
             if log.len() >= REQUESTS_KEPT {
                 log.pop_front();
             }
-            log.push_back(seen);
+            log.push_back((id.to_string(), seen));
+        }
+    }
+
+    /// The request never reached a server (refused, unreachable, too big): no check counts it.
+    pub(super) fn failed(&self, id: &str) {
+        if let Ok(mut log) = self.0.lock() {
+            // A redirect reuses the id: the newest is the one that failed.
+            if let Some((_, seen)) = log.iter_mut().rev().find(|(kept, _)| kept == id) {
+                seen.failed = true;
+            }
         }
     }
 
@@ -38,7 +52,7 @@ impl RequestLog {
     pub(super) fn all(&self) -> Vec<SeenRequest> {
         self.0
             .lock()
-            .map(|log| log.iter().cloned().collect())
+            .map(|log| log.iter().map(|(_, seen)| seen.clone()).collect())
             .unwrap_or_default()
     }
 }
@@ -93,32 +107,36 @@ mod tests {
     }
 
     #[test]
-    fn the_newest_requests_are_kept_with_their_bodies_cut() {
+    fn the_newest_requests_are_kept_with_their_bodies_cut_and_failures_marked() {
         let log = RequestLog::default();
-        log.push(&request(
-            "POST",
-            "http://h/thanks.html",
-            &[b"name=Ada", b"+Lovelace"],
-        ));
+        let thanks = request("POST", "http://h/thanks.html", &[b"name=Ada", b"+Lovelace"]);
+        log.push("1", &thanks);
+        log.push("2", &request("POST", "http://h/upload", &[b"big"]));
+        log.failed("2");
+        let seen = |url: &str, body: &str, failed| SeenRequest {
+            method: "POST".into(),
+            url: url.into(),
+            body: body.into(),
+            failed,
+        };
         assert_eq!(
             log.all(),
-            [SeenRequest {
-                method: "POST".into(),
-                url: "http://h/thanks.html".into(),
-                body: "name=Ada+Lovelace".into(),
-            }]
+            [
+                seen("http://h/thanks.html", "name=Ada+Lovelace", false),
+                seen("http://h/upload", "big", true),
+            ]
         );
         let huge = vec![b'x'; 3 * REQUEST_BODY_BYTES + 1];
-        log.push(&request(
-            "PUT",
-            &format!("http://h/{}", "u".repeat(2 * URL_CHARS)),
-            &[&huge, b"more"],
-        ));
+        let long_url = format!("http://h/{}", "u".repeat(2 * URL_CHARS));
+        log.push("3", &request("PUT", &long_url, &[&huge, b"more"]));
         let last = log.all().pop().unwrap();
         assert_eq!(last.body.len(), REQUEST_BODY_BYTES);
         assert_eq!(last.url.chars().count(), URL_CHARS);
         for n in 0..REQUESTS_KEPT {
-            log.push(&request("GET", &format!("http://h/{n}"), &[]));
+            log.push(
+                &n.to_string(),
+                &request("GET", &format!("http://h/{n}"), &[]),
+            );
         }
         let all = log.all();
         assert_eq!(all.len(), REQUESTS_KEPT);

@@ -5,6 +5,7 @@ use super::*;
 use crate::browser::{first_chars, COOKIES_KEPT, INCIDENT_TEXT_CHARS, STATE_TEXT_CHARS};
 use browserenv::tasks::{Lookup, PageState, Wants};
 use chromiumoxide::cdp::browser_protocol::network::GetCookiesParams;
+use chromiumoxide::cdp::browser_protocol::page::CreateIsolatedWorldParams;
 
 impl Browser for ChromiumBrowser {
     async fn goto(&mut self, url: &str, timeout: Duration) -> Result<(), PageError> {
@@ -244,8 +245,24 @@ impl Browser for ChromiumBrowser {
             let spec = serde_json::json!({
                 "elements": wants.elements, "fields": wants.fields, "storage": wants.local_storage,
             });
-            let call = format!("state({spec}, {STATE_TEXT_CHARS})");
-            let value = probe(self.page()?, &call, false).await?;
+            // In a world of its own: the page's document and storage, none of its scripts'
+            // changes to the functions the probe reads them with (a page that replaced
+            // `Array.prototype.map` or a getter would pass a check it did not).
+            let page = self.page()?;
+            let mut world = CreateIsolatedWorldParams::new(page.target_id().as_ref().to_string());
+            world.world_name = Some("browserenv-check".into());
+            let world = page.execute(world).await.map_err(cdp_error)?;
+            let mut read = EvaluateParams::new(format!(
+                "{PROBE_JS}; window.__browserenv.state({spec}, {STATE_TEXT_CHARS})"
+            ));
+            read.context_id = Some(world.result.execution_context_id);
+            read.return_by_value = Some(true);
+            let reply = page.execute(read).await.map_err(cdp_error)?;
+            if let Some(exception) = &reply.result.exception_details {
+                let why = clip(&exception.text);
+                return Err(PageError::ActionFailed(format!("script error: {why}")));
+            }
+            let value = reply.result.result.value.clone().unwrap_or(Value::Null);
             for (index, selector) in wants.elements.iter().enumerate() {
                 let found = lookup(&value["elements"][index]);
                 state.elements.insert(selector.clone(), found);
@@ -263,10 +280,14 @@ impl Browser for ChromiumBrowser {
             }
         }
         if wants.cookies {
-            // The browser's cookies for the page and its frames, HttpOnly ones too.
+            // The browser's cookies for the page's own URL, HttpOnly ones too; not its frames':
+            // a frame of another site setting a cookie of the same name is not the site's.
+            let url = self.current_url().await?;
             let reply = self
                 .page()?
-                .execute(GetCookiesParams::default())
+                .execute(GetCookiesParams {
+                    urls: Some(vec![url]),
+                })
                 .await
                 .map_err(cdp_error)?;
             for cookie in reply.result.cookies.iter().take(COOKIES_KEPT) {

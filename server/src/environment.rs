@@ -316,10 +316,7 @@ impl<L: Launcher> Environment<L> {
                 bounded(limit, timeout, browser.click(x, y)).await
             }
             Op::Type => {
-                // Every character is a key down and up that the page handles in turn (about 3 ms
-                // each measured): long text gets time for its characters on top of the timeout.
-                let characters = action.text.chars().count() as u32;
-                let limit = limit + TYPE_TIME_PER_CHARACTER * characters;
+                let limit = action_limit(&settings, action);
                 bounded(limit, timeout, browser.type_text(&action.text)).await
             }
             Op::Key => match action.key_name() {
@@ -570,29 +567,36 @@ impl<L: Launcher> Environment<L> {
 }
 
 /// The longest `action` can take to answer (README, "Step time"): reading the element under the
-/// pointer, the action's own limit (`finish`'s: reading what a task's check needs), the shared budget of settling and reading the page, and the
-/// screenshot's timeout; with `BROWSER_OBSERVE_TEXT`, reading the page's text after it. Whatever a
-/// page does, a step stays inside it.
+/// pointer, the action's own limit (`finish`'s: reading what a task's check needs), the shared
+/// budget of settling and reading the page, and the screenshot's timeout; with
+/// `BROWSER_OBSERVE_TEXT`, reading the page's text after it. Whatever a page does, a step stays
+/// inside it.
 pub fn step_bound(settings: &EnvSettings, action: &BrowserAction) -> Duration {
-    let action_limit = match action.op {
-        Op::Wait => settings.explicit_wait,
-        Op::Finish => STATE_TIMEOUT,
-        Op::Type => {
-            settings.action_timeout + TYPE_TIME_PER_CHARACTER * action.text.chars().count() as u32
-        }
-        _ => settings.action_timeout,
-    };
     let text = if settings.observe_text {
         TEXT_TIMEOUT
     } else {
         Duration::ZERO
     };
     ELEMENT_TIMEOUT
-        + action_limit
+        + action_limit(settings, action)
         + settings.action_wait
         + OBSERVE_SLACK
         + settings.screenshot_timeout
         + text
+}
+
+/// How long the action itself may take, its part of `step_bound`. Every character `type`s is a key
+/// down and up that the page handles in turn (about 3 ms each, measured): long text gets time for
+/// its characters on top of the timeout. `finish` reads what a task's check needs.
+fn action_limit(settings: &EnvSettings, action: &BrowserAction) -> Duration {
+    match action.op {
+        Op::Wait => settings.explicit_wait,
+        Op::Finish => STATE_TIMEOUT,
+        Op::Type => {
+            settings.action_timeout + TYPE_TIME_PER_CHARACTER * action.text.chars().count() as u32
+        }
+        _ => settings.action_timeout,
+    }
 }
 
 /// What the finishing task's check reads beyond the URL and the text, bounded by `STATE_TIMEOUT`

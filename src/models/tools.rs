@@ -5,8 +5,8 @@
 
 use super::*;
 
-/// The tool's name for the field an argument fills in the action.
-fn argument_names(op: Op) -> &'static [(&'static str, &'static str)] {
+/// The tool's name for the field an argument fills in the action: `(argument, field)`.
+pub fn action_tool_argument_names(op: Op) -> &'static [(&'static str, &'static str)] {
     match op {
         Op::Click => &[("x", "x"), ("y", "y")],
         Op::Type => &[("text", "text")],
@@ -31,7 +31,7 @@ pub fn action_tool_description(op: Op) -> String {
             "Type text into the focused element, character by character, as a person \
                      would. Click the field first; use the key tool for Enter, Tab and the like."
         }
-        Op::Key => "Press one key (Enter submits a form, Tab moves the focus, CtrlA selects all).",
+        Op::Key => "Press one key (Enter submits a form, Tab moves the focus, CTRL+A selects all).",
         Op::Scroll => {
             "Scroll the page with the mouse wheel, at the point last clicked (the centre \
                        before any click): positive dy scrolls down, negative up, in pixels."
@@ -112,7 +112,7 @@ pub fn action_from_tool_arguments(
     op: Op,
     arguments: &Map<String, Value>,
 ) -> Result<BrowserAction, Vec<FieldError>> {
-    let names = argument_names(op);
+    let names = action_tool_argument_names(op);
     let mut action = Map::new();
     let mut extra = Vec::new();
     for (argument, value) in arguments {

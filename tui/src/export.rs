@@ -18,6 +18,9 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
+use browserenv::models::{
+    action_tool_argument_names, action_tool_description, action_tool_schema, Op,
+};
 use browserenv::trajectory::{frame_name, read, read_frame, EpisodeRecord, Recording, StepRecord};
 use serde_json::{json, Value};
 
@@ -444,73 +447,36 @@ fn atif_step(
     }))
 }
 
-/// The arguments an action's op takes (the wire action carries every field, most unused).
+/// The arguments of the tool call an action is, as the action's tool (MCP, `tool_definitions`)
+/// names them: the wire action carries every field, most unused, and `key` and `finish` take
+/// their `text` as `key` and `answer`.
 fn arguments(action: &Value) -> Value {
-    let pick = |names: &[&str]| -> Value {
-        names
-            .iter()
-            .filter_map(|n| {
-                action
-                    .get(*n)
-                    .filter(|v| !v.is_null())
-                    .map(|v| (n.to_string(), v.clone()))
-            })
-            .collect::<serde_json::Map<_, _>>()
-            .into()
+    let Some(op) = action["op"].as_str().and_then(Op::from_name) else {
+        return json!({});
     };
-    match action["op"].as_str() {
-        Some("click") => pick(&["x", "y"]),
-        Some("type") | Some("key") | Some("finish") => pick(&["text"]),
-        Some("scroll") => pick(&["dy"]),
-        _ => json!({}),
-    }
+    action_tool_argument_names(op)
+        .iter()
+        .filter_map(|(argument, field)| {
+            let value = action.get(*field).filter(|value| !value.is_null())?;
+            Some((argument.to_string(), value.clone()))
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
-/// The browser's actions as OpenAI-style function definitions, for the document's agent.
+/// The browser's actions as OpenAI-style function definitions, for the document's agent: the
+/// server's MCP tools, one per op.
 fn tool_definitions() -> Value {
-    let function = |name: &str, description: &str, properties: Value, required: &[&str]| {
-        json!({"type": "function", "function": {
-            "name": name,
-            "description": description,
-            "parameters": {"type": "object", "properties": properties, "required": required},
-        }})
-    };
-    let int = |description: &str| json!({"type": "integer", "description": description});
-    let text = |description: &str| json!({"type": "string", "description": description});
-    json!([
-        function(
-            "click",
-            "Click a pixel of the 800x600 screenshot",
-            json!({"x": int("0..=799"), "y": int("0..=599")}),
-            &["x", "y"]
-        ),
-        function(
-            "type",
-            "Type text into the focused element",
-            json!({"text": text("1..=2000 characters")}),
-            &["text"]
-        ),
-        function(
-            "key",
-            "Press a key",
-            json!({"text": text("ENTER TAB ESCAPE BACKSPACE CTRL+A UP DOWN LEFT RIGHT")}),
-            &["text"]
-        ),
-        function(
-            "scroll",
-            "Scroll at the last clicked pixel",
-            json!({"dy": int("-1200..=1200, negative is up")}),
-            &["dy"]
-        ),
-        function("back", "History back", json!({}), &[]),
-        function("wait", "Wait, then a screenshot", json!({}), &[]),
-        function(
-            "finish",
-            "End the episode",
-            json!({"text": text("the answer (optional)")}),
-            &[]
-        ),
-    ])
+    Op::ALL
+        .iter()
+        .map(|op| {
+            json!({"type": "function", "function": {
+                "name": op.name(),
+                "description": action_tool_description(*op),
+                "parameters": action_tool_schema(*op),
+            }})
+        })
+        .collect()
 }
 
 /// An episode id as part of a file name: the id is the recording's (untrusted), so only letters,

@@ -814,6 +814,16 @@ fn atif_export_writes_a_trajectory_per_episode_with_image_parts() {
         serde_json::json!({"x": 10, "y": 20})
     );
     assert_eq!(steps[1]["extra"]["review_mark"], "redundant");
+    // The tools the document's agent had are the server's MCP tools, one per op.
+    let tools = document["agent"]["tool_definitions"].as_array().unwrap();
+    assert_eq!(tools.len(), browserenv::models::Op::ALL.len());
+    for (tool, op) in tools.iter().zip(browserenv::models::Op::ALL) {
+        assert_eq!(tool["function"]["name"], op.name());
+        assert_eq!(
+            tool["function"]["parameters"],
+            browserenv::models::action_tool_schema(op)
+        );
+    }
     let image = &steps[0]["message"][1];
     assert_eq!(image["type"], "image");
     let path = image["source"]["path"].as_str().unwrap();

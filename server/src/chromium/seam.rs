@@ -412,7 +412,6 @@ fn is_lost_capture(err: &PageError) -> bool {
         if message.contains("Not attached to an active page"))
 }
 
-/// A JSON number that is a whole one (the probe's `Math.round`, which can give `-0`), as an i64.
 /// What the probe's `state` found for a selector: `null` (nothing), `{invalid}` or `{text, secret}`,
 /// cut again for a page that answers in the probe's place.
 fn lookup(found: &Value) -> Lookup {
@@ -428,6 +427,7 @@ fn lookup(found: &Value) -> Lookup {
     }
 }
 
+/// A JSON number that is a whole one (the probe's `Math.round`, which can give `-0`), as an i64.
 fn whole_number(value: &Value) -> Option<i64> {
     value.as_i64().or_else(|| {
         // Whole, and small enough that the conversion is exact.

@@ -166,7 +166,7 @@ pub const BINDINGS: &[(&str, &str)] = &[
     ("Tab, Backspace, Ctrl+A", "key TAB / BACKSPACE / CTRL+A"),
     (
         "k + key",
-        "any of the 9 keys: Enter Tab Esc Bksp a(CTRL+A) arrows",
+        "every action key: Enter Tab Esc Bksp a(CTRL+A) arrows",
     ),
     ("b / w", "back / wait"),
     ("s", "secret: type a named value, recorded as <secret:NAME>"),

@@ -76,14 +76,23 @@ docker:
 	  echo "dockerd is up (pid $$pid)"; \
 	fi
 
-## Latency, size and memory figures (the README's table); the replicas part runs HAProxy and the
+## Latency, size and memory figures (docs/benchmark.md); the replicas part runs HAProxy and the
 ## image (its cold start).
 bench: chromium venv deploytools image
 	cargo run --release -p browserenv-tests --bin browserenv-bench
 
+## The quick check, no Chromium started (under 3 minutes after a build): formatting, lints, every
+## unit test, the server's tests on the fake browser, the UI's offline tests, the docs' references.
+## One `cargo test` over the workspace, so it builds what `make test` builds (the same features).
 check:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	# `replay` runs the server embedded, with its Chromium: that one test of reports.rs is skipped.
+	cargo test --workspace --lib --bins \
+	  --test access --test drain --test limits --test protocol --test replicas --test task_api \
+	  --test campaign_routes \
+	  --test recordings --test reports --test screens --test docs \
+	  -- --skip replay_prints_no_escape_sequence_from_a_recording
 
 chromium:
 	@if [ ! -x "$(CHROMIUM)" ] || [ ! -x "$(FULL_CHROMIUM)" ]; then \
@@ -134,3 +143,8 @@ $(MCP2_VENV)/.installed: tests/python/requirements-mcp2.txt $(VENV)/.installed
 	python3 -m venv $(MCP2_VENV)
 	$(MCP2_VENV)/bin/pip install -q -r tests/python/requirements-mcp2.txt
 	touch $@
+
+## The README's pictures of the UI, docs/images/tui-{xterm,tmux}.png: scripts/pictures.sh in xterm and tmux under Xvfb.
+.PHONY: pictures
+pictures: chromium terminals
+	BROWSER_CHROMIUM=$(CHROMIUM) scripts/pictures.sh

@@ -6,6 +6,7 @@
 //! whole system and defines the terms comments use, such as "the seed" (the original Python
 //! environment this project reimplements).
 
+pub mod campaign;
 pub mod client;
 pub mod models;
 pub mod observation_error;

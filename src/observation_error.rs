@@ -1,6 +1,6 @@
 //! The observation's `error` codes: the one list the server, the trajectory code and the terminal
-//! UI share, with each code's wire string and whether it ends the episode. The README's table
-//! ("Observation error codes") is held to this list by a test.
+//! UI share, with each code's wire string and whether it ends the episode. The table in
+//! docs/server.md ("Observation error codes") is held to this list by a test.
 
 use std::fmt;
 
@@ -100,14 +100,15 @@ mod tests {
         assert_eq!(ObservationError::parse(""), None);
     }
 
-    /// The README's table lists exactly these codes, with the same "ends the episode" column.
+    /// The table of docs/server.md lists exactly these codes, with the same "ends the episode"
+    /// column.
     #[test]
-    fn the_readme_table_is_this_list() {
-        let readme = include_str!("../README.md");
-        let table = readme
-            .split("### Observation error codes")
+    fn the_documented_table_is_this_list() {
+        let doc = include_str!("../docs/server.md");
+        let table = doc
+            .split("\n## Observation error codes\n")
             .nth(1)
-            .expect("README has the error code table");
+            .expect("docs/server.md has the error code table");
         let mut listed = Vec::new();
         for line in table.lines().skip_while(|l| !l.starts_with('|')) {
             if !line.starts_with('|') {
@@ -120,13 +121,13 @@ mod tests {
                 assert_eq!(
                     ends == "yes",
                     error.ends_episode(),
-                    "README says {code:?} ends the episode: {ends:?}"
+                    "docs/server.md says {code:?} ends the episode: {ends:?}"
                 );
                 listed.push(error);
             } else {
                 assert!(
                     matches!(code, "error" | "---" | "\"\""),
-                    "README lists {code:?}, which is not an observation error"
+                    "docs/server.md lists {code:?}, which is not an observation error"
                 );
             }
         }

@@ -44,6 +44,8 @@ pub struct AppState<L: Launcher> {
     pub replicas: Arc<Replicas>,
     /// The loaded task sets, for OpenEnv's Task API (`task_api.rs`).
     pub tasks: Arc<crate::task_api::TaskApi>,
+    /// The campaign (`--campaign DIR`), if the server runs one (`campaign.rs`).
+    pub campaign: Option<Arc<crate::campaign::Hub>>,
 }
 
 /// `?local=true`: this replica's own answer, never passed on to a peer (what peers ask each other).
@@ -105,6 +107,7 @@ fn routes<L: Launcher>(state: &Arc<AppState<L>>) -> OpenApiRouter<Arc<AppState<L
         .merge(crate::mcp::endpoint::routes(state.mcp.clone()))
         .merge(crate::http_session::routes(state.http.clone()))
         .merge(crate::task_api::routes(state.tasks.clone()))
+        .merge(crate::campaign::routes(state.campaign.clone()))
         .routes(routes!(ws_upgrade))
         .routes(routes!(list_sessions))
         .routes(routes!(replica))

@@ -155,7 +155,7 @@ pub struct Cli {
     pub episodes_per_browser: u32,
     /// How screenshots are taken: `frame` (the compositor's next frame, about half the time,
     /// a PNG about 30% larger) or `redraw` (Chromium's `Page.captureScreenshot`, which has the
-    /// page draw a frame for it). The same pixels either way (README, "Benchmark").
+    /// page draw a frame for it). The same pixels either way (docs/benchmark.md).
     #[arg(long, env = "BROWSER_SCREENSHOTS", value_enum, default_value = "frame")]
     pub screenshots: crate::chromium::Screenshots,
     /// Load pages with invalid certificates instead of failing them (`navigation_failed` with the
@@ -174,7 +174,12 @@ pub struct Cli {
     /// Record every session's episodes into this folder (trajectory format v1, actor "agent").
     #[arg(long, env = "BROWSER_RECORD_DIR")]
     pub record_dir: Option<PathBuf>,
-    /// With --record-dir: black out password inputs in the recorded screenshots.
+    /// Run a demonstration campaign from this folder (its campaign.json names the task file and
+    /// the demonstrations wanted): people ask for tasks with `browserenv-tui collect`, their
+    /// episodes are recorded into DIR/recording, reviews by `browserenv-tui review`.
+    #[arg(long, env = "BROWSER_CAMPAIGN")]
+    pub campaign: Option<PathBuf>,
+    /// With --record-dir or --campaign: black out password inputs in the recorded screenshots.
     #[arg(long, env = "BROWSER_REDACT", value_parser = FalseyValueParser::new())]
     pub redact: bool,
     /// Require `Authorization: Bearer TOKEN` on every route but /health.
@@ -299,6 +304,7 @@ impl Cli {
             max_sessions: self.max_sessions,
             warm_spare: !self.no_warm_spare,
             record_dir: self.record_dir.clone(),
+            campaign: self.campaign.clone(),
             redact: self.redact,
             token: self.token.clone().filter(|t| !t.is_empty()),
             tasks: None,
@@ -508,7 +514,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     let launcher = ChromiumLauncher::new(chromium_config);
     let mut config = config;
-    if let Some(path) = &cli.tasks {
+    // A campaign's tasks are the file its campaign.json names: sessions reset them by id.
+    let task_file = match (&cli.tasks, &cli.campaign) {
+        (Some(_), Some(_)) => anyhow::bail!(
+            "--tasks and --campaign: a campaign's tasks are the file its campaign.json names"
+        ),
+        (Some(path), None) => Some(path.clone()),
+        (None, Some(dir)) => Some(
+            browserenv::campaign::CampaignConfig::load(dir)
+                .map_err(anyhow::Error::msg)?
+                .task_file(dir),
+        ),
+        (None, None) => None,
+    };
+    if let Some(path) = &task_file {
         let tasks = TaskSet::load(path).map_err(anyhow::Error::msg)?;
         tracing::info!("{} tasks from {}", tasks.tasks.len(), path.display());
         config.tasks = Some(std::sync::Arc::new(TaskCatalog {

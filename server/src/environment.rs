@@ -17,7 +17,8 @@ use browserenv::models::{
 use browserenv::tasks::{Ending, PageState, Task, TaskSet, Verdict, Wants};
 use browserenv::text_layer::TextLayer;
 
-use crate::browser::{Browser, Incidents, Launcher, PageError, SettleOutcome};
+use crate::browser::{Browser, Incidents, Launcher, PageError, PageFacts, SettleOutcome};
+use crate::outcome::{judge, StepFacts};
 use crate::settings::{EnvSettings, SettleMode};
 use crate::verification::is_bot_verification;
 
@@ -374,7 +375,8 @@ impl<L: Launcher> Environment<L> {
         result
     }
 
-    /// Settle, follow new tabs, read the page and take the screenshot; apply the end conditions.
+    /// What an action did, as the agent sees it: follow new tabs and settle, read the page, take
+    /// the screenshot, judge the step (and a finished task), and say the rest in metadata.
     async fn observe(
         &mut self,
         episode: &mut Episode<L::Browser>,
@@ -385,78 +387,30 @@ impl<L: Launcher> Environment<L> {
     ) -> StepResult {
         let settings = &self.settings;
         let browser = &mut episode.browser;
-        let mut settle_outcome = None;
         // Everything before the screenshot shares one budget, so no page can add the bounds of
-        // its phases up (see README, "Step time").
-        let deadline = Instant::now() + settings.action_wait + OBSERVE_SLACK;
-        let until_deadline =
-            |limit: Duration| limit.min(deadline.saturating_duration_since(Instant::now()));
+        // its phases up (see docs/server.md, "Step time").
+        let budget = Budget::from_now(settings.action_wait + OBSERVE_SLACK);
+        let mut settled = None;
         if settle {
             let settle_started = Instant::now();
-            if let Err(err) = bounded(
-                until_deadline(settings.action_timeout),
-                PageError::ActionTimeout,
-                browser.follow_tabs(),
-            )
-            .await
-            {
-                tracing::debug!("following the new tabs: {err}");
-            }
-            match settings.settle {
-                SettleMode::Fixed => tokio::time::sleep(until_deadline(settings.action_wait)).await,
-                SettleMode::Adaptive => {
-                    let bound = until_deadline(settings.action_wait + SETTLE_PROBE_SLACK);
-                    match bounded(
-                        bound,
-                        PageError::RendererTimeout,
-                        browser.settle(settings.action_wait),
-                    )
-                    .await
-                    {
-                        Ok(outcome) => settle_outcome = Some(outcome),
-                        // A page that cannot even answer the settle probe gets judged by the screenshot.
-                        Err(err) => tracing::debug!("settle failed: {err}"),
-                    }
-                }
-            }
+            follow_tabs(browser, settings, &budget).await;
+            settled = settle_page(browser, settings, &budget).await;
             // A tab opened by a delayed handler becomes the page too.
-            if let Err(err) = bounded(
-                until_deadline(settings.action_timeout),
-                PageError::ActionTimeout,
-                browser.follow_tabs(),
-            )
-            .await
-            {
-                tracing::debug!("following the new tabs: {err}");
-            }
+            follow_tabs(browser, settings, &budget).await;
             timings.settle = settle_started.elapsed();
         }
-
-        let facts = bounded(
-            until_deadline(settings.action_timeout),
-            PageError::RendererTimeout,
-            browser.facts(),
-        )
-        .await;
+        let facts = read_facts(browser, settings, &budget).await;
         let shot_started = Instant::now();
-        let screenshot = bounded(
-            settings.screenshot_timeout,
-            PageError::RendererTimeout,
-            browser.screenshot(),
-        )
-        .await;
+        let (screenshot, screenshot_error) = take_screenshot(browser, settings).await;
         timings.screenshot = shot_started.elapsed();
         let incidents = browser.take_incidents();
-        let facts = facts.unwrap_or_default();
-        let (screenshot, screenshot_error) = match screenshot {
-            Ok(png) => (png, None),
-            Err(err) => (String::new(), Some(err)),
-        };
+
         let max_steps = episode
             .task
             .as_ref()
             .map_or(settings.max_steps, |t| t.max_steps);
-        let outcome = crate::outcome::judge(&crate::outcome::StepFacts {
+        // The error code and the end conditions (`outcome.rs`).
+        let outcome = judge(&StepFacts {
             action: error,
             screenshot: screenshot_error,
             incidents: Some(&incidents),
@@ -467,54 +421,37 @@ impl<L: Launcher> Environment<L> {
             max_steps,
         });
         episode.done = outcome.done;
-        let (code, error_detail) = (outcome.error, outcome.detail);
-        // A task episode is judged when it finishes: 1.0 if its check passes, else 0.0.
-        let verdict = match (&episode.task, &episode.answer) {
-            (Some(task), Some(answer)) => {
-                let state = read_state(browser, &task.check.wants()).await;
-                Some(task.judge(&Ending {
-                    answer,
-                    url: &facts.url,
-                    page_text: &facts.text,
-                    state: &state,
-                }))
-            }
-            _ => None,
-        };
+        let verdict = judge_task(episode, &facts).await;
         let reward = match &verdict {
             Some(verdict) if verdict.passed => 1.0,
             _ => 0.0,
         };
 
-        let mut metadata = metadata(
-            &facts.title,
-            self.state.step_count,
-            settings,
-            settle_outcome,
-            &timings,
-            started.elapsed(),
-            &incidents,
-            error_detail,
-        );
-        if let Some(task) = &episode.task {
-            metadata.insert(
-                "task".into(),
-                json!({"id": task.id, "category": task.category, "instruction": task.instruction, "max_steps": task.max_steps}),
-            );
-        }
-        if let Some(verdict) = verdict {
-            metadata.insert("verdict".into(), json!(verdict.shown()));
-            episode.verdict = Some(verdict);
-        }
-        if !facts.password_boxes.is_empty() {
-            metadata.insert("password_boxes".into(), json!(facts.password_boxes));
+        let metadata = metadata(&MetadataInputs {
+            title: &facts.title,
+            step: self.state.step_count,
+            settle_mode: settings.settle,
+            settled,
+            timings: &timings,
+            total: started.elapsed(),
+            incidents: &incidents,
+            error_detail: outcome.detail,
+            task: episode.task.as_ref(),
+            verdict: verdict.as_ref(),
+            password_boxes: &facts.password_boxes,
+        });
+        if verdict.is_some() {
+            episode.verdict = verdict;
         }
         StepResult {
             observation: BrowserObservation {
                 metadata,
                 screenshot,
                 url: facts.url,
-                error: code.map(|c| c.code().to_string()).unwrap_or_default(),
+                error: outcome
+                    .error
+                    .map(|c| c.code().to_string())
+                    .unwrap_or_default(),
             },
             reward: Some(reward),
             done: episode.done,
@@ -566,7 +503,7 @@ impl<L: Launcher> Environment<L> {
     }
 }
 
-/// The longest `action` can take to answer (README, "Step time"): reading the element under the
+/// The longest `action` can take to answer (docs/server.md, "Step time"): reading the element under the
 /// pointer, the action's own limit (`finish`'s: reading what a task's check needs), the shared
 /// budget of settling and reading the page, and the screenshot's timeout; with
 /// `BROWSER_OBSERVE_TEXT`, reading the page's text after it. Whatever a page does, a step stays
@@ -586,8 +523,9 @@ pub fn step_bound(settings: &EnvSettings, action: &BrowserAction) -> Duration {
 }
 
 /// How long the action itself may take, its part of `step_bound`. Every character `type`s is a key
-/// down and up that the page handles in turn (about 3 ms each, measured): long text gets time for
-/// its characters on top of the timeout. `finish` reads what a task's check needs.
+/// down and up that the page handles in turn (about 1 ms a character, 3 on a loaded machine,
+/// measured: docs/ARCHITECTURE.md, decision 16): long text gets 10 ms a character on top of the
+/// timeout. `finish` reads what a task's check needs.
 fn action_limit(settings: &EnvSettings, action: &BrowserAction) -> Duration {
     match action.op {
         Op::Wait => settings.explicit_wait,
@@ -597,6 +535,117 @@ fn action_limit(settings: &EnvSettings, action: &BrowserAction) -> Duration {
         }
         _ => settings.action_timeout,
     }
+}
+
+/// The time left of the budget that the phases between an action and its screenshot share.
+struct Budget {
+    deadline: Instant,
+}
+
+impl Budget {
+    fn from_now(budget: Duration) -> Self {
+        Budget {
+            deadline: Instant::now() + budget,
+        }
+    }
+
+    /// `limit`, or what is left of the budget if that is less.
+    fn within(&self, limit: Duration) -> Duration {
+        limit.min(self.deadline.saturating_duration_since(Instant::now()))
+    }
+}
+
+/// Make a tab the page opened its current page (a failure is only logged: the step goes on with
+/// the tab it has).
+async fn follow_tabs<B: Browser>(browser: &mut B, settings: &EnvSettings, budget: &Budget) {
+    if let Err(err) = bounded(
+        budget.within(settings.action_timeout),
+        PageError::ActionTimeout,
+        browser.follow_tabs(),
+    )
+    .await
+    {
+        tracing::debug!("following the new tabs: {err}");
+    }
+}
+
+/// Wait until the page shows the action's effect: the seed's fixed wait, or the adaptive settle
+/// and how it ended (None when the page could not even answer its probe).
+async fn settle_page<B: Browser>(
+    browser: &mut B,
+    settings: &EnvSettings,
+    budget: &Budget,
+) -> Option<SettleOutcome> {
+    match settings.settle {
+        SettleMode::Fixed => {
+            tokio::time::sleep(budget.within(settings.action_wait)).await;
+            None
+        }
+        SettleMode::Adaptive => {
+            let bound = budget.within(settings.action_wait + SETTLE_PROBE_SLACK);
+            match bounded(
+                bound,
+                PageError::RendererTimeout,
+                browser.settle(settings.action_wait),
+            )
+            .await
+            {
+                Ok(outcome) => Some(outcome),
+                // A page that cannot even answer the settle probe gets judged by the screenshot.
+                Err(err) => {
+                    tracing::debug!("settle failed: {err}");
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// The page's URL, title, text and password boxes; a renderer that does not answer gives none.
+async fn read_facts<B: Browser>(
+    browser: &mut B,
+    settings: &EnvSettings,
+    budget: &Budget,
+) -> PageFacts {
+    bounded(
+        budget.within(settings.action_timeout),
+        PageError::RendererTimeout,
+        browser.facts(),
+    )
+    .await
+    .unwrap_or_default()
+}
+
+/// The screenshot's PNG in base64, or an empty one and why there is none.
+async fn take_screenshot<B: Browser>(
+    browser: &mut B,
+    settings: &EnvSettings,
+) -> (String, Option<PageError>) {
+    match bounded(
+        settings.screenshot_timeout,
+        PageError::RendererTimeout,
+        browser.screenshot(),
+    )
+    .await
+    {
+        Ok(png) => (png, None),
+        Err(err) => (String::new(), Some(err)),
+    }
+}
+
+/// A task episode is judged when it finishes: its check on the final page and the `finish` text
+/// (1.0 if it passes, else 0.0). None for other steps and episodes without a task.
+async fn judge_task<B: Browser>(episode: &mut Episode<B>, facts: &PageFacts) -> Option<Verdict> {
+    let (Some(task), Some(answer)) = (&episode.task, &episode.answer) else {
+        return None;
+    };
+    let state = read_state(&mut episode.browser, &task.check.wants()).await;
+    Some(task.judge(&Ending {
+        answer,
+        url: &facts.url,
+        page_text: &facts.text,
+        state: &state,
+    }))
 }
 
 /// What the finishing task's check reads beyond the URL and the text, bounded by `STATE_TIMEOUT`
@@ -633,19 +682,39 @@ async fn bounded<T>(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn metadata(
-    title: &str,
+/// What an observation's metadata says beyond the wire's fields.
+struct MetadataInputs<'a> {
+    title: &'a str,
     step: u64,
-    settings: &EnvSettings,
-    settle: Option<SettleOutcome>,
-    timings: &Timings,
+    settle_mode: SettleMode,
+    /// How the adaptive settle ended, if it ran and the page answered.
+    settled: Option<SettleOutcome>,
+    timings: &'a Timings,
+    /// The whole step so far, action to screenshot.
     total: Duration,
-    incidents: &Incidents,
+    incidents: &'a Incidents,
     error_detail: Option<String>,
-) -> Map<String, Value> {
+    task: Option<&'a Task>,
+    verdict: Option<&'a Verdict>,
+    password_boxes: &'a [[i64; 4]],
+}
+
+fn metadata(inputs: &MetadataInputs) -> Map<String, Value> {
+    let MetadataInputs {
+        title,
+        step,
+        settle_mode,
+        settled,
+        timings,
+        total,
+        incidents,
+        ref error_detail,
+        task,
+        verdict,
+        password_boxes,
+    } = *inputs;
     let ms = |d: Duration| (d.as_secs_f64() * 1000.0 * 10.0).round() / 10.0;
-    let settle_name = match (settings.settle, settle) {
+    let settle_name = match (settle_mode, settled) {
         (SettleMode::Fixed, _) => "fixed",
         (SettleMode::Adaptive, Some(SettleOutcome::Quiet)) => "quiet",
         (SettleMode::Adaptive, Some(SettleOutcome::Bounded)) => "bounded",
@@ -715,6 +784,18 @@ fn metadata(
     }
     if let Some(detail) = error_detail {
         map.insert("error_detail".into(), json!(detail));
+    }
+    if let Some(task) = task {
+        map.insert(
+            "task".into(),
+            json!({"id": task.id, "category": task.category, "instruction": task.instruction, "max_steps": task.max_steps}),
+        );
+    }
+    if let Some(verdict) = verdict {
+        map.insert("verdict".into(), json!(verdict.shown()));
+    }
+    if !password_boxes.is_empty() {
+        map.insert("password_boxes".into(), json!(password_boxes));
     }
     map
 }

@@ -12,6 +12,7 @@ pub mod access;
 pub mod api_error;
 pub mod app;
 pub mod browser;
+pub mod campaign;
 pub mod capacity;
 pub mod chromium;
 pub mod cli;
@@ -89,6 +90,9 @@ pub struct ServerConfig {
     pub drain: std::time::Duration,
     /// `BROWSER_PEERS`: the other replicas behind the same address (`replicas.rs`).
     pub peers: Vec<replicas::PeerEntry>,
+    /// `--campaign DIR`: hand a team's people their tasks and record their demonstrations there
+    /// (`campaign.rs`).
+    pub campaign: Option<std::path::PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -108,6 +112,7 @@ impl Default for ServerConfig {
             max_connections: 256,
             drain: drain::DEFAULT_DRAIN,
             peers: Vec::new(),
+            campaign: None,
         }
     }
 }
@@ -156,6 +161,7 @@ where
         timeouts: config.timeouts.clone(),
         replicas,
         tasks: Arc::new(task_api::TaskApi::new(config.tasks.as_deref())),
+        campaign: core.campaign.clone(),
     });
     let app = app::router(state.clone()).layer(axum::middleware::from_fn(
         connection::remember_peer::<N::Addr>,
@@ -256,6 +262,9 @@ struct Core<L: Launcher> {
     pool: Arc<WarmPool<L>>,
     recorder: Option<RecorderHandle>,
     sessions: Arc<Sessions<L>>,
+    /// The campaign (`--campaign`) and the recorder of its demonstrations.
+    campaign: Option<Arc<campaign::Hub>>,
+    campaign_recorder: Option<RecorderHandle>,
 }
 
 impl<L: Launcher> Core<L> {
@@ -268,6 +277,13 @@ impl<L: Launcher> Core<L> {
             Some(dir) => Some(start_recorder(dir, config.redact)?),
             None => None,
         };
+        let (campaign, campaign_recorder) = match &config.campaign {
+            Some(dir) => {
+                let (hub, recorder) = campaign::Hub::open(dir, config.redact)?;
+                (Some(Arc::new(hub)), Some(recorder))
+            }
+            None => (None, None),
+        };
         let pool = Arc::new(WarmPool::new(launcher, config.warm_spare));
         pool.warm_up().await;
         let sessions = Arc::new(
@@ -279,20 +295,27 @@ impl<L: Launcher> Core<L> {
                 recorder.as_ref().map(RecorderHandle::sender),
             )
             .with_handoff_wait(config.timeouts.handoff_wait)
-            .with_lifecycle(lifecycle),
+            .with_lifecycle(lifecycle)
+            .with_campaign(campaign.clone()),
         );
         Ok(Core {
             pool,
             recorder,
             sessions,
+            campaign,
+            campaign_recorder,
         })
     }
 
     /// Close every browser, and let everything recorded so far reach the disk.
     async fn finish(self) {
         drop(self.sessions);
+        drop(self.campaign);
         self.pool.drain().await;
-        if let Some(recorder) = self.recorder {
+        for recorder in [self.recorder, self.campaign_recorder]
+            .into_iter()
+            .flatten()
+        {
             let finished = tokio::task::spawn_blocking(move || recorder.finish());
             if tokio::time::timeout(std::time::Duration::from_secs(10), finished)
                 .await

@@ -37,6 +37,7 @@ use browserenv::models::{action_schema, observation_schema, state_schema};
         (name = "mcp", description = "MCP and OpenEnv's JSON-RPC (docs/wire.md §6)"),
         (name = "sessions", description = "Read-only session routes of the terminal UI, outside the wire contract"),
         (name = "deployment", description = "Probes for balancers and orchestrators, and the replicas behind one address (docs/deployment.md)"),
+        (name = "campaign", description = "Demonstration campaigns (`--campaign DIR`): a team's next tasks, progress, reviews by a second person (docs/campaigns.md)"),
         (name = "Task API", description = "OpenEnv's optional Task API: the `--tasks` file as a split of the environment `browserenv`, side-effect free (docs/wire.md §3.1)"),
     )
 )]

@@ -30,12 +30,14 @@ impl SessionRecorder {
         &self,
         episode_id: Option<String>,
         task: Option<String>,
+        person: Option<String>,
         observation: &StepResult,
     ) {
         self.send(|session| RecordEvent::Reset {
             session,
             episode_id: episode_id.unwrap_or_default(),
             task,
+            person,
             observation: observation.clone(),
         });
     }

@@ -24,7 +24,7 @@ const PEER_TIMEOUT: Duration = Duration::from_secs(3);
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a text layer passed on to its owner may take (the owner waits 15 s for its session).
 const FORWARDED_GET_TIMEOUT: Duration = Duration::from_secs(20);
-/// How long a call passed on to its owner may take: longer than the longest step (README, "Step
+/// How long a call passed on to its owner may take: longer than the longest step (docs/server.md, "Step
 /// time"), as long as the balancer waits for a reply (deploy/haproxy/haproxy.cfg).
 const FORWARDED_POST_TIMEOUT: Duration = Duration::from_secs(120);
 /// The most read of a peer's answer about sessions (`/replica`, `/sessions/{id}`, a text layer):

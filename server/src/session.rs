@@ -36,11 +36,7 @@ use crate::environment::{EnvError, Environment, TaskCatalog};
 use crate::pool::WarmPool;
 use crate::recording::SessionRecorder;
 use crate::registry::{HumanAction, Registration, Registry, TextReply};
-use crate::settings::EnvSettings;
-
-/// `BROWSER_HANDOFF_WAIT_SECONDS` by default: below the 60 s OpenEnv's client waits for a reply,
-/// with room for the step that runs after the hand-back.
-pub const DEFAULT_HANDOFF_WAIT: Duration = Duration::from_secs(30);
+use crate::settings::{EnvSettings, DEFAULT_HANDOFF_WAIT};
 
 /// How a session's client reaches it; shown in `/sessions`, and the start of its id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +89,8 @@ pub struct Sessions<L: Launcher> {
     handoff_wait: Duration,
     /// Serving or draining (`drain.rs`): a draining server opens no session and starts no episode.
     lifecycle: Lifecycle,
+    /// The campaign (`--campaign`): a reset naming a lease makes the session a person's work.
+    campaign: Option<Arc<crate::campaign::Hub>>,
 }
 
 /// The server log's line for a judged task episode: its whole verdict, details included (the
@@ -127,6 +125,14 @@ pub struct Session<L: Launcher> {
     registration: Option<Registration>,
     recorder: Option<SessionRecorder>,
     slot: Option<Slot>,
+    /// The server's recorder (`--record-dir`), which records the session's episodes unless they
+    /// are a campaign's (recorded by the campaign's, with the person's name).
+    server_recorder: Option<Sender<RecordEvent>>,
+    campaign: Option<Arc<crate::campaign::Hub>>,
+    /// The campaign lease the current episode is done under.
+    seat: Option<crate::campaign::Seat>,
+    /// `recorder` writes to the campaign's recording (else to the server's).
+    recording_campaign: bool,
     /// Who drives: the agent, or a person who took control.
     control: Arc<Control>,
     handoff_wait: Duration,
@@ -159,7 +165,14 @@ impl<L: Launcher> Sessions<L> {
             registry: Arc::new(Registry::default()),
             handoff_wait: DEFAULT_HANDOFF_WAIT,
             lifecycle: Lifecycle::serving(),
+            campaign: None,
         }
+    }
+
+    /// Run this campaign's sessions (`--campaign`).
+    pub fn with_campaign(mut self, campaign: Option<Arc<crate::campaign::Hub>>) -> Self {
+        self.campaign = campaign;
+        self
     }
 
     /// Follow this lifecycle: while it drains, no session opens and no episode starts.
@@ -218,6 +231,10 @@ impl<L: Launcher> Sessions<L> {
         let episode_ended = Arc::new(Notify::new());
         let session = Arc::new(Mutex::new(Session {
             recorder: Some(SessionRecorder::new(id.clone(), self.recorder.clone())),
+            server_recorder: self.recorder.clone(),
+            campaign: self.campaign.clone(),
+            seat: None,
+            recording_campaign: false,
             id,
             env,
             control: registration.control().clone(),
@@ -401,20 +418,60 @@ impl<L: Launcher> Session<L> {
         if self.lifecycle.is_draining() {
             return Err(EnvError(crate::drain::DRAINING_MESSAGE.into()));
         }
+        let (seat, seat_kwargs) = self.take_seat(kwargs)?.unzip();
+        // The session holds the lease from here, even if the reset fails: its end lets it go.
+        self.seat = seat;
+        let kwargs = seat_kwargs.as_ref().unwrap_or(kwargs);
         let mut result = self.env.reset(kwargs).await?;
         // The person's steps and secrets belonged to the episode that just ended.
         self.human_steps.clear();
         self.secrets = crate::secrets::Secrets::default();
         self.observe_text(&mut result).await;
         let episode_id = self.env.state().episode_id;
+        // A campaign's episode goes to the campaign's recording, with the person's name.
+        let (campaign, person) = match (&self.seat, &self.campaign) {
+            (Some(seat), Some(hub)) => (Some(hub.recorder()), Some(seat.person.clone())),
+            _ => (None, None),
+        };
+        if campaign.is_some() != self.recording_campaign {
+            // The recorder of the episode before goes first: its end (an open episode
+            // abandoned) must reach its disk before this episode starts on the other.
+            self.recorder = None;
+            self.recording_campaign = campaign.is_some();
+            let events = campaign.or_else(|| self.server_recorder.clone());
+            self.recorder = Some(SessionRecorder::new(self.id.clone(), events));
+        }
         if let Some(recorder) = &self.recorder {
-            recorder.reset(episode_id.clone(), self.env.task_id(), &result);
+            recorder.reset(episode_id.clone(), self.env.task_id(), person, &result);
         }
         if let Some(registration) = &self.registration {
             registration.publish(episode_id, 0, None, Actor::Agent, &result, 0.0);
         }
         self.remember(&result);
         Ok(result)
+    }
+
+    /// The campaign seat a reset asks for (`campaign_lease`) and its keywords with the lease's
+    /// task; a seat held until now and not asked for again goes back to the campaign.
+    fn take_seat(
+        &mut self,
+        kwargs: &Map<String, Value>,
+    ) -> Result<Option<crate::campaign::Seated>, EnvError> {
+        let seated = match &self.campaign {
+            Some(hub) => hub.seat(kwargs, &self.id).map_err(EnvError)?,
+            None if kwargs.contains_key(crate::campaign::LEASE_KWARG) => {
+                return Err(EnvError(
+                    "this server runs no campaign (start it with --campaign DIR)".into(),
+                ))
+            }
+            None => None,
+        };
+        if let (Some(held), Some(hub)) = (self.seat.take(), &self.campaign) {
+            if seated.as_ref().map(|(seat, _)| &seat.lease) != Some(&held.lease) {
+                hub.leave(&held, &self.id);
+            }
+        }
+        Ok(seated)
     }
 
     /// The agent's action, once it has control: its observation lists the person's steps since
@@ -542,6 +599,7 @@ impl<L: Launcher> Session<L> {
                 )
             );
         }
+        let check = verdict.as_ref().map(|v| v.passed);
         if let Some(recorder) = &self.recorder {
             if let Some(verdict) = verdict {
                 recorder.verdict(verdict);
@@ -549,7 +607,22 @@ impl<L: Launcher> Session<L> {
             // The raw action with what to record for its text: the recorder redacts typing into a
             // secret field itself, a person's secret mark it cannot see.
             let marked = (secret && shown.text != action.text).then(|| shown.text.clone());
+            // In a campaign the client is the person demonstrating.
+            let actor = if self.seat.is_some() {
+                Actor::Human
+            } else {
+                actor
+            };
             recorder.step(action, actor, &result, latency_ms, marked);
+        }
+        // After the step went to the recorder: a demonstration is saved only once its episode's
+        // end is on its way to the disk.
+        if let (Some(seat), Some(hub)) = (&self.seat, &self.campaign) {
+            hub.stepped(seat, &self.id);
+            if result.done {
+                let episode = self.env.state().episode_id.unwrap_or_default();
+                hub.episode_ended(seat, &self.id, &episode, check);
+            }
         }
         if let Some(registration) = &self.registration {
             let state = self.env.state();
@@ -617,6 +690,9 @@ impl<L: Launcher> Session<L> {
     /// finds all of it released. Closing twice does nothing.
     pub async fn close(&mut self) {
         self.registration = None;
+        if let (Some(seat), Some(hub)) = (self.seat.take(), &self.campaign) {
+            hub.leave(&seat, &self.id);
+        }
         self.env.close().await;
         self.recorder = None;
         self.slot = None;

@@ -85,6 +85,10 @@ pub struct PeerTimeouts {
     pub handoff_wait: Duration,
 }
 
+/// `BROWSER_HANDOFF_WAIT_SECONDS` by default: below the 60 s OpenEnv's client waits for a reply,
+/// with room for the step that runs after the hand-back.
+pub const DEFAULT_HANDOFF_WAIT: Duration = Duration::from_secs(30);
+
 impl Default for PeerTimeouts {
     fn default() -> Self {
         PeerTimeouts {
@@ -92,7 +96,7 @@ impl Default for PeerTimeouts {
             ping_interval: Duration::from_secs(20),
             ping_timeout: Duration::from_secs(20),
             header_read_timeout: Duration::from_secs(10),
-            handoff_wait: crate::session::DEFAULT_HANDOFF_WAIT,
+            handoff_wait: DEFAULT_HANDOFF_WAIT,
         }
     }
 }

@@ -2,6 +2,8 @@
 //! every route, every refusal (404 unknown environment or split, 400 bad index or range, 422 a
 //! body that does not validate, 401 without the token), and that asking changes nothing.
 
+mod http;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -48,8 +50,6 @@ async fn demo_server() -> ServerHandle {
     server(Some(demo()), None).await
 }
 
-/// `(status, JSON body or Null)` of a request; `body` None sends no body at all, a string is
-/// sent as is.
 async fn call(
     server: &ServerHandle,
     method: &str,
@@ -57,26 +57,7 @@ async fn call(
     body: Option<Value>,
     token: Option<&str>,
 ) -> (u16, Value) {
-    let client = reqwest::Client::new();
-    let url = format!("{}{path}", server.base_url());
-    let mut request = match method {
-        "GET" => client.get(url),
-        "POST" => client.post(url),
-        other => panic!("{other}"),
-    };
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    match body {
-        Some(Value::String(raw)) => {
-            request = request.header("content-type", "application/json").body(raw)
-        }
-        Some(body) => request = request.json(&body),
-        None => {}
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
+    http::call(&server.base_url(), method, path, body, token).await
 }
 
 async fn get(server: &ServerHandle, path: &str) -> (u16, Value) {
@@ -120,7 +101,7 @@ async fn tasks_and_num_tasks_give_the_whole_split_in_file_order() {
     let server = demo_server().await;
     let expected = demo_ids();
     let count = expected.len();
-    assert_eq!(count, 20, "the README's demo set");
+    assert_eq!(count, 20, "the demo set (docs/tasks.md)");
     let (status, body) = post(&server, "/browserenv/tasks", json!({"split": "demo"})).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["env_name"], "browserenv");

@@ -41,6 +41,10 @@ pub use writer::*;
 pub const SCHEMA: &str = "browserenv.trajectory.v1";
 pub const STEPS_FILE: &str = "steps.jsonl";
 pub const EPISODES_FILE: &str = "episodes.jsonl";
+/// A review of the recording, kept beside it (the terminal UI's review mode writes it).
+pub const REVIEW_FILE: &str = "review.jsonl";
+/// The `schema` tag of every review line.
+pub const REVIEW_SCHEMA: &str = "browserenv.review.v1";
 pub const SCREENSHOTS_DIR: &str = "screenshots";
 /// Locked (`flock`, exclusive) by the folder's writer for as long as it lives.
 pub const LOCK_FILE: &str = ".recorder.lock";

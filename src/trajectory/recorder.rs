@@ -56,6 +56,7 @@ pub fn shown_action(
 pub(super) struct OpenEpisode {
     episode_id: String,
     task: Option<String>,
+    person: Option<String>,
     start_url: String,
     started: String,
     frame: String,
@@ -74,6 +75,8 @@ pub enum RecordEvent {
         session: String,
         episode_id: String,
         task: Option<String>,
+        /// The campaign's name for the person demonstrating (`EpisodeRecord::person`).
+        person: Option<String>,
         observation: crate::models::StepResult,
     },
     Step {
@@ -138,6 +141,7 @@ impl Recorder {
                 session,
                 episode_id,
                 task,
+                person,
                 observation,
             } => {
                 self.abandon(&session)?;
@@ -148,6 +152,7 @@ impl Recorder {
                     OpenEpisode {
                         episode_id,
                         task,
+                        person,
                         start_url: observation.observation.url.clone(),
                         started: time,
                         frame,
@@ -308,6 +313,7 @@ impl Recorder {
             schema: SCHEMA.into(),
             episode_id: episode.episode_id,
             actor: self.actor,
+            person: episode.person,
             task: episode.task,
             start_url: episode.start_url,
             started: episode.started,

@@ -75,6 +75,9 @@ pub struct EpisodeRecord {
     pub schema: String,
     pub episode_id: String,
     pub actor: Actor,
+    /// Who demonstrated it, in a campaign (`--campaign`): the name they collect under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
     pub start_url: String,

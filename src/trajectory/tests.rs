@@ -93,6 +93,7 @@ fn steps_and_episodes_round_trip() {
         schema: SCHEMA.into(),
         episode_id: "ep-1".into(),
         actor: Actor::Human,
+        person: None,
         task: Some("info-01".into()),
         start_url: "https://a.example/".into(),
         started: first.time.clone(),
@@ -578,6 +579,7 @@ fn a_full_disk_loses_only_the_step_in_flight_and_the_recording_stays_readable() 
                 session: "s".into(),
                 episode_id: "e1".into(),
                 task: None,
+                person: None,
                 observation: observed("https://a.example/", false),
             })
             .unwrap();
@@ -736,6 +738,7 @@ fn the_recorder_pairs_frames_with_actions_and_closes_episodes() {
         session: session(),
         episode_id: "e1".into(),
         task: Some("t1".into()),
+        person: None,
         observation: observed("https://a.example/", false),
     });
     handle.send(RecordEvent::Step {
@@ -771,6 +774,7 @@ fn the_recorder_pairs_frames_with_actions_and_closes_episodes() {
         session: session(),
         episode_id: "e2".into(),
         task: None,
+        person: None,
         observation: observed("https://b.example/", false),
     });
     handle.send(RecordEvent::Step {

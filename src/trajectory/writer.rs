@@ -88,6 +88,7 @@ impl TrajectoryWriter {
                 schema: SCHEMA.into(),
                 episode_id: id.to_string(),
                 actor: first.actor,
+                person: None,
                 task: first.task.clone(),
                 start_url: first.url.clone(),
                 started: first.time.clone(),
@@ -433,6 +434,16 @@ impl AppendLog {
     /// Append one record as a line; durable when this returns, and nothing of it kept on error.
     pub fn append(&mut self, record: &impl Serialize) -> io::Result<()> {
         self.file.append(&line_of(record)?).map(|_| ())
+    }
+
+    /// Append several records, a line each, with one write and one fsync: all of them durable
+    /// when this returns, none of them kept on error.
+    pub fn append_all<T: Serialize>(&mut self, records: &[T]) -> io::Result<()> {
+        let mut lines = Vec::new();
+        for record in records {
+            lines.extend(line_of(record)?);
+        }
+        self.file.append(&lines).map(|_| ())
     }
 }
 

@@ -1,6 +1,6 @@
 """What a page's picture costs Chromium, by each way the DevTools protocol offers one.
 
-The server takes a screenshot after every step (`BROWSER_SCREENSHOTS`, README "Benchmark"). With
+The server takes a screenshot after every step (`BROWSER_SCREENSHOTS`, docs/benchmark.md). With
 many sessions on few cores a step's time is bounded by the CPU its Chromium work takes, and the
 picture is most of it. This script measures that work outside the server, on raw CDP, for every
 capture path, so that the choice can be checked again on a new Chromium or machine.

@@ -1,7 +1,7 @@
 """Recorded trajectories load with real readers: the raw JSONL with Hugging Face `datasets` as
 JSON; `browserenv-tui export` as an ImageFolder (`--format hf`) and as JSON rows (`--format
 jsonl`) with `datasets`, and as ATIF v1.8 (`--format atif`) with the `atif` package's pydantic
-models; a review (`review.jsonl`, written here by hand as the README describes it) carried into
+models; a review (`review.jsonl`, written here by hand as docs/recordings.md describes it) carried into
 each and used to keep only what passed."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import re
 import shutil
 import signal
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 import atif  # noqa: E402  (in requirements.txt; a missing install must fail, not skip)
 import datasets  # noqa: E402
 
-from conftest import REPO_ROOT, server_binary  # noqa: E402
+from conftest import _NO_PROXY_OPENER, REPO_ROOT, http_get, server_binary  # noqa: E402
 
 
 def tui_binary() -> Path:
@@ -101,7 +102,7 @@ def test_hf_export_loads_as_an_imagefolder(recording, tmp_path):
 
 
 def review(recording, *events):
-    """Append review events to the recording's review.jsonl, as the README describes them."""
+    """Append review events to the recording's review.jsonl, as docs/recordings.md describes them."""
     with open(recording / "review.jsonl", "a") as file:
         for episode_id, step, field, value in events:
             line = {
@@ -225,3 +226,74 @@ def test_atif_export_validates_with_the_atif_models(reviewed, tmp_path):
     assert [s.extra["step"] for s in trajectory.steps] == [1, 2, 4]
     assert trajectory.final_metrics.total_steps == 4
     assert "left out" in trajectory.notes
+
+
+def _post(url: str, body: dict) -> object:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"content-type": "application/json"}
+    )
+    with _NO_PROXY_OPENER.open(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def test_a_campaign_exports_its_accepted_demonstrations(tmp_path):
+    """A campaign (`--campaign DIR`): a Python person demonstrates two tasks through the unmodified
+    OpenEnv client, a second person accepts one and rejects the other; `export DIR` keeps the
+    accepted one only, with who demonstrated and who reviewed it as columns, and `datasets` loads
+    it."""
+    campaign = tmp_path / "campaign"
+    campaign.mkdir()
+    demo = (REPO_ROOT / "assets" / "tasks" / "demo.jsonl").read_text().splitlines()
+    tasks = [json.loads(line) for line in demo if line.strip()][:2]
+    (campaign / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    (campaign / "campaign.json").write_text(json.dumps({"tasks": "tasks.jsonl", "demos_wanted": 1}))
+    process = subprocess.Popen(
+        [str(server_binary()), "--port", "0", "--site", str(REPO_ROOT / "assets" / "site"),
+         "--campaign", str(campaign)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        url = re.search(r"(http://\S+)", process.stdout.readline()).group(1)
+        with GenericEnvClient(base_url=url).sync() as env:
+            for _ in tasks:
+                leased = _post(f"{url}/campaign/lease", {"name": "ana"})
+                env.reset(campaign_lease=leased["lease"]["id"])
+                env.step({"op": "finish", "text": "an answer"})
+                saved = _post(f"{url}/campaign/complete",
+                              {"lease": leased["lease"]["id"], "name": "ana", "mark": "pass"})
+                assert saved["person"] == "ana"
+        verdicts = {}
+        for accepted in (True, False):
+            item = _post(f"{url}/campaign/review/next", {"name": "bo"})
+            episode = item["demonstration"]["episode_id"]
+            event = {"schema": "browserenv.review.v1", "time": "2026-12-03T00:00:00.000Z",
+                     "episode_id": episode, "field": "quality",
+                     "value": "good" if accepted else "bad"}
+            _post(f"{url}/campaign/review",
+                  {"episode_id": episode, "name": "bo", "accepted": accepted, "events": [event]})
+            verdicts[episode] = accepted
+        with http_get(f"{url}/campaign") as response:
+            progress = json.loads(response.read())
+        assert (progress["done"], progress["reviewed"], progress["accepted"]) == (1, 2, 1)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+    assert process.returncode == 0
+    out = tmp_path / "export"
+    run = subprocess.run(
+        [str(tui_binary()), "export", str(campaign), "--format", "hf", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "1 of 2 demonstrations accepted" in run.stdout
+    assert "left out by the review: 1 episode(s) not accepted demonstrations" in run.stdout
+    dataset = datasets.load_dataset("imagefolder", data_dir=str(out), split="train")
+    assert dataset.num_rows == 1
+    row = dataset[0]
+    assert (row["person"], row["reviewer"], row["quality"]) == ("ana", "bo", "good")
+    assert verdicts[row["episode_id"]] is True
+    assert row["image"].size == (800, 600)

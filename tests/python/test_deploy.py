@@ -48,7 +48,7 @@ COMPOSE_FILE = REPO_ROOT / "deploy" / "compose" / "compose.yaml"
 # The newest Kubernetes that kubernetes-validate (pinned in requirements.txt) has schemas for.
 KUBERNETES_VERSION = "1.37.0"
 
-# README "Benchmark", "Sessions": Chromium PSS with BROWSER_ISOLATION=process, 1 session (with
+# docs/benchmark.md, "Sessions": Chromium PSS with BROWSER_ISOLATION=process, 1 session (with
 # the warm spare browser), and each additional session.
 FIRST_SESSION_MIB = 312
 PER_MORE_SESSION_MIB = 92

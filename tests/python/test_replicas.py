@@ -34,7 +34,7 @@ TOKEN = "replicas-s3cret"
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
 REPLICAS = 3
 SESSIONS_EACH = 4
-# The longest a step may take with the server's defaults (README, "Step time": a click answers
+# The longest a step may take with the server's defaults (docs/server.md, "Step time": a click answers
 # within 25.5 s); anything a test waits for here is bounded by it.
 STEP_BOUND_S = 25.5
 HAPROXY_CONFIG = REPO_ROOT / "deploy" / "haproxy" / "haproxy.cfg"

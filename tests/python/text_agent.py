@@ -2,7 +2,7 @@
 
 It sees only the compact text the server gives (the MCP tool ``read_page``, or ``metadata.text``
 with ``BROWSER_OBSERVE_TEXT``): one line per line of text, ``x,y,w,h [marker] text``, boxes in
-screenshot pixels (README, "Reading the page"). It finds what to click by its words, clicks the
+screenshot pixels (docs/server.md, "Reading the page"). It finds what to click by its words, clicks the
 centre of that box, and finishes with the answer it read. No coordinates are written down here:
 each information task of ``assets/tasks/demo.jsonl`` has a plan of link words to follow and a
 rule for where on the page its answer is (a table cell, the words after a label, the price under

@@ -6,6 +6,12 @@
 //! A name with a folder in it (`docs/wire.md`, `../../README.md`) must exist relative to the
 //! repository root or to the file that names it, inside the repository; a bare name
 //! (`README.md`, `fake.rs`) must be the name of some file in the repository.
+//!
+//! Markdown links and images (`[text](target)`, `![alt](target)`) in every `.md` file lead
+//! somewhere: a relative target is a file of the repository, relative to the Markdown file's
+//! folder, and an anchor (`#heading`, alone or after a `.md` target) is a heading of the file it
+//! points into, by GitHub's rule. The README stays a front door (at most 300 lines), and the docs
+//! index, `docs/README.md`, links every doc in `docs/`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -170,5 +176,294 @@ fn references_are_read_as_file_names() {
     assert_eq!(
         references(text),
         ["docs/wire.md", "browser.rs", "../../README.md"]
+    );
+}
+
+/// The Markdown files of the repository (outside the skipped folders).
+fn markdown_files(root: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    all_files(root, &mut files);
+    files.retain(|f| f.extension().is_some_and(|e| e == "md"));
+    files.sort();
+    files
+}
+
+/// A Markdown text without its fenced code blocks and inline code spans (a `](` inside code is
+/// not a link). Lines are kept, so numbers still match.
+fn without_code(text: &str) -> String {
+    without_fences(text)
+        .lines()
+        .map(|line| without_code_spans(line) + "\n")
+        .collect()
+}
+
+/// A Markdown text without its fenced code blocks (a `#` line inside a fence is not a heading).
+fn without_fences(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut fence: Option<&str> = None;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        let marker = ["```", "~~~"].into_iter().find(|m| trimmed.starts_with(m));
+        match (fence, marker) {
+            (None, Some(m)) => fence = Some(m),
+            (Some(open), Some(m)) if open == m => fence = None,
+            (None, None) => out.push_str(line),
+            _ => {}
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// A line without its code spans: a run of backticks up to the next run of the same length.
+fn without_code_spans(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(start) = rest.find('`') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start..];
+        let ticks = after.len() - after.trim_start_matches('`').len();
+        let body = &after[ticks..];
+        let fence = &after[..ticks];
+        // The closing run must be exactly as long as the opening one.
+        let mut close = None;
+        let mut from = 0;
+        while let Some(found) = body[from..].find(fence) {
+            let at = from + found;
+            let run = body[at..].len() - body[at..].trim_start_matches('`').len();
+            if run == ticks {
+                close = Some(at);
+                break;
+            }
+            from = at + run;
+        }
+        match close {
+            Some(at) => {
+                out.push_str("code");
+                rest = &body[at + ticks..];
+            }
+            None => {
+                // An unmatched run is literal text.
+                out.push_str(fence);
+                rest = body;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The targets of the Markdown links and images of a text, `[text](target)` and
+/// `![alt](target)`, outside code; a target ends at its closing parenthesis or at a space (a
+/// title after it is not part of it).
+fn link_targets(text: &str) -> Vec<String> {
+    let text = without_code(text);
+    let mut targets = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("](") {
+        let after = &rest[at + 2..];
+        let mut depth = 0usize;
+        let mut end = after.len();
+        for (i, c) in after.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' if depth == 0 => {
+                    end = i;
+                    break;
+                }
+                ')' => depth -= 1,
+                '\n' => {
+                    end = i;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let target = after[..end].split_whitespace().next().unwrap_or("");
+        let target = target.trim_start_matches('<').trim_end_matches('>');
+        if !target.is_empty() {
+            targets.push(target.to_string());
+        }
+        rest = &after[end.min(after.len())..];
+    }
+    targets
+}
+
+/// GitHub's anchor for a heading's text: lowercase, every character but letters, digits, `-`,
+/// `_` and spaces dropped, spaces made `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a Markdown text's headings, in order; a repeated one gets `-1`, `-2`, ... as
+/// on GitHub.
+fn anchors(text: &str) -> Vec<String> {
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut found = Vec::new();
+    for line in without_fences(text).lines() {
+        let hashes = line.len() - line.trim_start_matches('#').len();
+        if !(1..=6).contains(&hashes) || !line[hashes..].starts_with(' ') {
+            continue;
+        }
+        let base = slug(line[hashes..].trim().trim_end_matches('#').trim());
+        let mut anchor = base.clone();
+        let mut n = 0;
+        while seen.contains(&anchor) {
+            n += 1;
+            anchor = format!("{base}-{n}");
+        }
+        seen.insert(anchor.clone());
+        found.push(anchor);
+    }
+    found
+}
+
+/// A web address (or mail), which the test does not follow.
+fn is_web(target: &str) -> bool {
+    target.contains("://") || target.starts_with("mailto:")
+}
+
+/// What is wrong with a link `target` of the Markdown file `file`, if anything: a relative
+/// target must be a file (or folder) of the repository, relative to the file's folder; an anchor
+/// must be a heading of the Markdown file it points into.
+fn broken_link(root: &Path, file: &Path, target: &str) -> Option<String> {
+    if is_web(target) {
+        return None;
+    }
+    let (path, anchor) = match target.split_once('#') {
+        Some((path, anchor)) => (path, Some(anchor)),
+        None => (target, None),
+    };
+    let linked = if path.is_empty() {
+        file.to_path_buf()
+    } else {
+        let here = file.parent().unwrap_or(root);
+        match here.join(path).canonicalize() {
+            Ok(found) if found.starts_with(root) => found,
+            Ok(_) => return Some("outside the repository".into()),
+            Err(_) => return Some("no such file".into()),
+        }
+    };
+    let anchor = anchor?;
+    if linked.extension().is_none_or(|e| e != "md") {
+        return None;
+    }
+    let text = std::fs::read_to_string(&linked).ok()?;
+    if anchors(&text).iter().any(|a| a == anchor) {
+        None
+    } else {
+        Some(format!("no heading #{anchor} in {}", linked.display()))
+    }
+}
+
+#[test]
+fn every_markdown_link_and_image_leads_somewhere() {
+    let root = repo_root();
+    let files = markdown_files(&root);
+    assert!(
+        files.len() > 5,
+        "only {} Markdown files found: is the scan looking at the repository?",
+        files.len()
+    );
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for file in &files {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        for target in link_targets(&text) {
+            checked += 1;
+            if let Some(why) = broken_link(&root, file, &target) {
+                let shown = file.strip_prefix(&root).unwrap_or(file);
+                broken.push(format!("{}: ({target}): {why}", shown.display()));
+            }
+        }
+    }
+    assert!(checked > 20, "only {checked} links found");
+    assert!(
+        broken.is_empty(),
+        "Markdown links that lead nowhere (a file that is not there, a heading that is not):\n  {}",
+        broken.join("\n  ")
+    );
+}
+
+#[test]
+fn the_readme_is_a_front_door() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines: at most 300; the reference belongs in docs/ (docs/README.md)"
+    );
+}
+
+#[test]
+fn the_docs_index_links_every_doc() {
+    let docs = repo_root().join("docs");
+    let index = std::fs::read_to_string(docs.join("README.md")).expect("docs/README.md");
+    let linked: BTreeSet<String> = link_targets(&index)
+        .iter()
+        .filter(|t| !is_web(t))
+        .filter_map(|t| {
+            let path = t.split('#').next().unwrap_or("");
+            Some(Path::new(path).file_name()?.to_str()?.to_string())
+        })
+        .collect();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&docs).expect("docs/").flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if name.ends_with(".md") && name != "README.md" && !linked.contains(&name) {
+            missing.push(name);
+        }
+    }
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "docs/README.md (the index) does not link: {}",
+        missing.join(", ")
+    );
+}
+
+#[test]
+fn links_and_anchors_are_read_as_github_does() {
+    let text =
+        "See [the wire](docs/wire.md#2-websocket-ws), ![a picture](images/a.png \"title\"), \
+                [web](https://example.com/x.md) and [here](#a-heading).\n\
+                Not a link: `[x](code.txt)`, ``a `[y](z.txt)` b``.\n\
+                ```\n[in](a-fence.txt)\n# not a heading\n```\n";
+    assert_eq!(
+        link_targets(text),
+        [
+            "docs/wire.md#2-websocket-ws",
+            "images/a.png",
+            "https://example.com/x.md",
+            "#a-heading"
+        ]
+    );
+    assert_eq!(slug("2. WebSocket `/ws`"), "2-websocket-ws");
+    assert_eq!(
+        slug("Taking the wheel (hand-off)"),
+        "taking-the-wheel-hand-off"
+    );
+    assert_eq!(
+        slug("Resets, frames & sessions_x"),
+        "resets-frames--sessions_x"
+    );
+    let headings = "# Title\n## Usage\n```\n## Inside a fence\n```\n### Usage\n#### Usage\n\
+                    #nospace\n## 6. MCP on `/mcp` and `/ws`\n";
+    assert_eq!(
+        anchors(headings),
+        [
+            "title",
+            "usage",
+            "usage-1",
+            "usage-2",
+            "6-mcp-on-mcp-and-ws"
+        ]
     );
 }

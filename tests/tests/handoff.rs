@@ -406,7 +406,7 @@ async fn what_a_person_types_as_a_secret_or_into_a_secret_field_stays_theirs() {
             .contains(secret));
     }
     // The page shows a one-time code as a secret in the text layer too (the plain field, which
-    // the page draws as it is, is the page's own business: README, "Security").
+    // the page draws as it is, is the page's own business: docs/security.md).
     assert!(!text.to_string().contains("918273"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -83,7 +83,8 @@ pub enum Command {
     /// Write a recording and its review as a dataset: a Hugging Face ImageFolder (hf), JSON rows
     /// with image paths (jsonl), or one ATIF v1.8 trajectory per episode (atif).
     Export {
-        /// The recording folder (steps.jsonl, episodes.jsonl, screenshots/, review.jsonl).
+        /// The recording folder (steps.jsonl, episodes.jsonl, screenshots/, review.jsonl), or a
+        /// campaign's folder (its accepted demonstrations).
         dir: PathBuf,
         #[arg(long, value_enum, default_value = "hf")]
         format: ExportFormat,
@@ -96,6 +97,10 @@ pub enum Command {
         /// Leave out the steps with these marks (comma-separated: redundant,wrong).
         #[arg(long, value_enum, value_delimiter = ',')]
         drop_marked: Vec<crate::review::Mark>,
+        /// With a campaign's folder: also the demonstrations nobody has reviewed yet (never a
+        /// rejected one).
+        #[arg(long)]
+        unreviewed: bool,
     },
     /// Re-run every recorded episode against a fresh environment and report where it diverged.
     /// Exits 0 when nothing diverged, 2 when something did.
@@ -121,6 +126,22 @@ pub enum Command {
     Tasks {
         #[command(subcommand)]
         action: TasksCommand,
+    },
+    /// Collect demonstrations for the server's campaign (`--campaign DIR` on the server; needs
+    /// --server): the server hands you your next task; finish it, then P (done as asked) or F
+    /// (not) saves it and the next one comes; S skips with a reason; V shows the progress.
+    Collect {
+        /// The name you collect under (letters, digits, '.', '_', '-').
+        #[arg(long)]
+        name: String,
+    },
+    /// Review the campaign's demonstrations (needs --server): the next one not yours and not
+    /// reviewed opens in the review mode (`view`'s keys); G (good) accepts it, B (bad) sends its
+    /// task back to the queue; then the next one. U or no quality leaves it for someone else.
+    Review {
+        /// The name you review under.
+        #[arg(long)]
+        name: String,
     },
     /// Follow a session an agent drives (needs --server). Without SESSION, the first live one
     /// (waiting for one); when it ends, the next. Tab moves to the next; c takes control and hands
@@ -172,12 +193,38 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             out,
             reviewed_only,
             drop_marked,
+            unreviewed,
         }) => {
-            let selection = crate::export::Selection {
+            let mut selection = crate::export::Selection {
                 reviewed_only: *reviewed_only,
                 drop_marked: drop_marked.clone(),
+                episodes: None,
             };
-            let report = crate::export::export(dir, out, *format, &selection)?;
+            let mut recording = dir.clone();
+            if dir.join(browserenv::campaign::CONFIG_FILE).is_file() {
+                let (campaign, problems) =
+                    browserenv::campaign::Campaign::open(dir).map_err(anyhow::Error::msg)?;
+                for problem in &problems {
+                    eprintln!("warning: {}", printable(&problem.to_string()));
+                }
+                let kept = campaign.accepted(*unreviewed);
+                println!(
+                    "campaign {}: {} of {} demonstrations {}",
+                    printable(&dir.display().to_string()),
+                    kept.len(),
+                    campaign.demonstrations().len(),
+                    if *unreviewed {
+                        "accepted or not reviewed yet"
+                    } else {
+                        "accepted"
+                    }
+                );
+                selection.episodes = Some(kept);
+                recording = campaign.recording_dir();
+            } else if *unreviewed {
+                anyhow::bail!("--unreviewed is for a campaign's folder (it has campaign.json)");
+            }
+            let report = crate::export::export(&recording, out, *format, &selection)?;
             for problem in &report.problems {
                 eprintln!("warning: {}", printable(problem));
             }
@@ -200,8 +247,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 printable(&out.display().to_string())
             );
             if report.episodes_left_out > 0 || report.steps_left_out > 0 {
+                let episodes = match selection.episodes {
+                    Some(_) => "not accepted demonstrations",
+                    None => "not reviewed good",
+                };
                 println!(
-                    "left out by the review: {} episode(s) not reviewed good, {} marked step(s)",
+                    "left out by the review: {} episode(s) {episodes}, {} marked step(s)",
                     report.episodes_left_out, report.steps_left_out
                 );
             }
@@ -230,8 +281,21 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 std::process::exit(1);
             }
         },
+        Some(Command::Review { name }) => {
+            let server = cli.server.as_ref().context("review needs --server URL")?;
+            return review_command(server, cli.token.clone(), name, cli.graphics).await;
+        }
+        Some(Command::Collect { .. }) => {
+            cli.server
+                .as_ref()
+                .context("collect needs --server URL: the server runs the campaign")?;
+        }
         Some(Command::Watch { .. }) | None => {}
     }
+    let collect = match &cli.command {
+        Some(Command::Collect { name }) => Some(name.clone()),
+        _ => None,
+    };
     // Without a session the watch link waits for the first one (and says so).
     let watch = match &cli.command {
         Some(Command::Watch { session }) => {
@@ -319,6 +383,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             frames: None,
             recorder,
             watch,
+            collect,
             stop: Some(stop),
         },
     )
@@ -509,4 +574,82 @@ fn stop_requests() -> std::pin::Pin<Box<dyn std::future::Future<Output = Exit> +
             _ = hangup() => Exit::InputClosed,
         }
     })
+}
+
+/// `review --name NAME`: fetch the next demonstration into a folder of its own, show it in the
+/// review mode, send the verdict back; until none is left or the reviewer leaves one undecided.
+async fn review_command(
+    server: &str,
+    token: Option<String>,
+    name: &str,
+    graphics: crate::graphics::GraphicsChoice,
+) -> anyhow::Result<()> {
+    let sessions = crate::sessions::Sessions::new(server, token)?;
+    let mut reviewed = 0;
+    loop {
+        let dir = std::env::temp_dir().join(format!(
+            "browserenv-review-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4()
+        ));
+        let fetched = crate::campaign::fetch_review(&sessions, name, &dir).await;
+        let fetched = match fetched {
+            Ok(Some(fetched)) => fetched,
+            Ok(None) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                println!(
+                    "nothing left for {} to review ({reviewed} reviewed now)",
+                    printable(name)
+                );
+                return Ok(());
+            }
+            Err(err) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(err);
+            }
+        };
+        println!(
+            "reviewing {}'s demonstration of {}: {}",
+            printable(&fetched.person),
+            printable(&fetched.task),
+            printable(&fetched.instruction)
+        );
+        for problem in &fetched.problems {
+            eprintln!("warning: {}", printable(problem));
+        }
+        let shown = {
+            let (dir, name) = (dir.clone(), name.to_string());
+            tokio::task::spawn_blocking(move || {
+                crate::viewer::run_viewer(&dir, graphics, Some(name))
+            })
+            .await?
+        };
+        let sent = match shown {
+            Ok(()) => crate::campaign::submit_review(&sessions, name, &dir, &fetched).await,
+            Err(err) => Err(err),
+        };
+        let _ = std::fs::remove_dir_all(&dir);
+        match sent? {
+            Some(accepted) => {
+                reviewed += 1;
+                println!(
+                    "{} {}",
+                    if accepted {
+                        "accepted"
+                    } else {
+                        "rejected (its task goes back to the queue):"
+                    },
+                    printable(&fetched.episode_id)
+                );
+            }
+            None => {
+                println!(
+                    "no verdict on {} (G good accepts, B bad rejects): `review` again takes it up \
+                     (others get it after the campaign's lease_idle_seconds); {reviewed} reviewed now",
+                    printable(&fetched.episode_id)
+                );
+                return Ok(());
+            }
+        }
+    }
 }

@@ -35,11 +35,19 @@ pub enum LinkEvent {
     },
 }
 
+/// What the person asks of a watched session's control (sent on a watch link's `control`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ControlWish {
+    /// Take control, under this name.
+    Take(String),
+    Release,
+}
+
 pub struct Link {
     pub requests: mpsc::Sender<Request>,
     pub events: mpsc::Receiver<LinkEvent>,
     /// Watch links: take control of the watched session and hand it back.
-    pub control: Option<mpsc::Sender<crate::watching::ControlWish>>,
+    pub control: Option<mpsc::Sender<ControlWish>>,
 }
 
 /// Connect in the background; the first event is `Connected` or `Disconnected`.
@@ -85,9 +93,17 @@ pub fn connect(server: String, token: Option<String>) -> Link {
                         .reset(ResetOptions::new(url.clone()).episode_id(id))
                         .await
                 }
-                Request::ResetTask(task) => {
+                Request::ResetTask(_) | Request::ResetLease { .. } => {
                     let mut kwargs = serde_json::Map::new();
-                    kwargs.insert("task_id".into(), task.clone().into());
+                    match &request {
+                        Request::ResetLease { lease, .. } => {
+                            kwargs.insert("campaign_lease".into(), lease.clone().into())
+                        }
+                        Request::ResetTask(task) => {
+                            kwargs.insert("task_id".into(), task.clone().into())
+                        }
+                        _ => unreachable!("a task reset"),
+                    };
                     kwargs.insert(
                         "episode_id".into(),
                         episode_id.clone().unwrap_or_default().into(),

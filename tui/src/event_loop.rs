@@ -16,11 +16,12 @@ use crate::app::{App, Effect, Msg};
 use crate::connection::{self, LinkEvent};
 use crate::graphics::Graphics;
 use crate::input;
+use crate::layout::layout;
 use crate::output::Output;
 use crate::painter::{Encoded, Painter, Wanted};
 use crate::recording::ActiveRecording;
 use crate::sessions::{spawn_text_fetcher, Sessions, TextEvent, TextWanted};
-use crate::view::{draw, layout};
+use crate::view::draw;
 
 /// Draw one frame. With `out` (a real terminal) the frame is one synchronized update and pixel
 /// pictures are written after the cells; without it (a test backend) only cells are drawn.
@@ -44,7 +45,7 @@ pub fn render<B: Backend>(
         // Synchronized update (mode 2026): the terminal shows the frame whole.
         out.write_all(b"\x1b[?2026h")?;
     }
-    let visible = !app.help;
+    let visible = !app.overlay_open();
     if pixels && painter.slot.needs_clear(visible, app.picture) {
         // A pixel picture that went away or moved leaves its pixels where no cell changes.
         terminal
@@ -119,6 +120,8 @@ pub struct LoopOptions {
     /// Watch mode: follow this session (None: the first live one, waiting for one) instead of
     /// driving one of the UI's own.
     pub watch: Option<Option<String>>,
+    /// Collect for the server's campaign under this name (`browserenv-tui collect`).
+    pub collect: Option<String>,
     /// Where demonstrations go (`--record DIR`), with the recorder's error reports.
     pub recorder: Option<(
         browserenv::trajectory::RecorderHandle,
@@ -147,6 +150,10 @@ pub struct FrameReport {
     /// Where the picture is and what it shows.
     pub picture: Option<crate::picture::View>,
     pub graphics: Option<Graphics>,
+    /// Collect mode: the lease in hand, whether its episode waits for the mark, what was saved.
+    pub collect: Option<crate::app::Collecting>,
+    /// The task of the current episode.
+    pub task: Option<String>,
 }
 
 /// The text layer's fetcher for the current link, started when text is first wanted.
@@ -189,9 +196,18 @@ async fn drive<B: Backend>(
         frames,
         recorder: _,
         watch,
+        collect,
         mut stop,
     } = options;
     app.watch_mode = watch.is_some();
+    if let Some(name) = &collect {
+        app.collect = Some(crate::app::Collecting {
+            name: name.clone(),
+            ..Default::default()
+        });
+    }
+    // The campaign's answers (one call at a time, made off the loop).
+    let (campaign_tx, mut campaign_rx) = mpsc::unbounded_channel::<crate::app::CampaignReply>();
     app.watching = watch.clone().flatten();
     let sessions = Sessions::new(&server, token.clone())?;
     let watch_mode = app.watch_mode;
@@ -219,6 +235,8 @@ async fn drive<B: Backend>(
                 notice: app.notice.clone(),
                 picture: painter.slot.shown_view(),
                 graphics: painter.ready.then(|| painter.graphics.clone()),
+                collect: app.collect.clone(),
+                task: app.task().map(|t| t.id.clone()),
             });
         }
     };
@@ -330,6 +348,7 @@ async fn drive<B: Backend>(
                 }
                 TextEvent::Unavailable(reason) => Some(Msg::TextUnavailable(reason)),
             },
+            Some(reply) = campaign_rx.recv() => Some(Msg::Campaign(reply)),
             _ = tick.tick(), if app.in_flight.is_some() => Some(Msg::Tick),
             _ = retry.tick(), if deferred => None,
             Some(error) = async {
@@ -370,8 +389,8 @@ async fn drive<B: Backend>(
                     Effect::Record(true) => {}
                     Effect::Control(take) => {
                         let wish = match take {
-                            true => crate::watching::ControlWish::Take(person.clone()),
-                            false => crate::watching::ControlWish::Release,
+                            true => crate::connection::ControlWish::Take(person.clone()),
+                            false => crate::connection::ControlWish::Release,
                         };
                         let sent = match &link.control {
                             Some(control) => control.send(wish).await.is_ok(),
@@ -394,6 +413,13 @@ async fn drive<B: Backend>(
                             }
                             Err(err) => pending.push(Msg::RecorderError(err.to_string())),
                         }
+                    }
+                    Effect::Campaign(call) => {
+                        let (sessions, done) = (sessions.clone(), campaign_tx.clone());
+                        let name = collect.clone().unwrap_or_default();
+                        tokio::spawn(async move {
+                            let _ = done.send(crate::campaign::call(&sessions, &name, call).await);
+                        });
                     }
                     Effect::Quit => return Ok(Exit::Quit),
                 }

@@ -10,7 +10,8 @@
 //! Every step becomes one row (one ATIF step): the frame before the action is the row's image;
 //! the action is flattened into plain columns (`op`, `x`, `y`, `text`, `dy`) so every row has the
 //! same schema. The review adds `review_mark`, `quality`, `reviewer`, the reviewed `outcome` (the
-//! recorder's stays in `recorded_outcome`) and the edited `note`. Images land in `OUT/images/`
+//! recorder's stays in `recorded_outcome`) and the edited `note`; `person` is who demonstrated
+//! it (a campaign's episodes). A campaign's folder exports its accepted demonstrations only. Images land in `OUT/images/`
 //! under the recording's own names, each copied once, whatever the format.
 
 use std::collections::BTreeMap;
@@ -43,11 +44,17 @@ pub struct Selection {
     pub reviewed_only: bool,
     /// Steps with one of these marks are left out.
     pub drop_marked: Vec<Mark>,
+    /// Only these episodes (a campaign's accepted demonstrations).
+    pub episodes: Option<std::collections::BTreeSet<String>>,
 }
 
 impl Selection {
     pub fn keeps_episode(&self, review: &Review, episode_id: &str) -> bool {
-        !self.reviewed_only || review.quality(episode_id) == Some(Quality::Good)
+        (!self.reviewed_only || review.quality(episode_id) == Some(Quality::Good))
+            && self
+                .episodes
+                .as_ref()
+                .is_none_or(|kept| kept.contains(episode_id))
     }
 
     pub fn keeps_step(&self, review: &Review, step: &StepRecord) -> bool {
@@ -263,6 +270,7 @@ pub fn rows(recording: &Recording, review: &Review) -> Vec<Value> {
                 "recorded_outcome": episode.recorded_outcome,
                 "quality": episode.quality,
                 "reviewer": episode.reviewer,
+                "person": episode.person,
             })
         })
         .collect()
@@ -284,6 +292,8 @@ struct Episode {
     /// `good`, `bad`, `unsure`, or `""` when not reviewed.
     quality: String,
     reviewer: String,
+    /// Who demonstrated it (a campaign's episodes), `""` when not recorded.
+    person: String,
 }
 
 impl Episode {
@@ -300,6 +310,10 @@ impl Episode {
                 .unwrap_or_default()
                 .to_string(),
             reviewer: reviewed.reviewer.unwrap_or_default(),
+            person: episodes
+                .get(id)
+                .and_then(|e| e.person.clone())
+                .unwrap_or_default(),
         }
     }
 }
@@ -373,6 +387,7 @@ fn write_atif(
                 "recorded_outcome": episode.recorded_outcome,
                 "quality": episode.quality,
                 "reviewer": episode.reviewer,
+                "person": episode.person,
             },
         });
         if left_out > 0 {

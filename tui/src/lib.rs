@@ -1,13 +1,14 @@
 //! The terminal UI: watch and drive a browserenv session, locally or over SSH.
 //!
-//! `app` is the model and its pure update; `view` draws it; `picture` maps cells and pixels to
-//! page pixels and prepares screenshots; `graphics` asks the terminal what it can show and encodes
-//! for it; `painter` keeps the picture on screen; `text_overlay` draws the page's text over
-//! half-blocks; `event_loop` ties input, the server link and drawing together.
+//! `app` is the model and its pure update; `view` draws it where `layout` puts things; `picture`
+//! maps cells and pixels to page pixels and prepares screenshots; `graphics` asks the terminal what
+//! it can show and encodes for it; `painter` keeps the picture on screen; `text_overlay` draws the
+//! page's text over half-blocks; `event_loop` ties input, the server link and drawing together.
 //!
 //! How the UI fits with the server (embedded or remote) is in `docs/ARCHITECTURE.md`.
 
 pub mod app;
+pub mod campaign;
 pub mod cli;
 pub mod command;
 pub mod connection;
@@ -16,6 +17,7 @@ pub mod event_loop;
 pub mod export;
 pub mod graphics;
 pub mod input;
+pub mod layout;
 pub mod output;
 pub mod painter;
 pub mod picture;

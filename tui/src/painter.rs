@@ -387,7 +387,8 @@ impl Painter {
             return None;
         }
         let area = ratatui::layout::Rect::new(0, 0, screen.width, screen.height);
-        let areas = crate::view::layout(area, &self.graphics, !app.tasks.is_empty(), app.region());
+        let areas =
+            crate::layout::layout(area, &self.graphics, !app.tasks.is_empty(), app.region());
         self.slot.wanted(areas.picture, app.grid, app.wants_text())
     }
 

@@ -32,12 +32,14 @@ impl ActiveRecording {
                 session,
                 episode_id: episode_id.unwrap_or_default(),
                 task: None,
+                person: None,
                 observation: result,
             },
-            Request::ResetTask(task) => RecordEvent::Reset {
+            Request::ResetTask(task) | Request::ResetLease { task, .. } => RecordEvent::Reset {
                 session,
                 episode_id: episode_id.unwrap_or_default(),
                 task: Some(task),
+                person: None,
                 observation: result,
             },
             Request::Step(action) => RecordEvent::Step {

@@ -19,9 +19,7 @@ use browserenv::trajectory::{
 };
 use serde::{Deserialize, Serialize};
 
-pub const REVIEW_FILE: &str = "review.jsonl";
-/// The `schema` tag of every review line.
-pub const REVIEW_SCHEMA: &str = "browserenv.review.v1";
+pub use browserenv::trajectory::{REVIEW_FILE, REVIEW_SCHEMA};
 
 /// What a reviewer says of one step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -315,7 +313,7 @@ pub fn default_reviewer(explicit: Option<String>) -> Option<String> {
 mod tests {
     use super::*;
 
-    /// The names the README lists, and the episode line's, for every outcome `O` offers.
+    /// The names docs/recordings.md lists, and the episode line's, for every outcome `O` offers.
     #[test]
     fn outcomes_are_named_as_in_the_recording() {
         let names: Vec<String> = OUTCOMES.into_iter().map(outcome_label).collect();

@@ -13,6 +13,9 @@ use browserenv::text_layer::TextLayer;
 /// A server that has not answered in this long is not waited for (a text layer is optional).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The most bytes of an answer read: a campaign's longest episode with its screenshots fits; a
+/// server sending more is not believed.
+const MAX_REPLY_BYTES: usize = 128 * 1024 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ApiError {
@@ -43,27 +46,57 @@ impl Sessions {
         })
     }
 
-    async fn get(&self, path: &str) -> Result<Value, ApiError> {
-        let mut request = self.http.get(format!("{}{path}", self.base));
+    pub async fn get(&self, path: &str) -> Result<Value, ApiError> {
+        self.call(reqwest::Method::GET, path, None).await
+    }
+
+    /// `POST path` with a JSON body: the answer's JSON, or what the server said was wrong.
+    pub async fn post(&self, path: &str, body: &Value) -> Result<Value, ApiError> {
+        self.call(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, ApiError> {
+        let mut request = self
+            .http
+            .request(method.clone(), format!("{}{path}", self.base));
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }
-        let failed = |err: reqwest::Error| ApiError::Failed(format!("GET {path}: {err}"));
-        let response = request.send().await.map_err(failed)?;
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let failed = |err: reqwest::Error| ApiError::Failed(format!("{method} {path}: {err}"));
+        let mut response = request.send().await.map_err(failed)?;
         let status = response.status();
-        let body: Value = response.json().await.unwrap_or(Value::Null);
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(failed)? {
+            if bytes.len() + chunk.len() > MAX_REPLY_BYTES {
+                return Err(ApiError::Failed(format!(
+                    "{method} {path}: the answer is over {} MiB",
+                    MAX_REPLY_BYTES >> 20
+                )));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         if status.is_success() {
             return Ok(body);
         }
         let detail = body["detail"].as_str().unwrap_or("").to_string();
-        // Our server says which session it does not know; a route it lacks is a bare 404.
-        if status == reqwest::StatusCode::NOT_FOUND && body["code"] != "SESSION_NOT_FOUND" {
+        // Our server says what it does not know (a session, a campaign) with a code; a route
+        // it lacks is a bare 404.
+        if status == reqwest::StatusCode::NOT_FOUND && body["code"].is_null() {
             return Err(ApiError::NotOffered(format!(
                 "the server has no {path} route (HTTP 404)"
             )));
         }
         Err(ApiError::Failed(format!(
-            "GET {path}: HTTP {status} {detail}"
+            "{method} {path}: HTTP {status} {detail}"
         )))
     }
 

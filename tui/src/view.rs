@@ -1,11 +1,12 @@
 //! Drawing: rulers around the picture, the picture, the crosshair, the status bar, the bottom line
-//! and the help overlay. `layout` is shared with mouse mapping so a click maps to what is drawn.
+//! and the help overlay, where `crate::layout` puts them (the layout the painter and mouse mapping
+//! use too, so a click maps to what is drawn).
 //!
 //! Colours: everything on the status bar sets both its foreground and its background, so it reads
 //! the same on a light or a dark terminal theme (a test holds it to a 4.5:1 contrast); the rest
 //! uses the terminal's own foreground.
 
-use ratatui::layout::{Alignment, Constraint, Layout, Rect};
+use ratatui::layout::{Alignment, Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, Wrap};
@@ -13,11 +14,12 @@ use ratatui::Frame;
 
 use crate::app::{App, LineKind, LinkState, Mode, BINDINGS};
 use crate::graphics::Graphics;
+use crate::layout::RULER_WIDTH;
+// Where things go on the screen: shared with the painter and mouse mapping (`crate::layout`).
+use crate::layout::{layout, Areas};
 use crate::painter::Slot;
-use crate::picture::{Region, View};
+use crate::picture::View;
 
-/// Width of the left ruler: three digits and a tick.
-const RULER_WIDTH: u16 = 4;
 const SPINNER: [char; 8] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧'];
 
 /// The status bar's colours: light text on a dark bar, whatever the terminal's theme.
@@ -32,57 +34,6 @@ const WATCH_BG: Color = Color::Rgb(206, 150, 232);
 const BLACK: Color = Color::Rgb(0, 0, 0);
 const WHITE: Color = Color::Rgb(255, 255, 255);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Areas {
-    pub top_ruler: Rect,
-    pub left_ruler: Rect,
-    /// The pane the picture may use.
-    pub pane: Rect,
-    /// Where the picture is drawn and what it shows.
-    pub picture: Option<View>,
-    pub task: Rect,
-    pub status: Rect,
-    pub line: Rect,
-}
-
-/// `task_row`: one more row above the status bar for the task's instruction.
-pub fn layout(area: Rect, graphics: &Graphics, task_row: bool, region: Region) -> Areas {
-    let [pane_with_rulers, task, status, line] = Layout::vertical([
-        Constraint::Min(0),
-        Constraint::Length(u16::from(task_row)),
-        Constraint::Length(1),
-        Constraint::Length(1),
-    ])
-    .areas(area);
-    let inner = Rect {
-        x: pane_with_rulers.x + RULER_WIDTH.min(pane_with_rulers.width),
-        y: pane_with_rulers.y + 1.min(pane_with_rulers.height),
-        width: pane_with_rulers.width.saturating_sub(RULER_WIDTH),
-        height: pane_with_rulers.height.saturating_sub(1),
-    };
-    let picture = View::fit(inner, graphics, region);
-    let drawn = picture.map_or(inner, |view| view.cells);
-    Areas {
-        top_ruler: Rect::new(
-            inner.x,
-            pane_with_rulers.y,
-            drawn.width,
-            1.min(pane_with_rulers.height),
-        ),
-        left_ruler: Rect::new(
-            pane_with_rulers.x,
-            inner.y,
-            RULER_WIDTH.min(pane_with_rulers.width),
-            drawn.height,
-        ),
-        pane: inner,
-        picture,
-        task,
-        status,
-        line,
-    }
-}
-
 pub fn draw(frame: &mut Frame, app: &App, slot: &Slot, graphics: &Graphics) {
     let areas = layout(frame.area(), graphics, !app.tasks.is_empty(), app.region());
     draw_rulers(frame, app, &areas);
@@ -92,6 +43,8 @@ pub fn draw(frame: &mut Frame, app: &App, slot: &Slot, graphics: &Graphics) {
     draw_line(frame, app, areas.line);
     if app.help {
         draw_help(frame, frame.area());
+    } else if let Some(lines) = app.collect.as_ref().and_then(|c| c.progress.as_ref()) {
+        draw_progress(frame, frame.area(), lines);
     }
 }
 
@@ -175,8 +128,8 @@ fn draw_picture(frame: &mut Frame, app: &App, areas: &Areas, slot: &Slot) {
             inner,
         );
     };
-    if app.help && !app.text_picture {
-        // Pixel pictures are taken off while the help overlay is open.
+    if app.overlay_open() && !app.text_picture {
+        // Pixel pictures are taken off while an overlay (the help, the progress) is open.
         return;
     }
     if slot.has_image() {
@@ -227,6 +180,22 @@ fn draw_task(frame: &mut Frame, app: &App, area: Rect) {
         return;
     }
     let line = match (app.task(), app.task_index) {
+        // A campaign's task: one at a time, handed out by the server.
+        (Some(task), Some(_)) if app.collecting() => Line::from(vec![
+            Span::styled(
+                format!(
+                    " {} · task {} [{}] ",
+                    app.collect.as_ref().map_or("", |c| c.name.as_str()),
+                    task.id,
+                    task.category
+                ),
+                Style::default().fg(BLACK).bg(BAR_CYAN),
+            ),
+            Span::styled(
+                format!(" {}", task.instruction),
+                Style::default().add_modifier(Modifier::BOLD),
+            ),
+        ]),
         (Some(task), Some(index)) => Line::from(vec![
             Span::styled(
                 format!(
@@ -388,16 +357,21 @@ fn draw_line(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(line), area);
 }
 
-fn draw_help(frame: &mut Frame, area: Rect) {
-    let width = area.width.min(84);
-    let height = (BINDINGS.len() as u16 + 4).min(area.height);
+/// An overlay of at most `width` x `height` cells in the middle of `area`, cleared.
+fn overlay(frame: &mut Frame, area: Rect, width: u16, height: u16) -> Rect {
+    let (width, height) = (area.width.min(width), height.min(area.height));
     let rect = Rect::new(
         area.x + (area.width - width) / 2,
-        area.y + (area.height.saturating_sub(height)) / 2,
+        area.y + (area.height - height) / 2,
         width,
         height,
     );
     frame.render_widget(Clear, rect);
+    rect
+}
+
+fn draw_help(frame: &mut Frame, area: Rect) {
+    let rect = overlay(frame, area, 84, BINDINGS.len() as u16 + 4);
     let rows = BINDINGS.iter().map(|(keys, what)| {
         Row::new(vec![
             Span::styled(*keys, Style::default().add_modifier(Modifier::BOLD)),
@@ -416,4 +390,16 @@ fn draw_help(frame: &mut Frame, area: Rect) {
             .title(" browserenv — keys (any key closes) "),
     );
     frame.render_widget(table, rect);
+}
+
+/// `V` in a campaign: where it stands, a line each (long lines wrap).
+fn draw_progress(frame: &mut Frame, area: Rect, lines: &[String]) {
+    let rect = overlay(frame, area, 100, lines.len() as u16 + 4);
+    let text: Vec<Line> = lines.iter().map(|l| Line::from(l.as_str())).collect();
+    let paragraph = Paragraph::new(text).wrap(Wrap { trim: false }).block(
+        Block::default()
+            .borders(Borders::ALL)
+            .title(" campaign — where it stands (V closes) "),
+    );
+    frame.render_widget(paragraph, rect);
 }

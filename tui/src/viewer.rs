@@ -552,7 +552,18 @@ impl Viewer {
             .filter(|_| episode.quality.is_some())
             .map(|r| format!("  by {r}"))
             .unwrap_or_default();
-        Line::from(format!("episode {episode_id}: {quality}  {outcome}{by}"))
+        // A campaign's episode says whose it is: its reviewer must not be its demonstrator.
+        let whose = self
+            .recording
+            .episodes
+            .iter()
+            .find(|e| e.episode_id == episode_id)
+            .and_then(|e| e.person.as_deref())
+            .map(|person| format!(" (demonstrated by {person})"))
+            .unwrap_or_default();
+        Line::from(format!(
+            "episode {episode_id}{whose}: {quality}  {outcome}{by}"
+        ))
     }
 }
 

@@ -21,7 +21,8 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::app::{Msg, Request};
-use crate::connection::{Link, LinkEvent};
+// Watch links carry control wishes (`Link::control`); sent from here as the watch socket's frames.
+use crate::connection::{ControlWish, Link, LinkEvent};
 use crate::picture::decode_png;
 use crate::sessions::Sessions;
 
@@ -29,14 +30,6 @@ use crate::sessions::Sessions;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often the list of sessions is asked while waiting for one.
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
-
-/// What the person asks of the watched session's control.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ControlWish {
-    /// Take control, under this name.
-    Take(String),
-    Release,
-}
 
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;

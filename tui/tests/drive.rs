@@ -10,8 +10,8 @@ use browserenv_server::{start, ServerConfig};
 use browserenv_tui::app::App;
 use browserenv_tui::event_loop::{run, Exit, FrameReport, GraphicsSource, LoopOptions};
 use browserenv_tui::graphics::Graphics;
+use browserenv_tui::layout::layout;
 use browserenv_tui::picture::Region;
-use browserenv_tui::view::layout;
 use crossterm::event::{
     Event, KeyCode, KeyEvent, KeyEventKind, KeyEventState, KeyModifiers, MouseButton, MouseEvent,
     MouseEventKind,
@@ -105,6 +105,7 @@ fn spawn_ui(
             frames: Some(frames_tx),
             recorder,
             watch,
+            collect: None,
             stop: None,
         };
         let exit = run(&mut terminal, &mut app, events, options).await.unwrap();

@@ -56,6 +56,7 @@ fn record_into(dir: &Path) {
         session: session(),
         episode_id: "episode-one".into(),
         task: None,
+        person: None,
         observation: observed("https://a.example/", 10, false),
     });
     handle.send(RecordEvent::Step {
@@ -96,6 +97,7 @@ fn record_second_episode(dir: &Path) {
         session: session(),
         episode_id: "episode-two".into(),
         task: None,
+        person: None,
         observation: observed("https://b.example/", 40, false),
     });
     handle.send(RecordEvent::Step {
@@ -742,6 +744,7 @@ fn export_carries_the_review_and_keeps_only_what_passed() {
     let selection = Selection {
         reviewed_only: true,
         drop_marked: vec![Mark::Redundant],
+        episodes: None,
     };
     for format in [ExportFormat::Hf, ExportFormat::Jsonl] {
         let out = dir.join(format!("{format:?}"));
@@ -836,6 +839,7 @@ fn atif_export_writes_a_trajectory_per_episode_with_image_parts() {
     let selection = Selection {
         reviewed_only: true,
         drop_marked: vec![Mark::Redundant],
+        episodes: None,
     };
     let report = export(&dir, &out, ExportFormat::Atif, &selection).unwrap();
     assert_eq!((report.trajectories, report.rows), (1, 2));

@@ -62,6 +62,7 @@ fn hostile_recording() -> PathBuf {
         session: session(),
         episode_id: format!("episode-{HOSTILE}"),
         task: Some(format!("task-{HOSTILE}")),
+        person: Some(format!("person-{HOSTILE}")),
         observation: observed(&page, 10, false),
     });
     let steps = [

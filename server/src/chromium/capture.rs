@@ -2,7 +2,7 @@
 //!
 //! `Page.captureScreenshot` asks the page to draw a new frame, waits until that frame has been
 //! presented, asks for a copy of the next one and encodes it: three frames of the compositor at
-//! 60 Hz plus the encoding, 50-60 ms on this project's 2-core machine (README, "Benchmark").
+//! 60 Hz plus the encoding, 50-60 ms on this project's 2-core machine (docs/benchmark.md).
 //! A screencast's first frame is a copy of what the compositor shows now, taken at its next
 //! frame: 25-30 ms, the same pixels (tests/tests/settle.rs), in a PNG encoded for speed (about
 //! 30% larger).

@@ -118,7 +118,7 @@ pub const CDP_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 const TEXT_BUDGET: Duration = Duration::from_millis(500);
 
 /// Debian's `chromium-headless-shell`: Chromium's headless build without the desktop browser
-/// around it. Measured on raw CDP against `chromium` of the same version (README, "Benchmark"):
+/// around it. Measured on raw CDP against `chromium` of the same version (docs/benchmark.md):
 /// a context and its tab open in 15 ms instead of 200, a browser starts in a fraction of the
 /// time, and pages render the same. The binary itself, not the package's `/usr/bin` script (see
 /// `process::launchable`).
@@ -346,7 +346,7 @@ impl ChromiumLauncher {
     /// browser is the session's own, with room for another episode. On a shared browser the
     /// warm spare (`pool.rs`) is already a context on it, ready for whichever session resets
     /// next: a successor per session would hold a renderer each for the same job (about 45 MiB
-    /// a session, README "Benchmark").
+    /// a session, docs/benchmark.md).
     fn with_successor(&self, mut browser: ChromiumBrowser) -> ChromiumBrowser {
         let host = browser.host.clone();
         if self.config.spare_contexts

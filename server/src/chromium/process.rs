@@ -19,31 +19,59 @@ use anyhow::{anyhow, bail, Context};
 /// Prefix of every profile directory: `browserenv-<server pid>-<uuid>`.
 const PROFILE_PREFIX: &str = "browserenv-";
 
-/// The flags that keep Chromium quiet and deterministic on a closed network (measured; see
-/// docs/ARCHITECTURE.md, "Design decisions").
+/// The flags every browser is launched with, each with why this server wants it (measured where
+/// it says; see docs/ARCHITECTURE.md, "Design decisions"). `launch` adds the ones that depend on
+/// the settings: `--no-sandbox`, the WebRTC policy, V8's heap limit, the profile.
 const FLAGS: &[&str] = &[
+    // No window: servers and containers have no display. The headless shell is headless anyway;
+    // this picks headless mode when the full browser is configured (`BROWSER_CHROMIUM`).
     "--headless",
+    // No hardware GPU (servers have none, and drivers differ): pages are drawn in software
+    // (SwiftShader), the same pixels on every machine.
     "--disable-gpu",
+    // Shared memory as files in TMPDIR (inside the profile, `launch`), not in /dev/shm, which
+    // Docker caps at 64 MB: renderers crash when it fills.
     "--disable-dev-shm-usage",
+    // No HTTP/3 (QUIC, over UDP): requests go over TCP as they do through the egress proxy
+    // (`egress.rs`), so pages load alike with and without it and where UDP is dropped.
     "--disable-quic",
+    // No first-run welcome, import or default-browser prompts in a fresh profile per browser.
     "--no-first-run",
     "--no-default-browser-check",
+    // No requests of Chromium's own (variations, safe-browsing and other updates) on a closed
+    // network: no retries, nothing in the network's logs that no page asked for.
     "--disable-background-networking",
+    // No component downloads (CRLSets, dictionaries, Widevine) for a profile that lives one browser.
     "--disable-component-update",
+    // No Google account sync.
     "--disable-sync",
+    // No extensions nor default apps: nothing runs in a page that the page did not bring.
     "--disable-extensions",
     "--disable-default-apps",
+    // Features that call Google: the translate bar, cast discovery (UDP on the local network),
+    // page hints, autofill's form queries, and the leak check that would send a hash of a
+    // password a person types during a hand-off.
     "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,PasswordLeakDetection",
     // Chromedriver (the seed's Selenium) disables the popup blocker too: window.open from a click works.
     "--disable-popup-blocking",
     // An animated wheel scroll would still be moving when the screenshot is taken.
     "--disable-smooth-scrolling",
+    // Saved passwords in the profile, not in a desktop keyring (GNOME Keyring, KWallet) that a
+    // server lacks and a desktop would prompt for; the profile is deleted with the browser.
     "--password-store=basic",
+    // The same for macOS's Keychain. No effect on Linux, the only system this server launches
+    // on (prctl, /proc); kept with the usual automation flags.
     "--use-mock-keychain",
+    // An agent's pages make no sound on the machine running the server (or the TUI).
     "--mute-audio",
+    // The seed's 800x600 window. Alone it gives an 800x457 viewport: every tab also gets the
+    // exact 800x600 at scale 1 (`Emulation.setDeviceMetricsOverride`, `page_events.rs`), which
+    // `connect.rs` checks before the first navigation.
     "--window-size=800,600",
     // DevTools on fds 3 and 4, open to the server alone, not on a TCP port (`pipe.rs`).
     "--remote-debugging-pipe",
+    // The first tab opens blank rather than on the new-tab page, which would load content of
+    // its own; episodes open tabs in contexts of their own (`connect.rs`).
     "about:blank",
 ];
 
@@ -160,6 +188,7 @@ impl ChromiumProcess {
             }
         }
         if !sandbox {
+            // Only where the sandbox cannot work (as root, without user namespaces): `sandbox.rs`.
             command.arg("--no-sandbox");
         }
         if config.egress.is_some() {

@@ -2,7 +2,7 @@
 //! assistants. `tools.rs` says what the tools are and runs them on a session (`session.rs`);
 //! `handler.rs` is the standard MCP server (rmcp) over Streamable HTTP at `/mcp` and over stdio;
 //! `openenv.rs` is OpenEnv's own MCP dialect (`MCPToolClient`); `endpoint.rs` tells the two apart
-//! on `/mcp`. README "MCP" has the client side.
+//! on `/mcp`. docs/server.md, "MCP", has the client side.
 
 pub mod endpoint;
 pub mod handler;

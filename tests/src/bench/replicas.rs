@@ -15,7 +15,7 @@ use browserenv_server::site::{serve_dir, SiteHandle};
 use browserenv_server::{start_on, ServerConfig, ServerHandle};
 use browserenv_tests::{assets_dir, test_chromium, test_settings};
 
-use crate::{scrolls, Series};
+use crate::common::{scrolls, Series};
 
 const SESSIONS: usize = 12;
 

@@ -124,6 +124,9 @@ impl App {
                         self.notice("reconnecting...");
                         return vec![Effect::Reconnect];
                     }
+                    if self.collecting() {
+                        return self.restart_task();
+                    }
                     let current = self
                         .observed
                         .as_ref()
@@ -139,8 +142,13 @@ impl App {
                 'R' => self.toggle_recording(),
                 'n' => self.line(LineKind::Note, String::new()),
                 's' => self.line(LineKind::SecretName, String::new()),
+                'N' if self.collecting() => self.ask_next_task(),
+                'S' if self.collecting() => self.ask_skip_reason(),
                 'N' => self.advance_task(false),
                 'S' => self.advance_task(true),
+                'P' => self.mark_demonstration(true),
+                'F' => self.mark_demonstration(false),
+                'V' => self.toggle_progress(),
                 '?' => {
                     self.help = true;
                     Vec::new()
@@ -152,7 +160,7 @@ impl App {
     }
 }
 
-/// Every binding, for the help overlay (and the README).
+/// Every binding, for the help overlay (and docs/terminal-ui.md, "Keys").
 pub const BINDINGS: &[(&str, &str)] = &[
     ("mouse click", "click that page pixel"),
     (
@@ -186,7 +194,18 @@ pub const BINDINGS: &[(&str, &str)] = &[
         "R / n",
         "recording on/off (--record DIR) / note on the last step",
     ),
-    ("N / S", "next task / skip this task (--tasks FILE)"),
+    (
+        "N / S",
+        "next task / skip it (--tasks FILE; collect: asks why)",
+    ),
+    (
+        "P / F",
+        "collect: task done as asked / not (saves it, next comes)",
+    ),
+    (
+        "V",
+        "collect: the campaign's progress; r starts the task over",
+    ),
     (
         "c",
         "watch: take control of the watched session / hand it back",

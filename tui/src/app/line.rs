@@ -24,6 +24,8 @@ pub enum LineKind {
     SecretValue {
         name: String,
     },
+    /// Why the campaign's task in hand is skipped.
+    SkipReason,
 }
 
 impl LineKind {
@@ -38,6 +40,7 @@ impl LineKind {
             LineKind::SecretValue { name } => {
                 format!("{name} (hidden, recorded as <secret:{name}>)> ")
             }
+            LineKind::SkipReason => "skip this task, because> ".into(),
         }
     }
 
@@ -110,6 +113,7 @@ impl App {
             }
             LineKind::Finish => self.step(BrowserAction::finish(text)),
             LineKind::Note => self.attach_note(text),
+            LineKind::SkipReason => self.skip_with(text),
             LineKind::SecretName => {
                 let name: String = text
                     .trim()

@@ -14,6 +14,11 @@ pub enum Request {
     Reset(String),
     /// Reset to a task of the server's task set (`task_id`).
     ResetTask(String),
+    /// Start the task of a campaign's lease (`campaign_lease`), as the person it is leased to.
+    ResetLease {
+        lease: String,
+        task: String,
+    },
     Step(BrowserAction),
     /// Text typed into the page but recorded (and shown) only as `<secret:NAME>`.
     Secret {
@@ -27,14 +32,17 @@ impl Request {
     pub fn describe(&self) -> String {
         match self {
             Request::Reset(url) => format!("reset {url}"),
-            Request::ResetTask(id) => format!("task {id}"),
+            Request::ResetTask(id) | Request::ResetLease { task: id, .. } => format!("task {id}"),
             Request::Step(action) => crate::command::describe(action),
             Request::Secret { name, .. } => format!("type <secret:{name}>"),
         }
     }
 
     pub fn is_reset(&self) -> bool {
-        matches!(self, Request::Reset(_) | Request::ResetTask(_))
+        matches!(
+            self,
+            Request::Reset(_) | Request::ResetTask(_) | Request::ResetLease { .. }
+        )
     }
 }
 
@@ -130,6 +138,9 @@ impl App {
             return Vec::new();
         }
         self.notice(format!("connected to {}", self.server_label));
+        if self.collecting() {
+            return self.collect_on_connected();
+        }
         if !self.tasks.is_empty() {
             let index = self.task_index.unwrap_or(0);
             return self.start_task(index);
@@ -176,6 +187,9 @@ impl App {
         if observed.done {
             // Nothing queued can run in an ended episode.
             self.queue.clear();
+        }
+        if finished.is_some() {
+            self.collect_on_observation(observed.done);
         }
         self.observed = Some(observed);
         let mut effects = vec![Effect::Redraw];

@@ -11,8 +11,10 @@
 //! - `line`: `LineKind`, the one-line editors and what Enter does with their text;
 //! - `crosshair`: the crosshair, mouse clicks and the wheel, zoom, grid, text layer;
 //! - `tasks`: `TaskView`, the task list (N, S, the verdict), recording and notes;
+//! - `campaign`: collecting for a campaign (the lease, P / F, S with a reason, V);
 //! - `tests`: `update` driven message by message.
 
+mod campaign;
 mod crosshair;
 mod keys;
 mod line;
@@ -26,6 +28,7 @@ use std::collections::VecDeque;
 
 use crate::picture::{Region, View, PAGE_HEIGHT, PAGE_WIDTH};
 
+pub use campaign::{CampaignCall, CampaignReply, Collecting};
 pub use crosshair::{FAST_STEP, STEP};
 pub use keys::{Mode, BINDINGS};
 pub use line::LineKind;
@@ -85,6 +88,8 @@ pub struct App {
     pub controller: Option<String>,
     /// Watch mode: this UI holds control of the watched session; the driving keys act on it.
     pub in_control: bool,
+    /// Collecting for a campaign (`browserenv-tui collect`): the server hands out the tasks.
+    pub collect: Option<Collecting>,
     /// The notice is an observation's page error (see `page_error`).
     notice_from_page: bool,
 }
@@ -121,6 +126,7 @@ impl App {
             watch_mode: false,
             controller: None,
             in_control: false,
+            collect: None,
             notice_from_page: false,
         }
     }
@@ -230,6 +236,7 @@ impl App {
                 Vec::new()
             }
             Msg::TextUnavailable(reason) => self.on_text_unavailable(reason),
+            Msg::Campaign(reply) => self.on_campaign(reply),
             Msg::Tick => {
                 self.spinner = self.spinner.wrapping_add(1);
                 Vec::new()

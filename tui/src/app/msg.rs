@@ -64,6 +64,8 @@ pub enum Msg {
     RecorderError(String),
     /// The server offers no text layer (said once; the picture goes on alone).
     TextUnavailable(String),
+    /// The campaign answered (`browserenv-tui collect`).
+    Campaign(super::CampaignReply),
     Tick,
 }
 
@@ -99,5 +101,7 @@ pub enum Effect {
     /// Re-encode the current picture (grid toggled or the picture's size changed).
     Redraw,
     Reconnect,
+    /// Ask the campaign (`browserenv-tui collect`); the answer comes back as `Msg::Campaign`.
+    Campaign(super::CampaignCall),
     Quit,
 }

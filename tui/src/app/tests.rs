@@ -514,3 +514,120 @@ fn a_watched_page_error_clears_with_the_next_good_frame_or_another_session() {
     app.update(observation("http://127.0.0.1:1/next", false));
     assert_eq!(app.notice.as_ref().unwrap().text, "control refused");
 }
+
+#[test]
+fn collecting_for_a_campaign_takes_a_mark_before_the_next_task() {
+    let mut app = App::new(String::new(), "test".into());
+    app.collect = Some(Collecting {
+        name: "ana".into(),
+        ..Default::default()
+    });
+    assert_eq!(
+        app.update(Msg::Connected),
+        vec![Effect::Campaign(CampaignCall::Lease)]
+    );
+    let task = TaskView {
+        id: "info-founded".into(),
+        category: "information".into(),
+        instruction: "When?".into(),
+    };
+    let leased = app.update(Msg::Campaign(CampaignReply::Leased(Some((
+        "lease-1".into(),
+        task,
+    )))));
+    let start = Request::ResetLease {
+        lease: "lease-1".into(),
+        task: "info-founded".into(),
+    };
+    assert_eq!(leased, vec![Effect::Send(start.clone())]);
+    app.update(observation("http://127.0.0.1:1/", false));
+    // Not ended: no mark yet; N would leave the task.
+    assert!(key(&mut app, KeyInput::Char('P')).is_empty());
+    assert!(app.notice.as_ref().unwrap().is_error);
+    assert!(key(&mut app, KeyInput::Char('N')).is_empty());
+    // r starts the task over, on its lease.
+    assert_eq!(
+        key(&mut app, KeyInput::Char('r')),
+        vec![Effect::Send(start)]
+    );
+    app.update(observation("http://127.0.0.1:1/", false));
+    key(&mut app, KeyInput::Char('f'));
+    key(&mut app, KeyInput::Enter);
+    app.update(observation("http://127.0.0.1:1/", true));
+    assert!(app.collect.as_ref().unwrap().ended);
+    assert!(app
+        .notice
+        .as_ref()
+        .unwrap()
+        .text
+        .contains("P: you did the task"));
+    // A second mark while the first is on its way sends nothing.
+    assert_eq!(
+        key(&mut app, KeyInput::Char('F')),
+        vec![Effect::Campaign(CampaignCall::Complete {
+            lease: "lease-1".into(),
+            passed: false
+        })]
+    );
+    assert!(key(&mut app, KeyInput::Char('P')).is_empty());
+    // Saved: the next task is asked for by itself.
+    assert_eq!(
+        app.update(Msg::Campaign(CampaignReply::Saved {
+            task: "info-founded".into(),
+            check: Some(false)
+        })),
+        vec![Effect::Campaign(CampaignCall::Lease)]
+    );
+    assert_eq!(app.collect.as_ref().unwrap().saved, 1);
+    assert!(app
+        .update(Msg::Campaign(CampaignReply::Leased(None)))
+        .is_empty());
+    assert!(app.collect.as_ref().unwrap().finished);
+    assert!(app
+        .notice
+        .as_ref()
+        .unwrap()
+        .text
+        .contains("nothing left for ana"));
+}
+
+#[test]
+fn a_campaign_task_is_skipped_with_a_reason() {
+    let mut app = App::new(String::new(), "test".into());
+    app.collect = Some(Collecting {
+        name: "bo".into(),
+        lease: Some("lease-2".into()),
+        ..Default::default()
+    });
+    key(&mut app, KeyInput::Char('S'));
+    assert!(matches!(
+        app.mode,
+        Mode::Line {
+            kind: LineKind::SkipReason,
+            ..
+        }
+    ));
+    // No reason, no skip.
+    assert!(key(&mut app, KeyInput::Enter).is_empty());
+    assert!(app.notice.as_ref().unwrap().is_error);
+    key(&mut app, KeyInput::Char('S'));
+    for c in "page down".chars() {
+        key(&mut app, KeyInput::Char(c));
+    }
+    assert_eq!(
+        key(&mut app, KeyInput::Enter),
+        vec![Effect::Campaign(CampaignCall::Skip {
+            lease: "lease-2".into(),
+            reason: "page down".into()
+        })]
+    );
+    // V shows the progress the campaign sends, and hides it.
+    assert_eq!(
+        key(&mut app, KeyInput::Char('V')),
+        vec![Effect::Campaign(CampaignCall::Progress)]
+    );
+    app.update(Msg::Campaign(CampaignReply::Progress(vec!["1/2".into()])));
+    assert!(app.overlay_open());
+    key(&mut app, KeyInput::Char('V'));
+    assert!(!app.overlay_open());
+}

@@ -244,7 +244,6 @@ pub struct Campaign {
     log: AppendLog,
     demonstrations: Vec<Demonstration>,
     skips: BTreeSet<(String, String)>,
-    skip_count: BTreeMap<String, usize>,
     reviews: BTreeMap<String, Review>,
     leases: BTreeMap<String, Lease>,
     /// Episode -> (reviewer, since): a demonstration in a reviewer's hands.
@@ -299,7 +298,6 @@ impl Campaign {
             log,
             demonstrations: Vec::new(),
             skips: BTreeSet::new(),
-            skip_count: BTreeMap::new(),
             reviews: BTreeMap::new(),
             leases: BTreeMap::new(),
             reviewing: BTreeMap::new(),
@@ -339,7 +337,6 @@ impl Campaign {
                 }
             }
             LogEvent::Skip { task, person, .. } => {
-                *self.skip_count.entry(task.clone()).or_default() += 1;
                 self.skips.insert((person, task));
             }
             LogEvent::Review {
@@ -720,7 +717,8 @@ impl Campaign {
                     .iter()
                     .filter(|d| d.task == task.id && self.rejected(&d.episode_id))
                     .count(),
-                skipped: self.skip_count.get(&task.id).copied().unwrap_or(0),
+                // A person skips a task once: they are not handed it again.
+                skipped: self.skips.iter().filter(|(_, t)| *t == task.id).count(),
             })
             .collect();
         let mut people: BTreeMap<String, PersonProgress> = BTreeMap::new();

@@ -82,14 +82,7 @@ def test_raw_steps_load_as_json(recording):
 
 def test_hf_export_loads_as_an_imagefolder(recording, tmp_path):
     out = tmp_path / "export"
-    run = subprocess.run(
-        [str(tui_binary()), "export", str(recording), "--format", "hf", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert run.returncode == 0, run.stderr
-    assert "exported 6 rows" in run.stdout
+    assert "exported 6 rows" in export(recording, out, "--format", "hf")
     dataset = datasets.load_dataset("imagefolder", data_dir=str(out), split="train")
     assert dataset.num_rows == 6
     first = dataset[0]
@@ -282,15 +275,9 @@ def test_a_campaign_exports_its_accepted_demonstrations(tmp_path):
         process.wait(timeout=30)
     assert process.returncode == 0
     out = tmp_path / "export"
-    run = subprocess.run(
-        [str(tui_binary()), "export", str(campaign), "--format", "hf", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert run.returncode == 0, run.stderr
-    assert "1 of 2 demonstrations accepted" in run.stdout
-    assert "left out by the review: 1 episode(s) not accepted demonstrations" in run.stdout
+    printed = export(campaign, out, "--format", "hf")
+    assert "1 of 2 demonstrations accepted" in printed
+    assert "left out by the review: 1 episode(s) not accepted demonstrations" in printed
     dataset = datasets.load_dataset("imagefolder", data_dir=str(out), split="train")
     assert dataset.num_rows == 1
     row = dataset[0]

@@ -179,41 +179,26 @@ fn draw_task(frame: &mut Frame, app: &App, area: Rect) {
     if area.height == 0 {
         return;
     }
-    let line = match (app.task(), app.task_index) {
-        // A campaign's task: one at a time, handed out by the server.
-        (Some(task), Some(_)) if app.collecting() => Line::from(vec![
-            Span::styled(
-                format!(
-                    " {} · task {} [{}] ",
-                    app.collect.as_ref().map_or("", |c| c.name.as_str()),
-                    task.id,
-                    task.category
-                ),
-                Style::default().fg(BLACK).bg(BAR_CYAN),
-            ),
-            Span::styled(
-                format!(" {}", task.instruction),
-                Style::default().add_modifier(Modifier::BOLD),
-            ),
-        ]),
-        (Some(task), Some(index)) => Line::from(vec![
-            Span::styled(
-                format!(
-                    " task {}/{} {} [{}] ",
-                    index + 1,
-                    app.tasks.len(),
-                    task.id,
-                    task.category
-                ),
-                Style::default().fg(BLACK).bg(BAR_CYAN),
-            ),
-            Span::styled(
-                format!(" {}", task.instruction),
-                Style::default().add_modifier(Modifier::BOLD),
-            ),
-        ]),
-        _ => Line::from(format!(" {} tasks loaded", app.tasks.len())),
+    let Some((task, index)) = app.task().zip(app.task_index) else {
+        let line = Line::from(format!(" {} tasks loaded", app.tasks.len()));
+        frame.render_widget(Paragraph::new(line), area);
+        return;
     };
+    // A campaign's task comes one at a time from the server, for the person collecting.
+    let place = match &app.collect {
+        Some(collect) => format!("{} · task", collect.name),
+        None => format!("task {}/{}", index + 1, app.tasks.len()),
+    };
+    let line = Line::from(vec![
+        Span::styled(
+            format!(" {place} {} [{}] ", task.id, task.category),
+            Style::default().fg(BLACK).bg(BAR_CYAN),
+        ),
+        Span::styled(
+            format!(" {}", task.instruction),
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
+    ]);
     frame.render_widget(Paragraph::new(line), area);
 }
 

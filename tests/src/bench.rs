@@ -3,9 +3,9 @@
 //! (`docs/images/bench.svg`). Client-measured round trips over a real WebSocket on 127.0.0.1,
 //! against the local test pages.
 //!
-//! `BENCH_ROUNDS=N` sets the sample size (30; 2 to 90). `BENCH_ONLY=scroll`, `reset`, `sessions`,
-//! `frames`, `tui` or `replicas` runs one part, several separated by commas run in that order;
-//! unset (or a name that is no part) runs everything.
+//! `BENCH_ROUNDS=N` sets the sample size (30; 2 to 90). `BENCH_ONLY=reset` (a part's name: see
+//! `Part`) runs one part, several separated by commas run in that order; unset, every part.
+//! At the end, every figure is compared with the one recorded last (`regressions.rs`).
 
 // Each part lives in `bench/` (the binary's root is this file, so the path is said).
 #[path = "bench/chart.rs"]
@@ -14,12 +14,16 @@ mod chart;
 mod common;
 #[path = "bench/concurrent.rs"]
 mod concurrent;
+#[path = "bench/floor.rs"]
+mod floor;
 #[path = "bench/frames.rs"]
 mod frames;
 #[path = "bench/memory.rs"]
 mod memory;
 #[path = "bench/recording.rs"]
 mod recording;
+#[path = "bench/regressions.rs"]
+mod regressions;
 #[path = "bench/remote.rs"]
 mod remote;
 #[path = "bench/replicas.rs"]
@@ -30,6 +34,8 @@ mod resets;
 mod sessions_chart;
 #[path = "bench/steps.rs"]
 mod steps;
+#[path = "bench/throughput.rs"]
+mod throughput;
 #[path = "bench/tui.rs"]
 mod tui;
 #[path = "bench/watchers.rs"]
@@ -38,17 +44,23 @@ mod watchers;
 use common::print_measure_header;
 use sessions_chart::Figures;
 
-/// A part `BENCH_ONLY` names.
-#[derive(Clone, Copy)]
+/// A part of the bench: one table (or a few about one thing) each. `BENCH_ONLY` names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Part {
+    /// Raw CDP on the same Chromium: the floor under the reset and step rows.
+    Floor,
+    /// Resets in each isolation mode, with their floors, and where a reset's time goes.
+    Reset,
+    /// Each kind of step alone, recording on, a remote browser, watchers; the PNG's size.
+    Steps,
     /// The scroll step alone (a quick check of the step path).
     Scroll,
-    /// The reset rows of each isolation mode, and where a reset's time goes.
-    Reset,
-    /// 8 sessions stepping at once, and memory by sessions.
-    Sessions,
     /// Where a scroll step's time goes.
     Frames,
+    /// 8 sessions stepping at once, Chromium CPU per step, and memory by sessions.
+    Sessions,
+    /// N sessions stepping as fast as they can: steps per second, per core, CPU per step.
+    Throughput,
     /// The terminal UI's frames on real screenshots.
     Tui,
     /// Replicas behind the balancer, and the image's cold start.
@@ -56,28 +68,64 @@ enum Part {
 }
 
 impl Part {
+    /// Every part, in the order a full run takes them (`scroll` is in `steps`).
+    const ALL: [Part; 8] = [
+        Part::Floor,
+        Part::Reset,
+        Part::Steps,
+        Part::Frames,
+        Part::Sessions,
+        Part::Throughput,
+        Part::Tui,
+        Part::Replicas,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Part::Floor => "floor",
+            Part::Reset => "reset",
+            Part::Steps => "steps",
+            Part::Scroll => "scroll",
+            Part::Frames => "frames",
+            Part::Sessions => "sessions",
+            Part::Throughput => "throughput",
+            Part::Tui => "tui",
+            Part::Replicas => "replicas",
+        }
+    }
+
     fn named(name: &str) -> Option<Part> {
-        Some(match name {
-            "scroll" => Part::Scroll,
-            "reset" => Part::Reset,
-            "sessions" => Part::Sessions,
-            "frames" => Part::Frames,
-            "tui" => Part::Tui,
-            "replicas" => Part::Replicas,
-            _ => return None,
-        })
+        Part::ALL
+            .into_iter()
+            .chain([Part::Scroll])
+            .find(|part| part.name() == name)
     }
 
     async fn run(self, rounds: usize, figures: &mut Figures) -> anyhow::Result<()> {
         match self {
-            Part::Scroll => steps::scroll_only(rounds).await,
+            Part::Floor => floor::run(rounds).await,
             Part::Reset => {
                 print_measure_header();
+                resets::new_chromium_per_episode(rounds).await?;
                 let back_to_back = resets::back_to_back(rounds).await?;
                 resets::print_phases(&back_to_back.phase_rows);
                 figures.resets = back_to_back.figures;
                 Ok(())
             }
+            Part::Steps => {
+                print_measure_header();
+                let png_sizes = steps::run(rounds).await?;
+                recording::run(rounds).await?;
+                remote::run(rounds).await?;
+                for watchers in [1, 8] {
+                    watchers::run(rounds, watchers).await?;
+                }
+                println!();
+                png_sizes.print();
+                Ok(())
+            }
+            Part::Scroll => steps::scroll_only(rounds).await,
+            Part::Frames => frames::run(rounds).await,
             Part::Sessions => {
                 print_measure_header();
                 figures.steps = concurrent::run(rounds).await?;
@@ -85,7 +133,7 @@ impl Part {
                 figures.memory = memory::run().await?;
                 Ok(())
             }
-            Part::Frames => frames::run(rounds).await,
+            Part::Throughput => throughput::run(rounds).await,
             Part::Tui => {
                 print_measure_header();
                 let frames = tui::catalog_frames(rounds).await?;
@@ -97,12 +145,23 @@ impl Part {
     }
 }
 
-/// `BENCH_ONLY`'s parts, or None to run everything.
-fn only() -> Option<Vec<Part>> {
-    let names = std::env::var("BENCH_ONLY").ok()?;
+/// `BENCH_ONLY`'s parts (a name that is no part is an error), or every part.
+fn parts() -> anyhow::Result<Vec<Part>> {
+    let Ok(names) = std::env::var("BENCH_ONLY") else {
+        return Ok(Part::ALL.to_vec());
+    };
     names
         .split(',')
-        .map(|name| Part::named(name.trim()))
+        .map(|name| {
+            Part::named(name.trim()).ok_or_else(|| {
+                let known: Vec<&str> = Part::ALL
+                    .into_iter()
+                    .chain([Part::Scroll])
+                    .map(Part::name)
+                    .collect();
+                anyhow::anyhow!("BENCH_ONLY: no part {name:?} (parts: {})", known.join(", "))
+            })
+        })
         .collect()
 }
 
@@ -114,49 +173,17 @@ async fn main() -> anyhow::Result<()> {
         .and_then(|r| r.parse().ok())
         .unwrap_or(30)
         .clamp(2, 90);
+    let parts = parts()?;
     let machine = common::machine();
     println!("Machine: {machine}");
-    println!();
-    let Some(parts) = only() else {
-        return everything(rounds, &machine).await;
-    };
     let mut figures = Figures::default();
-    for (index, part) in parts.into_iter().enumerate() {
-        if index > 0 {
-            println!();
-        }
+    for part in parts {
+        println!();
+        println!("### {}", part.name());
+        println!();
         part.run(rounds, &mut figures).await?;
         figures.write_when_complete(&machine, rounds)?;
     }
+    regressions::finish(&machine)?;
     Ok(())
-}
-
-/// Every part, the one-line measures in one table first.
-async fn everything(rounds: usize, machine: &str) -> anyhow::Result<()> {
-    let mut figures = Figures::default();
-    print_measure_header();
-    resets::new_chromium_per_episode(rounds).await?;
-    let back_to_back = resets::back_to_back(rounds).await?;
-    figures.resets = back_to_back.figures;
-    let png_sizes = steps::run(rounds).await?;
-    recording::run(rounds).await?;
-    remote::run(rounds).await?;
-    for watchers in [1, 8] {
-        watchers::run(rounds, watchers).await?;
-    }
-    figures.steps = concurrent::run(rounds).await?;
-    resets::print_phases(&back_to_back.phase_rows);
-    println!();
-    png_sizes.print();
-    println!();
-    frames::run(rounds).await?;
-    println!();
-    figures.memory = memory::run().await?;
-    figures.write_when_complete(machine, rounds)?;
-    println!();
-    let frames = tui::catalog_frames(rounds).await?;
-    println!();
-    tui::frames(&frames)?;
-    println!();
-    replicas::run(rounds).await
 }

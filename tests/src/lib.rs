@@ -2,6 +2,8 @@
 //! Chromium, the test pages on their own listener, and PNG helpers. "The seed" in comments is the
 //! original Python environment (`docs/ARCHITECTURE.md`, "Terms").
 
+pub mod raw_cdp;
+
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

@@ -110,6 +110,19 @@ fn scenarios() -> Vec<(&'static str, Vec<BrowserAction>)> {
             "bfcache1.html",
             vec![BrowserAction::click(200, 50), BrowserAction::back()],
         ),
+        // Effects drawn in the frame after the input, heavy to raster: a focus style (no DOM
+        // change), 40 tiles with shadows turned over by a click, a scroll handler writing into
+        // a fixed header.
+        (
+            "effects.html",
+            vec![
+                BrowserAction::click(200, 120),
+                BrowserAction::click(200, 120),
+                BrowserAction::scroll(500),
+                BrowserAction::scroll(-200),
+                BrowserAction::click(200, 120),
+            ],
+        ),
         // Scrolling down and back up a long page: each picture shows where the scroll ended.
         (
             "long.html",

@@ -36,15 +36,12 @@ impl ChromiumBrowser {
             .await
             .context("cannot create a browser context")?;
         let context = owned.id().clone();
-        browser
-            .execute(SetDownloadBehaviorParams {
-                behavior: SetDownloadBehaviorBehavior::Deny,
-                browser_context_id: Some(context.clone()),
-                download_path: None,
-                events_enabled: Some(true),
-            })
-            .await
-            .context("cannot deny downloads")?;
+        let deny_downloads = browser.execute(SetDownloadBehaviorParams {
+            behavior: SetDownloadBehaviorBehavior::Deny,
+            browser_context_id: Some(context.clone()),
+            download_path: None,
+            events_enabled: Some(true),
+        });
         let mut tasks = Tasks::default();
 
         let incidents = Arc::new(Mutex::new(Incidents::default()));
@@ -55,10 +52,11 @@ impl ChromiumBrowser {
         let tab_changes = Arc::new(tab_changes);
         let mut params = CreateTargetParams::new("about:blank");
         params.browser_context_id = Some(context.clone());
-        let first = browser
-            .new_page(params)
-            .await
-            .context("cannot open a tab in the browser context")?;
+        // Downloads are denied before the tab can load anything: both commands go at once, and
+        // the tab is only navigated once both have answered.
+        let (denied, first) = tokio::join!(deny_downloads, browser.new_page(params));
+        denied.context("cannot deny downloads")?;
+        let first = first.context("cannot open a tab in the browser context")?;
         let load_states: LoadStates = Arc::new(Mutex::new(HashMap::new()));
         let frames: Frames = Arc::new(Mutex::new(HashSet::from([first
             .target_id()

@@ -79,7 +79,7 @@ use crate::browser::{
 
 pub use capture::Screenshots;
 pub use host::Isolation;
-pub use process::{clean_leftovers, kill_all, live_count, shutdown_all};
+pub use process::{clean_leftovers, kill_all, live_count, shutdown_all, FLAGS};
 pub use remote::{redacted_url, remote_version, without_secrets_of};
 
 // The rooms' shared helpers, for every room (`use super::*`).

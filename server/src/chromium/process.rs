@@ -22,7 +22,7 @@ const PROFILE_PREFIX: &str = "browserenv-";
 /// The flags every browser is launched with, each with why this server wants it (measured where
 /// it says; see docs/ARCHITECTURE.md, "Design decisions"). `launch` adds the ones that depend on
 /// the settings: `--no-sandbox`, the WebRTC policy, V8's heap limit, the profile.
-const FLAGS: &[&str] = &[
+pub const FLAGS: &[&str] = &[
     // No window: servers and containers have no display. The headless shell is headless anyway;
     // this picks headless mode when the full browser is configured (`BROWSER_CHROMIUM`).
     "--headless",

@@ -25,6 +25,11 @@ impl Browser for ChromiumBrowser {
             })
             .await
         {
+            // The navigation asked for is over: the settle needs no window for one to start
+            // (that window, 40 ms from the navigation's start, outlasted most loads and held a
+            // reset 10-20 ms past its load). A load handler's redirect starts while the settle
+            // waits for its frames, and is settled in turn (`settle_once`).
+            self.acted(false);
             Ok(())
         } else if self.current.load.borrow().crashed {
             Err(PageError::RendererCrashed)

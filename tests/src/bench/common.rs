@@ -9,6 +9,8 @@ use browserenv_server::settings::EnvSettings;
 use browserenv_server::ServerConfig;
 use browserenv_tests::{test_chromium, test_settings, Harness};
 
+use crate::regressions::{cell, Better};
+
 /// Between timed resets with a spare, time for the spare to launch, as between a real agent's
 /// episodes.
 pub const SPARE_PAUSE: Duration = Duration::from_millis(1500);
@@ -17,6 +19,8 @@ pub const SPARE_PAUSE: Duration = Duration::from_millis(1500);
 pub struct Series {
     pub name: String,
     pub millis: Vec<f64>,
+    /// The same on raw CDP (`floor.rs`), where there is one.
+    pub floor: Option<f64>,
 }
 
 impl Series {
@@ -24,7 +28,14 @@ impl Series {
         Series {
             name: name.into(),
             millis: Vec::new(),
+            floor: None,
         }
+    }
+
+    /// The series with its floor beside it.
+    pub fn with_floor(mut self, floor: f64) -> Self {
+        self.floor = Some(floor);
+        self
     }
 
     pub fn add(&mut self, elapsed: Duration) {
@@ -41,22 +52,29 @@ impl Series {
         sorted[rank]
     }
 
-    /// The series' row of a table that `print_measure_header` began.
+    /// The series' row of a table that `print_measure_header` began; its median is recorded
+    /// under its name (`regressions.rs`).
     pub fn row(&self) -> String {
+        crate::regressions::record(&self.name, self.percentile(50.0), "ms", Better::Lower);
+        let median = self.percentile(50.0);
+        let (floor, times) = match self.floor {
+            Some(floor) => (cell(floor, 0), format!("{}x", cell(median / floor, 1))),
+            None => ("-".to_string(), "-".to_string()),
+        };
         format!(
-            "| {} | {} | {:.0} | {:.0} |",
+            "| {} | {} | {} | {} | {floor} | {times} |",
             self.name,
             self.millis.len(),
-            self.percentile(50.0),
-            self.percentile(95.0)
+            cell(median, 0),
+            cell(self.percentile(95.0), 0)
         )
     }
 }
 
 /// The header of the table of `Series::row`s.
 pub fn print_measure_header() {
-    println!("| measure | n | median ms | p95 ms |");
-    println!("|---|---|---|---|");
+    println!("| measure | n | median ms | p95 ms | floor ms (raw CDP) | median / floor |");
+    println!("|---|---|---|---|---|---|");
 }
 
 pub async fn timed<T>(series: &mut Series, future: impl std::future::Future<Output = T>) -> T {
@@ -92,7 +110,7 @@ pub async fn server_with(
         ServerConfig {
             settings,
             warm_spare,
-            max_sessions: 10,
+            max_sessions: 16,
             ..ServerConfig::default()
         },
     )
@@ -201,21 +219,44 @@ pub fn chromium_pss_kib() -> u64 {
         .sum()
 }
 
-/// CPU time (user and system, milliseconds) used so far by the Chromium processes running now.
-pub fn chromium_cpu_ms() -> f64 {
-    // SAFETY: sysconf only reads a constant.
-    let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    let ticks: u64 = chromium_processes()
-        .into_iter()
-        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
-        .filter_map(|stat| {
-            // Fields after the command (which may hold spaces): utime and stime are the 12th
-            // and 13th.
-            let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-            Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
-        })
-        .sum();
-    ticks as f64 * 1000.0 / ticks_per_second
+/// The CPU time (user and system, in clock ticks) of each Chromium process running now.
+pub struct CpuReading(std::collections::HashMap<i32, u64>);
+
+impl CpuReading {
+    pub fn now() -> CpuReading {
+        CpuReading(
+            chromium_processes()
+                .into_iter()
+                .filter_map(|pid| {
+                    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+                    // Fields after the command (which may hold spaces): utime and stime are the
+                    // 12th and 13th.
+                    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+                    let ticks = fields.get(11)?.parse::<u64>().ok()?
+                        + fields.get(12)?.parse::<u64>().ok()?;
+                    Some((pid, ticks))
+                })
+                .collect(),
+        )
+    }
+
+    /// Milliseconds of CPU the Chromium processes used since this reading; None when a process
+    /// of the first reading has ended since (its time left with it: the figure would be short,
+    /// as the last round's "-11.0" was), so that the figure prints as unknown.
+    pub fn cpu_ms_since(&self) -> Option<f64> {
+        let later = CpuReading::now();
+        if self.0.keys().any(|pid| !later.0.contains_key(pid)) {
+            return None;
+        }
+        // SAFETY: sysconf only reads a constant.
+        let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        let ticks: u64 = later
+            .0
+            .iter()
+            .map(|(pid, ticks)| ticks.saturating_sub(self.0.get(pid).copied().unwrap_or(0)))
+            .sum();
+        Some(ticks as f64 * 1000.0 / ticks_per_second)
+    }
 }
 
 /// Cores, CPU model and Chromium version.

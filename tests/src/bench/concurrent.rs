@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use browserenv_server::chromium::{Isolation, DEFAULT_EPISODES_PER_BROWSER};
 
-use crate::common::{chromium_cpu_ms, long_episodes, open_sessions, scrolls, server_with, Series};
+use crate::common::{long_episodes, open_sessions, scrolls, server_with, CpuReading, Series};
+use crate::regressions::{cell, record, Better};
 use crate::sessions_chart::StepFigure;
 
 /// Sessions open, and stepping at once in the together series.
@@ -32,11 +33,13 @@ pub async fn run(rounds: usize) -> anyhow::Result<Vec<StepFigure>> {
         open_sessions(&harness, &mut clients, SESSIONS).await?;
         tokio::time::sleep(Duration::from_secs(3)).await;
         let alone_name = format!("step scroll, 1 session alone ({name})");
-        let cpu_before = chromium_cpu_ms();
+        let cpu_before = CpuReading::now();
         let (alone, _) = scrolls(&mut clients[0], rounds, &alone_name).await?;
-        let alone_cpu = (chromium_cpu_ms() - cpu_before) / rounds as f64;
+        let alone_cpu = cpu_before
+            .cpu_ms_since()
+            .map_or(f64::NAN, |ms| ms / rounds as f64);
         println!("{}", alone.row());
-        let cpu_before = chromium_cpu_ms();
+        let cpu_before = CpuReading::now();
         let mut tasks = Vec::new();
         for mut client in clients {
             tasks.push(tokio::spawn(async move {
@@ -54,9 +57,23 @@ pub async fn run(rounds: usize) -> anyhow::Result<Vec<StepFigure>> {
             clients.push(client);
         }
         // Before the sessions close: a closed context's renderer takes its CPU time with it.
-        let together_cpu = (chromium_cpu_ms() - cpu_before) / together.millis.len() as f64;
+        let together_cpu = cpu_before
+            .cpu_ms_since()
+            .map_or(f64::NAN, |ms| ms / together.millis.len() as f64);
         println!("{}", together.row());
-        cpu_rows.push(format!("| {name} | {alone_cpu:.1} | {together_cpu:.1} |"));
+        for (count, cpu) in [(1, alone_cpu), (SESSIONS, together_cpu)] {
+            record(
+                &format!("Chromium CPU ms per scroll step, {count} session(s), {name}"),
+                cpu,
+                "ms",
+                Better::Lower,
+            );
+        }
+        cpu_rows.push(format!(
+            "| {name} | {} | {} |",
+            cell(alone_cpu, 1),
+            cell(together_cpu, 1)
+        ));
         for (stepping, series) in [(1, &alone), (SESSIONS, &together)] {
             figures.push(StepFigure {
                 isolation: short,

@@ -7,11 +7,14 @@ use browserenv_server::chromium::{Isolation, DEFAULT_EPISODES_PER_BROWSER};
 use browserenv_tests::test_settings;
 
 use crate::common::{resets, server_with, timed, Series, SPARE_PAUSE};
+use crate::floor::floors;
+use crate::regressions::{cell, record, Better};
 use crate::sessions_chart::ResetFigure;
 
 /// A new Chromium per episode, as before contexts: cold (every reset launches), and with the
 /// spare given time to launch between resets. Rows of a table already begun.
 pub async fn new_chromium_per_episode(rounds: usize) -> anyhow::Result<()> {
+    let floors = floors(rounds).await?;
     for warm_spare in [false, true] {
         let harness = server_with(Isolation::Process, 1, warm_spare, test_settings()).await;
         let mut client = harness.client().await;
@@ -26,10 +29,16 @@ pub async fn new_chromium_per_episode(rounds: usize) -> anyhow::Result<()> {
                 None,
             )
         };
+        let floor = if warm_spare {
+            floors.reset_ready
+        } else {
+            floors.cold_reset
+        };
         println!(
             "{}",
             resets(&mut client, &harness, rounds, pause, false, name)
                 .await?
+                .with_floor(floor)
                 .row()
         );
         client.close().await?;
@@ -48,6 +57,7 @@ pub struct BackToBack {
 /// Chromium per episode (the spare is used up by the first), with a context per episode on the
 /// session's Chromium, and with sessions sharing one Chromium. Rows of a table already begun.
 pub async fn back_to_back(rounds: usize) -> anyhow::Result<BackToBack> {
+    let floors = floors(rounds).await?;
     // The row's name, the chart's, and the server's isolation and episodes per browser.
     let modes = [
         (
@@ -93,7 +103,13 @@ pub async fn back_to_back(rounds: usize) -> anyhow::Result<BackToBack> {
             .reset(ResetOptions::new(harness.page("long.html")))
             .await?;
         tokio::time::sleep(SPARE_PAUSE).await;
-        let mut series = Series::new(name);
+        let spare = !name.contains("no spare context");
+        let floor = match (episodes, spare) {
+            (1, _) => floors.cold_reset,
+            (_, false) => floors.reset_new_context,
+            (_, true) => floors.reset_ready,
+        };
+        let mut series = Series::new(name).with_floor(floor);
         let mut phases: Vec<serde_json::Value> = Vec::new();
         for _ in 0..rounds.clamp(10, 30) {
             let result = timed(
@@ -119,7 +135,8 @@ pub async fn back_to_back(rounds: usize) -> anyhow::Result<BackToBack> {
                 true,
                 &name,
             )
-            .await?;
+            .await?
+            .with_floor(floor);
             println!("{}", series.row());
         }
         let median = |phase: &str| {
@@ -130,17 +147,32 @@ pub async fn back_to_back(rounds: usize) -> anyhow::Result<BackToBack> {
                 .collect();
             series.percentile(50.0)
         };
+        let phases: Vec<f64> = ["browser", "action", "settle", "screenshot", "total"]
+            .into_iter()
+            .map(|phase| {
+                let value = median(phase);
+                record(&format!("{name}: {phase}"), value, "ms", Better::Lower);
+                value
+            })
+            .collect();
         measured.phase_rows.push(format!(
-            "| {name} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
-            median("browser"),
-            median("action"),
-            median("settle"),
-            median("screenshot"),
-            median("total")
+            "| {name} | {} |",
+            phases
+                .iter()
+                .map(|v| cell(*v, 0))
+                .collect::<Vec<_>>()
+                .join(" | ")
         ));
         client.close().await?;
         harness.stop().await;
     }
+    measured.phase_rows.push(format!(
+        "| raw CDP (the floor): a context and tab, `Page.navigate` to the load event, a screencast's first frame | {} | {} | - | {} | {} |",
+        cell(floors.context, 0),
+        cell(floors.load, 0),
+        cell(floors.screenshot, 0),
+        cell(floors.reset_new_context, 0)
+    ));
     Ok(measured)
 }
 

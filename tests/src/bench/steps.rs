@@ -7,9 +7,11 @@ use browserenv::{BrowserAction, ResetOptions};
 use browserenv_tests::Harness;
 
 use crate::common::{long_episodes, print_measure_header, scrolls, timed, Series};
+use crate::floor::floors;
 
 /// The scroll step alone (a quick check of the step path), as a table of its own.
 pub async fn scroll_only(rounds: usize) -> anyhow::Result<()> {
+    let floors = floors(rounds).await?;
     let harness = Harness::start(long_episodes()).await;
     let mut client = harness.client().await;
     client
@@ -17,7 +19,7 @@ pub async fn scroll_only(rounds: usize) -> anyhow::Result<()> {
         .await?;
     let (scroll, _) = scrolls(&mut client, rounds, "step scroll (static page)").await?;
     print_measure_header();
-    println!("{}", scroll.row());
+    println!("{}", scroll.with_floor(floors.scroll).row());
     client.close().await?;
     harness.stop().await;
     Ok(())
@@ -38,13 +40,14 @@ impl PngSizes {
 
 /// Each kind of step, timed: rows of a table already begun.
 pub async fn run(rounds: usize) -> anyhow::Result<PngSizes> {
+    let floors = floors(rounds).await?;
     let harness = Harness::start(long_episodes()).await;
     let mut client = harness.client().await;
     client
         .reset(ResetOptions::new(harness.page("long.html")))
         .await?;
     let (scroll, screenshots) = scrolls(&mut client, rounds, "step scroll (static page)").await?;
-    println!("{}", scroll.row());
+    println!("{}", scroll.with_floor(floors.scroll).row());
     let mut png_bytes = Vec::new();
     for screenshot in &screenshots {
         png_bytes.push(
@@ -55,7 +58,7 @@ pub async fn run(rounds: usize) -> anyhow::Result<PngSizes> {
     }
     png_bytes.sort_unstable();
 
-    let mut click = Series::new("step click (static page, no navigation)");
+    let mut click = Series::new("step click (static page, no navigation)").with_floor(floors.click);
     client
         .reset(ResetOptions::new(harness.page("long.html")))
         .await?;
@@ -68,8 +71,8 @@ pub async fn run(rounds: usize) -> anyhow::Result<PngSizes> {
         .reset(ResetOptions::new(harness.page("form.html")))
         .await?;
     client.step(BrowserAction::click(250, 115)).await?;
-    let mut typing = Series::new("step type (10 chars)");
-    let mut key = Series::new("step key (BACKSPACE)");
+    let mut typing = Series::new("step type (10 chars)").with_floor(floors.type10);
+    let mut key = Series::new("step key (BACKSPACE)").with_floor(floors.key);
     for _ in 0..rounds {
         timed(
             &mut typing,
@@ -81,8 +84,8 @@ pub async fn run(rounds: usize) -> anyhow::Result<PngSizes> {
     println!("{}", typing.row());
     println!("{}", key.row());
 
-    let mut navigate = Series::new("step click that navigates");
-    let mut back = Series::new("step back (history)");
+    let mut navigate = Series::new("step click that navigates").with_floor(floors.navigate);
+    let mut back = Series::new("step back (history)").with_floor(floors.back);
     client
         .reset(ResetOptions::new(harness.page("nav1.html")))
         .await?;

@@ -1,0 +1,108 @@
+//! What trainers run (`BENCH_ONLY=throughput`): N sessions stepping as fast as they can, each
+//! sending its next step the moment the last one is answered, for N = 1, 4, 8 and 12, with no
+//! settle at all (`BROWSER_ACTION_WAIT_SECONDS=0`) and with the defaults (the adaptive settle).
+//! Aggregate steps per second, per core, and the CPU time Chromium spent per step. The steps are
+//! scrolls of the long test page; every session has a Chromium of its own (the default).
+
+use std::time::{Duration, Instant};
+
+use browserenv::BrowserAction;
+use browserenv_server::chromium::{Isolation, DEFAULT_EPISODES_PER_BROWSER};
+use browserenv_server::settings::EnvSettings;
+
+use crate::common::{long_episodes, open_sessions, server_with, CpuReading};
+use crate::regressions::{cell, record, Better};
+
+/// Sessions stepping at once.
+const SESSIONS: [usize; 4] = [1, 4, 8, 12];
+
+/// How long each measurement steps for.
+const WINDOW: Duration = Duration::from_secs(6);
+
+pub async fn run(_rounds: usize) -> anyhow::Result<()> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    println!(
+        "| settle | sessions | steps | steps/s | steps/s per core | median step ms | Chromium CPU ms per step |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for (label, wait) in [
+        ("none (BROWSER_ACTION_WAIT_SECONDS=0)", Some(Duration::ZERO)),
+        ("adaptive (default)", None),
+    ] {
+        for sessions in SESSIONS {
+            let settings = EnvSettings {
+                action_wait: wait.unwrap_or(EnvSettings::default().action_wait),
+                ..long_episodes()
+            };
+            let harness = server_with(
+                Isolation::Process,
+                DEFAULT_EPISODES_PER_BROWSER,
+                true,
+                EnvSettings {
+                    max_steps: 100_000,
+                    ..settings
+                },
+            )
+            .await;
+            let mut clients = Vec::new();
+            open_sessions(&harness, &mut clients, sessions).await?;
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let cpu_before = CpuReading::now();
+            let started = Instant::now();
+            let mut tasks = Vec::new();
+            for mut client in clients {
+                tasks.push(tokio::spawn(async move {
+                    let mut times = Vec::new();
+                    let mut i = 0;
+                    while started.elapsed() < WINDOW {
+                        let dy = if i % 2 == 0 { 600 } else { -600 };
+                        let step = Instant::now();
+                        client.step(BrowserAction::scroll(dy)).await?;
+                        times.push(step.elapsed().as_secs_f64() * 1000.0);
+                        i += 1;
+                    }
+                    anyhow::Ok((client, times))
+                }));
+            }
+            let mut times = Vec::new();
+            let mut clients = Vec::new();
+            for task in tasks {
+                let (client, mut taken) = task.await??;
+                times.append(&mut taken);
+                clients.push(client);
+            }
+            let elapsed = started.elapsed().as_secs_f64();
+            let cpu_ms = cpu_before.cpu_ms_since();
+            let steps = times.len();
+            times.sort_by(f64::total_cmp);
+            let median = times.get(steps / 2).copied().unwrap_or(f64::NAN);
+            let per_second = steps as f64 / elapsed;
+            let cpu_per_step = cpu_ms.map_or(f64::NAN, |ms| ms / steps as f64);
+            let name = format!("throughput, settle {label}, {sessions} sessions");
+            record(
+                &format!("{name}: steps/s"),
+                per_second,
+                "steps/s",
+                Better::Higher,
+            );
+            record(
+                &format!("{name}: Chromium CPU ms per step"),
+                cpu_per_step,
+                "ms",
+                Better::Lower,
+            );
+            println!(
+                "| {label} | {sessions} | {steps} | {} | {} | {} | {} |",
+                cell(per_second, 1),
+                cell(per_second / cores, 1),
+                cell(median, 0),
+                cell(cpu_per_step, 1)
+            );
+            for client in clients {
+                client.close().await?;
+            }
+            harness.stop().await;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,103 @@
+//! The perf smoke: 10 resets and 20 steps on the server at its defaults, beside the same actions
+//! on raw CDP (`browserenv_tests::raw_cdp`: the same Chromium and flags, nothing of ours) in the
+//! same process, taken in turns. It fails when the server takes more than twice the floor: a
+//! ratio within one run, so a busy machine slows both sides alike. The DevTools bridge's 40 ms
+//! delayed ACKs (Nagle's algorithm on its socket) made it 3-4x; the bench (`make bench`) has the
+//! figures, this only keeps a regression of that size out of main.
+
+use std::time::{Duration, Instant};
+
+use browserenv::{BrowserAction, ResetOptions};
+use browserenv_server::chromium::ChromiumConfig;
+use browserenv_server::settings::EnvSettings;
+use browserenv_server::ServerConfig;
+use browserenv_tests::raw_cdp::RawChromium;
+use browserenv_tests::{chromium_path, Harness};
+
+/// How many times the floor the server may take.
+const MAX_RATIO: f64 = 2.0;
+
+fn ms(elapsed: Duration) -> f64 {
+    elapsed.as_secs_f64() * 1000.0
+}
+
+#[tokio::test]
+async fn the_server_stays_within_twice_the_raw_cdp_floor() {
+    // The binary's defaults: a spare context per session, the adaptive settle, frames of the
+    // compositor.
+    let chromium = ChromiumConfig {
+        executable: chromium_path(),
+        ..ChromiumConfig::default()
+    };
+    let harness = Harness::start_with_browser(
+        chromium,
+        ServerConfig {
+            settings: EnvSettings::default(),
+            ..ServerConfig::default()
+        },
+    )
+    .await;
+    let page = harness.page("long.html");
+    let mut client = harness.client().await;
+    let mut raw = RawChromium::launch(&chromium_path()).await.unwrap();
+    // Neither side's first reset (a launch) is timed.
+    client.reset(ResetOptions::new(&page)).await.unwrap();
+    let (mut tab, _) = raw.reset(None, &page).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let (mut ours, mut floor) = (Vec::new(), Vec::new());
+    for _ in 0..10 {
+        let started = Instant::now();
+        client.reset(ResetOptions::new(&page)).await.unwrap();
+        ours.push(("reset", ms(started.elapsed())));
+        let started = Instant::now();
+        let (next, _) = raw.reset(Some(tab), &page).await.unwrap();
+        tab = next;
+        floor.push(("reset", ms(started.elapsed())));
+    }
+    // Scroll steps: the step whose floor is plainest (a wheel event, the next frame). A click
+    // adds the settle's 40 ms window for a navigation to start, which the floor has no reason
+    // to wait for (docs/benchmark.md has both).
+    for i in 0..20 {
+        let dy = if i % 2 == 0 { 600 } else { -600 };
+        let started = Instant::now();
+        let result = client.step(BrowserAction::scroll(dy)).await.unwrap();
+        ours.push(("scroll", ms(started.elapsed())));
+        assert_eq!(result.observation.error, "", "{result:?}");
+        let started = Instant::now();
+        raw.scroll(&tab, dy).await.unwrap();
+        raw.frame(&tab).await.unwrap();
+        floor.push(("scroll", ms(started.elapsed())));
+    }
+    let total = |times: &[(&str, f64)], kind: &str| -> f64 {
+        times
+            .iter()
+            .filter(|(k, _)| kind.is_empty() || *k == kind)
+            .map(|(_, t)| t)
+            .sum()
+    };
+    let report: Vec<String> = ["reset", "scroll", ""]
+        .into_iter()
+        .map(|kind| {
+            format!(
+                "{}: {:.0} ms against {:.0} ms ({:.2}x)",
+                if kind.is_empty() { "all" } else { kind },
+                total(&ours, kind),
+                total(&floor, kind),
+                total(&ours, kind) / total(&floor, kind)
+            )
+        })
+        .collect();
+    println!(
+        "perf smoke, the server against raw CDP: {}",
+        report.join("; ")
+    );
+    let ratio = total(&ours, "") / total(&floor, "");
+    assert!(
+        ratio <= MAX_RATIO,
+        "the server took {ratio:.2}x the raw CDP floor (at most {MAX_RATIO}x): {}",
+        report.join("; ")
+    );
+    client.close().await.unwrap();
+    harness.stop().await;
+}

@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Response};
 use crate::api_error::ApiError;
 
 /// The access rules of one server.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Access {
     /// Every route but `/health` and `/ready` needs `Authorization: Bearer <token>`.
     pub token: Option<String>,
@@ -33,6 +33,21 @@ pub struct Access {
     /// Whether `Host` is checked: not behind a Unix socket, where only the proxy in front of the
     /// server can connect and it sends its own public name.
     pub check_host: bool,
+    /// Other replicas' requests carry a signature made with the token instead of the token
+    /// (`replicas/signing.rs`); each is taken once.
+    pub peer_signatures: Arc<crate::replicas::signing::Verifier>,
+}
+
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the token.
+        f.debug_struct("Access")
+            .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .field("allowed_origins", &self.allowed_origins)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("check_host", &self.check_host)
+            .finish()
+    }
 }
 
 impl Access {
@@ -171,15 +186,57 @@ pub async fn check_origin_and_host(
     }
 }
 
-/// `Authorization: Bearer <token>` on every route but `/health` and `/ready`.
+/// `Authorization: Bearer <token>` on every route but `/health` and `/ready`; or, from another
+/// replica, a signature made with the token over the request (`replicas/signing.rs`).
 pub async fn require_token(
     State(access): State<Arc<Access>>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    match access.refuse_token(request.headers()) {
-        None => next.run(request).await,
-        Some(refused) => refused,
+    use crate::replicas::signing::HEADER;
+    let signed = request.headers().get(HEADER).cloned();
+    let (Some(token), Some(signature), false) = (
+        access.token.as_ref(),
+        signed,
+        request.headers().contains_key(header::AUTHORIZATION),
+    ) else {
+        return match access.refuse_token(request.headers()) {
+            None => next.run(request).await,
+            Some(refused) => refused,
+        };
+    };
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, crate::connection::MAX_INCOMING_BYTES).await else {
+        return unauthorized("the signed request's body could not be read");
+    };
+    let path_and_query = parts
+        .uri
+        .path_and_query()
+        .map_or(parts.uri.path(), |p| p.as_str());
+    let host = parts
+        .headers
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("");
+    let verified = access.peer_signatures.verify(
+        token,
+        signature.to_str().unwrap_or(""),
+        crate::replicas::signing::Signed {
+            method: parts.method.as_str(),
+            host,
+            path_and_query,
+            body: &bytes,
+        },
+    );
+    match verified {
+        Ok(()) => {
+            next.run(axum::extract::Request::from_parts(parts, bytes.into()))
+                .await
+        }
+        Err(refused) => {
+            tracing::warn!("refused a peer request to {}: {refused}", parts.uri.path());
+            unauthorized(&refused.to_string())
+        }
     }
 }
 

@@ -73,7 +73,7 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Hub {
     /// Open the campaign in `dir` (its settings, tasks and log) and start the recorder of its
     /// demonstrations in `DIR/recording`.
-    pub fn open(dir: &Path, redact: bool) -> anyhow::Result<(Hub, RecorderHandle)> {
+    pub fn open(dir: &Path) -> anyhow::Result<(Hub, RecorderHandle)> {
         use anyhow::Context;
         let (campaign, problems) = Campaign::open(dir).map_err(anyhow::Error::msg)?;
         for problem in &problems {
@@ -103,7 +103,7 @@ impl Hub {
                     .map(|d| d.episode_id.clone()),
             )
             .collect();
-        let recorder = Recorder::new(writer, Actor::Human).redacting(redact);
+        let recorder = Recorder::new(writer, Actor::Human);
         let handle = RecorderHandle::spawn(recorder, |err| {
             tracing::error!("recording the campaign failed: {err}")
         })?;

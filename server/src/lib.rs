@@ -30,9 +30,8 @@ pub mod outcome;
 pub mod pool;
 pub mod recording;
 pub mod registry;
-pub mod relay;
 pub mod replicas;
-pub mod secrets;
+
 pub mod session;
 pub mod settings;
 pub mod site;
@@ -68,8 +67,6 @@ pub struct ServerConfig {
     pub warm_spare: bool,
     /// Record every session's episodes here (trajectory format v1, `actor: "agent"`).
     pub record_dir: Option<std::path::PathBuf>,
-    /// Black out password inputs in recorded screenshots (`--redact`).
-    pub redact: bool,
     /// When set, every route but `/health` and `/ready` needs `Authorization: Bearer <token>`.
     pub token: Option<String>,
     /// Tasks `reset` may name with `task_id` (`--tasks`).
@@ -102,7 +99,6 @@ impl Default for ServerConfig {
             max_sessions: 4,
             warm_spare: true,
             record_dir: None,
-            redact: false,
             token: None,
             tasks: None,
             allowed_origins: Vec::new(),
@@ -141,11 +137,7 @@ where
         config.peers.clone(),
         config.token.clone(),
     ));
-    let mcp = Arc::new(mcp::endpoint::Mcp::new(
-        sessions.clone(),
-        &config.timeouts,
-        replicas.clone(),
-    ));
+    let mcp = Arc::new(mcp::endpoint::Mcp::new(sessions.clone(), &config.timeouts));
     let http = Arc::new(HttpSession::new(sessions.clone()));
     let state = Arc::new(AppState {
         sessions,
@@ -157,6 +149,7 @@ where
             allowed_origins: config.allowed_origins.clone(),
             allowed_hosts: config.allowed_hosts.clone(),
             check_host: config.check_host,
+            peer_signatures: Default::default(),
         }),
         timeouts: config.timeouts.clone(),
         replicas,
@@ -274,12 +267,12 @@ impl<L: Launcher> Core<L> {
         lifecycle: Lifecycle,
     ) -> anyhow::Result<Self> {
         let recorder = match &config.record_dir {
-            Some(dir) => Some(start_recorder(dir, config.redact)?),
+            Some(dir) => Some(start_recorder(dir)?),
             None => None,
         };
         let (campaign, campaign_recorder) = match &config.campaign {
             Some(dir) => {
-                let (hub, recorder) = campaign::Hub::open(dir, config.redact)?;
+                let (hub, recorder) = campaign::Hub::open(dir)?;
                 (Some(Arc::new(hub)), Some(recorder))
             }
             None => (None, None),
@@ -327,7 +320,7 @@ impl<L: Launcher> Core<L> {
     }
 }
 
-fn start_recorder(dir: &std::path::Path, redact: bool) -> anyhow::Result<RecorderHandle> {
+fn start_recorder(dir: &std::path::Path) -> anyhow::Result<RecorderHandle> {
     use anyhow::Context;
     let (writer, recovery) = TrajectoryWriter::open(dir)
         .with_context(|| format!("cannot record into {}", dir.display()))?;
@@ -338,7 +331,7 @@ fn start_recorder(dir: &std::path::Path, redact: bool) -> anyhow::Result<Recorde
             recovery.incomplete.len()
         );
     }
-    let recorder = Recorder::new(writer, Actor::Agent).redacting(redact);
+    let recorder = Recorder::new(writer, Actor::Agent);
     Ok(RecorderHandle::spawn(recorder, |err| {
         tracing::error!("recording failed: {err}")
     })?)

@@ -76,6 +76,11 @@ pub struct Cli {
     /// Python client: 60 s).
     #[arg(long, env = "BROWSER_HANDOFF_WAIT_SECONDS", default_value_t = 30.0)]
     pub handoff_wait: f64,
+    /// Seconds an agent's `request_human` waits, at most, for a person to take control and hand
+    /// back (the agent may ask for less), 1..=3600. Behind a balancer, keep it below the
+    /// balancer's reply timeout (deploy/haproxy: 120 s).
+    #[arg(long, env = "BROWSER_ASK_WAIT_SECONDS", default_value_t = crate::settings::DEFAULT_ASK_WAIT.as_secs_f64())]
+    pub ask_wait: f64,
     /// Seconds running episodes may go on after SIGTERM (readiness is 503 and new sessions are
     /// refused at once); then what still runs is ended with a frame saying why, 0..=3600. A
     /// second signal stops at once.
@@ -262,6 +267,7 @@ impl Cli {
                 0.0,
                 600.0,
             )?,
+            ask_wait: seconds_in_range("BROWSER_ASK_WAIT_SECONDS", self.ask_wait, 1.0, 3600.0)?,
         };
         let settings = EnvSettings {
             // Known once bound (`run`).

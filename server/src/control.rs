@@ -8,7 +8,7 @@
 //! session's slot beside its entry, so a watch connection reaches it by the session's id without
 //! waiting for the session's lock (a step in flight), and tells every watcher when it changes.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 use tokio::sync::watch;
@@ -21,16 +21,28 @@ pub struct Controller {
     pub name: String,
 }
 
-/// One session's control slot: `None` is the agent.
+/// An agent's request for a person (`request_human`): why, and since when.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+pub struct Ask {
+    pub reason: String,
+    pub since: String,
+}
+
+/// One session's control slot: `None` is the agent. Beside it, the agent's request for a person
+/// while one is open, and what the person said when they last handed back.
 #[derive(Debug)]
 pub struct Control {
     holder: watch::Sender<Option<Arc<Controller>>>,
+    asking: Mutex<Option<Ask>>,
+    note: Mutex<Option<String>>,
 }
 
 impl Default for Control {
     fn default() -> Self {
         Control {
             holder: watch::channel(None).0,
+            asking: Mutex::new(None),
+            note: Mutex::new(None),
         }
     }
 }
@@ -86,12 +98,73 @@ impl Control {
             .is_ok_and(|changed| changed.is_ok())
     }
 
-    /// Who is in control, as watchers and `/sessions` show it.
+    /// Who is in control, as watchers and `/sessions` show it; and the agent's request for a
+    /// person, while it waits.
     pub fn view(&self) -> Value {
-        match self.holder() {
+        let mut view = match self.holder() {
             Some(controller) => json!({"actor": "human", "name": controller.name}),
             None => json!({"actor": "agent"}),
+        };
+        if let Some(ask) = self.asking() {
+            view["asking"] = json!(ask);
         }
+        view
+    }
+
+    /// The agent's open request for a person.
+    pub fn asking(&self) -> Option<Ask> {
+        self.asking.lock().ok()?.clone()
+    }
+
+    /// Open the agent's request for a person (one at a time).
+    pub fn ask(&self, reason: &str) -> Result<(), String> {
+        let mut asking = self.asking.lock().map_err(|_| "unavailable".to_string())?;
+        if asking.is_some() {
+            return Err("this session is asking for a person already".into());
+        }
+        if let Ok(mut note) = self.note.lock() {
+            *note = None;
+        }
+        *asking = Some(Ask {
+            reason: reason.to_string(),
+            since: browserenv::trajectory::now(),
+        });
+        Ok(())
+    }
+
+    /// Close the agent's request for a person.
+    pub fn answered(&self) {
+        if let Ok(mut asking) = self.asking.lock() {
+            *asking = None;
+        }
+    }
+
+    /// What the person in control says to the agent as they hand back.
+    pub fn leave_note(&self, note: String) {
+        if let Ok(mut kept) = self.note.lock() {
+            *kept = Some(note);
+        }
+    }
+
+    /// The person's note, once.
+    pub fn take_note(&self) -> Option<String> {
+        self.note.lock().ok()?.take()
+    }
+
+    /// Wait, at most until `deadline`, for a person to take control and hand it back (one who
+    /// holds it already need only hand back): who it was.
+    pub async fn handed_back(&self, deadline: tokio::time::Instant) -> Option<Arc<Controller>> {
+        let mut holder = self.holder.subscribe();
+        let person = tokio::time::timeout_at(deadline, holder.wait_for(Option::is_some))
+            .await
+            .ok()?
+            .ok()?
+            .clone()?;
+        tokio::time::timeout_at(deadline, holder.wait_for(Option::is_none))
+            .await
+            .ok()?
+            .ok()?;
+        Some(person)
     }
 }
 

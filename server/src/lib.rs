@@ -287,7 +287,7 @@ impl<L: Launcher> Core<L> {
                 config.max_sessions,
                 recorder.as_ref().map(RecorderHandle::sender),
             )
-            .with_handoff_wait(config.timeouts.handoff_wait)
+            .with_handoff_wait(config.timeouts.handoff_wait, config.timeouts.ask_wait)
             .with_lifecycle(lifecycle)
             .with_campaign(campaign.clone()),
         );

@@ -65,6 +65,11 @@ impl SessionRecorder {
         self.send(|session| RecordEvent::Verdict { session, verdict });
     }
 
+    /// A note on the session's last recorded step (an agent's request for a person, its answer).
+    pub fn note(&self, note: String) {
+        self.send(|session| RecordEvent::Note { session, note });
+    }
+
     pub fn end(&self) {
         self.send(|session| RecordEvent::End { session });
     }

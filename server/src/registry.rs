@@ -20,7 +20,7 @@ use browserenv::protocol::step_result_body;
 use browserenv::text_layer::TextLayer;
 use browserenv::trajectory::Actor;
 
-use crate::control::{Control, Controller};
+use crate::control::{Ask, Control, Controller};
 
 /// How many frames a watcher may fall behind before it skips to the newest.
 const WATCH_BACKLOG: usize = 8;
@@ -68,6 +68,9 @@ pub struct SessionInfo {
     /// With `BROWSER_PEERS`: the replica that holds the session (`http://10.0.0.5:8000`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replica: Option<String>,
+    /// The agent asks for a person (`request_human`): why, and since when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asking: Option<Ask>,
 }
 
 struct Entry {
@@ -181,6 +184,7 @@ impl Registry {
             human: None,
             watchers: 0,
             replica: None,
+            asking: None,
         };
         let control = Arc::new(Control::default());
         if let Ok(mut sessions) = self.sessions.lock() {
@@ -215,6 +219,7 @@ impl Registry {
                             watchers: e.events.receiver_count(),
                             control: if human.is_some() { "human" } else { "agent" },
                             human,
+                            asking: e.control.asking(),
                             ..e.info.clone()
                         }
                     })
@@ -268,6 +273,19 @@ impl Registry {
         }
     }
 
+    /// What the person in control says to the agent as they hand back (`request_human`'s answer),
+    /// if `controller` still holds the session.
+    pub fn leave_note(&self, id: &str, controller: &str, note: String) {
+        let Ok(sessions) = self.sessions.lock() else {
+            return;
+        };
+        if let Some(entry) = sessions.get(id) {
+            if entry.control.holder().is_some_and(|c| c.id == controller) {
+                entry.control.leave_note(note);
+            }
+        }
+    }
+
     /// Queue an action of the person in control for the session; refused when the session is
     /// gone or has too many waiting.
     pub fn send_human_action(&self, id: &str, action: HumanAction) -> Result<(), String> {
@@ -310,6 +328,20 @@ impl Registration {
     /// The session's control slot (shared with its registry entry).
     pub fn control(&self) -> &Arc<Control> {
         &self.control
+    }
+
+    /// The agent asks for a person, or (`None`) no longer does: every watcher is told.
+    pub fn ask(&self, reason: Option<&str>) -> Result<(), String> {
+        match reason {
+            Some(reason) => self.control.ask(reason)?,
+            None => self.control.answered(),
+        }
+        if let Ok(sessions) = self.registry.sessions.lock() {
+            if let Some(entry) = sessions.get(&self.id) {
+                let _ = entry.events.send(control_frame(&self.id, &self.control));
+            }
+        }
+        Ok(())
     }
 
     /// Publish a reset (`action` None) or a step by `actor` and update the session's facts.

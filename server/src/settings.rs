@@ -83,7 +83,14 @@ pub struct PeerTimeouts {
     /// `BROWSER_HANDOFF_WAIT_SECONDS`, default 30, 0..=600: how long an agent's request waits
     /// while a person who took control of its session holds it (`control.rs`).
     pub handoff_wait: Duration,
+    /// `BROWSER_ASK_WAIT_SECONDS`, default 110, 1..=3600: the longest an agent's `request_human`
+    /// waits for a person to take control and hand back.
+    pub ask_wait: Duration,
 }
+
+/// `BROWSER_ASK_WAIT_SECONDS` by default: below the 120 s the balancer waits for a reply
+/// (deploy/haproxy/haproxy.cfg), and a relayed call with it (`replicas/relay.rs`).
+pub const DEFAULT_ASK_WAIT: Duration = Duration::from_secs(110);
 
 /// `BROWSER_HANDOFF_WAIT_SECONDS` by default: below the 60 s OpenEnv's client waits for a reply,
 /// with room for the step that runs after the hand-back.
@@ -97,6 +104,7 @@ impl Default for PeerTimeouts {
             ping_timeout: Duration::from_secs(20),
             header_read_timeout: Duration::from_secs(10),
             handoff_wait: DEFAULT_HANDOFF_WAIT,
+            ask_wait: DEFAULT_ASK_WAIT,
         }
     }
 }

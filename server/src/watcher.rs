@@ -27,6 +27,8 @@ use crate::websocket::Heartbeat;
 
 /// The name shown for a person who took control without giving one.
 const UNNAMED: &str = "a person";
+/// The most characters of a person's note to the agent as they hand back.
+const NOTE_LIMIT: usize = 2000;
 /// Names are cut to this many characters (they are shown in status bars and observations).
 const NAME_LIMIT: usize = 64;
 
@@ -225,6 +227,18 @@ impl Steering {
                 }
             }
             Some("release") => {
+                // A note for the agent (the answer to its `request_human`), on one line of
+                // printable text: it is shown in observations, recordings and the log.
+                let note = value["data"]["note"].as_str().map(|note| {
+                    note.chars()
+                        .map(|c| if c.is_control() { ' ' } else { c })
+                        .take(NOTE_LIMIT)
+                        .collect::<String>()
+                });
+                if let (Some(hold), Some(note)) = (&self.hold, note) {
+                    self.registry
+                        .leave_note(&self.session, &hold.controller.id, note);
+                }
                 if let Some(hold) = self.hold.take() {
                     tracing::info!(
                         "session {}: {} handed back",

@@ -26,6 +26,8 @@ pub(super) struct OpenEpisode {
     last: Option<StepRecord>,
     /// The task's whole verdict, once judged (`RecordEvent::Verdict`).
     verdict: Option<crate::tasks::Verdict>,
+    /// Notes sent before the episode's first step, for that step.
+    pending_notes: Vec<String>,
 }
 
 /// What a recorder is told. `session` keys the episode; everything else is what the wire carried,
@@ -115,6 +117,7 @@ impl Recorder {
                         steps: 0,
                         last: None,
                         verdict: None,
+                        pending_notes: Vec::new(),
                     },
                 );
                 Ok(())
@@ -141,14 +144,32 @@ impl Recorder {
                 Ok(())
             }
             RecordEvent::Note { session, note } => {
-                let Some(last) = self.last_steps.get_mut(&session) else {
+                // Before the episode's first step (an agent that asks for a person at once):
+                // the note waits for that step.
+                let first_step_pending = self
+                    .open
+                    .get(&session)
+                    .is_some_and(|episode| episode.last.is_none());
+                let Some(last) = self
+                    .last_steps
+                    .get_mut(&session)
+                    .filter(|_| !first_step_pending)
+                else {
+                    if let Some(episode) = self.open.get_mut(&session) {
+                        episode.pending_notes.push(note);
+                        return Ok(());
+                    }
                     return Err(io::Error::new(
                         io::ErrorKind::NotFound,
                         "no recorded step to attach the note to",
                     ));
                 };
                 let mut record = last.clone();
-                record.note = Some(note);
+                // A step's notes add up (an agent's request for a person, then its answer).
+                record.note = Some(match record.note.take() {
+                    Some(before) if before != note => format!("{before}\n{note}"),
+                    _ => note,
+                });
                 // Remembered only once on disk, so a note that failed is not carried on.
                 self.writer.rewrite_last_step(&record).map_err(|err| {
                     io::Error::new(err.kind(), format!("the note was not attached: {err}"))
@@ -207,7 +228,8 @@ impl Recorder {
             done: observation.done,
             latency_ms,
             task: episode.task.clone(),
-            note: None,
+            note: (!episode.pending_notes.is_empty())
+                .then(|| std::mem::take(&mut episode.pending_notes).join("\n")),
             element: metadata.get("element").cloned(),
         };
         // The episode has moved past the step even if its line is lost: the next step starts

@@ -447,3 +447,136 @@ async fn a_secret_the_page_moves_into_its_url_stays_hidden() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An agent asks for a person (`request_human`, as OpenEnv's MCP client calls it): watchers and
+/// `/sessions` show who asks and why, the call waits while a person takes control, acts and
+/// hands back with a note, then returns the note, who it was and what they did; the recording
+/// notes both.
+#[tokio::test]
+async fn an_agent_asks_for_a_person_and_gets_their_note_and_steps() {
+    let dir = std::env::temp_dir().join(format!("browserenv-ask-{}", std::process::id()));
+    let harness = Harness::recording(&dir, test_settings()).await;
+    let mcp = |body: Value| {
+        let url = format!("{}/mcp", harness.server.base_url());
+        async move {
+            reqwest::Client::new()
+                .post(url)
+                .header("accept", "*/*")
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    let created = mcp(json!({"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"})).await;
+    let id = created["result"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let call = |name: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"session_id": id, "name": name, "arguments": arguments}})
+    };
+    let reset = mcp(call(
+        "reset",
+        json!({"start_url": harness.page("form.html")}),
+    ))
+    .await;
+    assert!(reset["error"].is_null(), "{reset}");
+    let mut person = watch(&harness, &id, None).await.unwrap();
+    let asked = tokio::spawn(mcp(call(
+        "request_human",
+        json!({"reason": "please sign me in", "wait_seconds": 60}),
+    )));
+    let asking = until(&mut person, |f| !f["data"]["control"]["asking"].is_null()).await;
+    assert_eq!(
+        asking["data"]["control"]["asking"]["reason"],
+        "please sign me in"
+    );
+    let listed: Value = reqwest::get(format!("{}/sessions", harness.server.base_url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        listed[0]["asking"]["reason"], "please sign me in",
+        "{listed}"
+    );
+    send(
+        &mut person,
+        json!({"type": "take", "data": {"name": "ana"}}),
+    )
+    .await;
+    assert_eq!(until(&mut person, reply).await["type"], "control");
+    send(
+        &mut person,
+        json!({"type": "step", "data": {"op": "click", "x": 250, "y": 115}}),
+    )
+    .await;
+    assert_eq!(until(&mut person, reply).await["type"], "observation");
+    send(
+        &mut person,
+        json!({"type": "release", "data": {"note": "signed in\nas ana"}}),
+    )
+    .await;
+    until(&mut person, |f| f["type"] == "control").await;
+    let answer = asked.await.unwrap();
+    let metadata = &answer["result"]["data"]["metadata"];
+    assert_eq!(metadata["human"], "ana", "{answer}");
+    assert_eq!(metadata["human_note"], "signed in as ana");
+    assert_eq!(metadata["human_steps"][0]["action"]["op"], "click");
+    assert!(
+        answer["result"]["data"]["screenshot"]
+            .as_str()
+            .unwrap()
+            .len()
+            > 100
+    );
+    // The request is over: no longer listed as asking.
+    let listed: Value = reqwest::get(format!("{}/sessions", harness.server.base_url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(listed[0]["asking"].is_null(), "{listed}");
+    // Nobody answers the next one: the call says so when its wait is over.
+    let unanswered = mcp(call(
+        "request_human",
+        json!({"reason": "again", "wait_seconds": 1}),
+    ))
+    .await;
+    assert!(
+        unanswered.to_string().contains("no person took control"),
+        "{unanswered}"
+    );
+    drop(person);
+    let _ = mcp(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "openenv/session/close",
+                       "params": {"session_id": id}}),
+    )
+    .await;
+    harness.stop().await;
+    let notes: Vec<String> = read(&dir)
+        .unwrap()
+        .steps
+        .iter()
+        .filter_map(|step| step.note.clone())
+        .flat_map(|note| note.lines().map(str::to_string).collect::<Vec<_>>())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("asked for a person: please sign me in")),
+        "{notes:?}"
+    );
+    assert!(
+        notes.iter().any(|n| n == "ana answered: signed in as ana"),
+        "{notes:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

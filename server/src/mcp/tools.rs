@@ -25,6 +25,12 @@ const RESET_ARGUMENTS: [&str; 3] = ["start_url", "task_id", "episode_id"];
 /// The tool that reads the page's visible text: it neither steps the episode nor touches the page.
 pub const READ_PAGE: &str = "read_page";
 
+/// The tool an agent asks a person with (`session::ask_for_a_person`).
+pub const REQUEST_HUMAN: &str = "request_human";
+
+/// The most characters of a `request_human` reason (it is shown in a status bar and the log).
+const REASON_CHARS: usize = 500;
+
 /// What an MCP text block says for a page with no visible text.
 const NO_TEXT: &str = "[no visible text]";
 
@@ -142,6 +148,28 @@ pub fn tools() -> Vec<Tool> {
         true,
         read_page_output_schema(),
     );
+    let request_human = tool(
+        REQUEST_HUMAN,
+        "Ask a person for help when stuck (a login, a captcha, a page you cannot get past): the \
+         people watching the session are told why, one of them takes control, acts, and hands \
+         back with an optional note. The call waits until then (at most wait_seconds, and at \
+         most the server's BROWSER_ASK_WAIT_SECONDS) and returns the page as the person left \
+         it: its screenshot and facts, with metadata.human (who), metadata.human_note (what they \
+         said) and metadata.human_steps (what they did). An error when nobody answered in time."
+            .into(),
+        json!({
+            "type": "object",
+            "properties": {
+                "reason": {"type": "string", "minLength": 1, "maxLength": REASON_CHARS,
+                    "description": "What the person should do, in a sentence"},
+                "wait_seconds": {"type": "integer", "minimum": 1, "maximum": 3600,
+                    "description": "How long to wait for a person (the server's bound applies)"},
+            },
+            "required": ["reason"],
+            "additionalProperties": false,
+        }),
+        false,
+    );
     std::iter::once(reset)
         .chain(Op::ALL.into_iter().map(|op| {
             tool(
@@ -151,8 +179,49 @@ pub fn tools() -> Vec<Tool> {
                 op == Op::Wait,
             )
         }))
-        .chain(std::iter::once(read_page))
+        .chain([read_page, request_human])
         .collect()
+}
+
+/// `request_human`'s reason (one line of printable text) and wait, checked like an action's
+/// fields.
+fn ask_arguments(
+    arguments: &Map<String, Value>,
+) -> Result<(String, std::time::Duration), ToolFailure> {
+    let invalid = |message: String| ToolFailure::Invalid(format!("Invalid message: {message}"));
+    if let Some(extra) = arguments
+        .keys()
+        .find(|key| !["reason", "wait_seconds"].contains(&key.as_str()))
+    {
+        return Err(invalid(format!("{extra}: Extra inputs are not permitted")));
+    }
+    let reason = match arguments.get("reason") {
+        Some(Value::String(reason)) if !reason.trim().is_empty() => reason,
+        Some(Value::String(_)) => return Err(invalid("reason: should not be empty".into())),
+        Some(_) => return Err(invalid("reason: Input should be a valid string".into())),
+        None => return Err(invalid("reason: Field required".into())),
+    };
+    if reason.chars().count() > REASON_CHARS {
+        return Err(invalid(format!(
+            "reason: String should have at most {REASON_CHARS} characters"
+        )));
+    }
+    let reason = reason
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect::<String>();
+    let wait = match arguments.get("wait_seconds") {
+        None | Some(Value::Null) => 3600,
+        Some(value) => match value.as_u64() {
+            Some(seconds @ 1..=3600) => seconds,
+            _ => {
+                return Err(invalid(
+                    "wait_seconds: Input should be a whole number from 1 to 3600".into(),
+                ))
+            }
+        },
+    };
+    Ok((reason, std::time::Duration::from_secs(wait)))
 }
 
 /// What `read_page`'s structured content holds.
@@ -257,6 +326,16 @@ pub async fn call<L: Launcher>(
                 "text": compact.text,
                 "truncated": compact.truncated,
             }),
+        }));
+    }
+    if name == REQUEST_HUMAN {
+        let (reason, wait) = ask_arguments(arguments)?;
+        let result = crate::session::ask_for_a_person(shared, &reason, wait)
+            .await
+            .map_err(|err| ToolFailure::Environment(err.0))?;
+        return Ok(Called::Observation(Outcome {
+            result,
+            state: shared.lock().await.state(),
         }));
     }
     let result = if name == "reset" {
@@ -370,7 +449,8 @@ mod tests {
                 "back",
                 "wait",
                 "finish",
-                "read_page"
+                "read_page",
+                "request_human"
             ]
         );
         for tool in tools() {

@@ -30,6 +30,8 @@ pub(super) struct HandOff {
     /// Who drives: the agent, or a person who took control.
     pub control: Arc<Control>,
     pub wait: Duration,
+    /// The longest `request_human` waits.
+    pub ask_wait: Duration,
     /// The person's steps since the agent's last observation, for its next one.
     pub human_steps: Vec<Value>,
 }
@@ -64,6 +66,57 @@ pub async fn agent_step<L: Launcher>(
         Ok(mut session) => session.step_as_agent(action).await,
         Err((mut session, _)) => session.while_human(),
     }
+}
+
+/// The agent asks for a person (`request_human`): watchers see who asks and why, and the call
+/// waits (without the session's lock, so the person can act) until a person has taken control
+/// and handed back, at most `wait`. Then the agent gets the current observation with what the
+/// person did (`metadata.human_steps`), who they were (`human`) and their note (`human_note`).
+pub async fn ask_for_a_person<L: Launcher>(
+    shared: &SharedSession<L>,
+    reason: &str,
+    wait: Duration,
+) -> Result<StepResult, EnvError> {
+    let (control, wait) = {
+        let session = shared.lock().await;
+        if session.outlets.is_closed() {
+            return Err(session.closed());
+        }
+        if session.last.is_none() {
+            return Err(EnvError("reset before asking for a person".into()));
+        }
+        session.outlets.ask(Some(reason), None).map_err(EnvError)?;
+        (
+            session.handoff.control.clone(),
+            wait.min(session.handoff.ask_wait),
+        )
+    };
+    let person = control
+        .handed_back(tokio::time::Instant::now() + wait)
+        .await;
+    let mut session = shared.lock().await;
+    let note = control.take_note();
+    let answer = match (&person, &note) {
+        (Some(person), Some(note)) => format!("{} answered: {note}", person.name),
+        (Some(person), None) => format!("{} took control and handed back", person.name),
+        (None, _) => format!("no person answered within {} s", wait.as_secs()),
+    };
+    session.outlets.ask(None, Some(answer)).map_err(EnvError)?;
+    let Some(person) = person else {
+        let still = match control.holder() {
+            Some(holder) => format!("{} holds control and has not handed back", holder.name),
+            None => "no person took control".to_string(),
+        };
+        return Err(EnvError(format!(
+            "{still} within {} s; ask again, or go on",
+            wait.as_secs()
+        )));
+    };
+    let mut result = session.current_observation(None)?;
+    let metadata = &mut result.observation.metadata;
+    metadata.insert("human".into(), person.name.clone().into());
+    metadata.insert("human_note".into(), note.map_or(Value::Null, Value::from));
+    Ok(result)
 }
 
 type Locked<'a, L> = tokio::sync::MutexGuard<'a, Session<L>>;

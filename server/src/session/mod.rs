@@ -13,7 +13,7 @@
 mod handoff;
 mod outlets;
 
-pub use handoff::{agent_reset, agent_step};
+pub use handoff::{agent_reset, agent_step, ask_for_a_person};
 
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
@@ -85,6 +85,8 @@ pub struct Sessions<L: Launcher> {
     registry: Arc<Registry>,
     /// How long an agent's request waits for a person to hand control back.
     handoff_wait: Duration,
+    /// The longest an agent's `request_human` waits.
+    ask_wait: Duration,
     /// Serving or draining (`drain.rs`): a draining server opens no session and starts no episode.
     lifecycle: Lifecycle,
     /// The campaign (`--campaign`): a reset naming a lease makes the session a person's work.
@@ -126,6 +128,7 @@ impl<L: Launcher> Sessions<L> {
             recorder,
             registry: Arc::new(Registry::default()),
             handoff_wait: DEFAULT_HANDOFF_WAIT,
+            ask_wait: crate::settings::DEFAULT_ASK_WAIT,
             lifecycle: Lifecycle::serving(),
             campaign: None,
         }
@@ -159,9 +162,11 @@ impl<L: Launcher> Sessions<L> {
         }
     }
 
-    /// How long an agent's request waits while a person holds control.
-    pub fn with_handoff_wait(mut self, wait: Duration) -> Self {
+    /// How long an agent's request waits while a person holds control, and how long its
+    /// `request_human` may wait for one.
+    pub fn with_handoff_wait(mut self, wait: Duration, ask_wait: Duration) -> Self {
         self.handoff_wait = wait;
+        self.ask_wait = ask_wait;
         self
     }
 
@@ -205,6 +210,7 @@ impl<L: Launcher> Sessions<L> {
             handoff: handoff::HandOff {
                 control,
                 wait: self.handoff_wait,
+                ask_wait: self.ask_wait,
                 human_steps: Vec::new(),
             },
             id,

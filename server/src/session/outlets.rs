@@ -52,6 +52,24 @@ impl Outlets {
         self.registration.is_none()
     }
 
+    /// The agent asks for a person, or (`None`) its request ends with `answer`: the watchers are
+    /// told, the recording notes both.
+    pub fn ask(&self, reason: Option<&str>, answer: Option<String>) -> Result<(), String> {
+        if let Some(registration) = &self.registration {
+            registration.ask(reason)?;
+        }
+        if let Some(recorder) = &self.recorder {
+            match (reason, answer) {
+                (Some(reason), _) => {
+                    recorder.note(format!("the agent asked for a person: {reason}"))
+                }
+                (None, Some(answer)) => recorder.note(answer),
+                (None, None) => {}
+            }
+        }
+        Ok(())
+    }
+
     /// A new episode: recorded (a campaign's under the person's name) and shown to watchers.
     pub fn reset(
         &mut self,

@@ -150,7 +150,7 @@ async fn an_agents_session(
     String,
 ) {
     let (sessions, recorded) = sessions(1);
-    let sessions = sessions.with_handoff_wait(handoff_wait);
+    let sessions = sessions.with_handoff_wait(handoff_wait, Duration::from_secs(5));
     let shared = sessions.open(Transport::WebSocket, "a".into()).unwrap();
     let id = shared.lock().await.id().to_string();
     agent_reset(&shared, &start("https://a.example/"))

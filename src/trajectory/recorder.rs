@@ -13,7 +13,14 @@ pub struct Recorder {
     last_steps: BTreeMap<String, StepRecord>,
     /// Mask password inputs in saved screenshots (`--redact`).
     redact: bool,
+    /// The newest episodes written whole (every step and the episode line), newest last, for
+    /// `RecordEvent::Confirm`: at most `CONFIRMABLE`.
+    written: std::collections::VecDeque<String>,
 }
+
+/// How many written episodes a recorder remembers for `RecordEvent::Confirm`: a confirmation is
+/// asked for right after an episode ends, long before this many others end.
+const CONFIRMABLE: usize = 1024;
 
 /// What is shown and recorded instead of text that must stay its typist's: `<redacted:N
 /// characters>`, its length only.
@@ -65,6 +72,8 @@ pub(super) struct OpenEpisode {
     last: Option<StepRecord>,
     /// The task's whole verdict, once judged (`RecordEvent::Verdict`).
     verdict: Option<crate::tasks::Verdict>,
+    /// A step of it could not be written: it is not on disk whole.
+    lost_step: bool,
 }
 
 /// What a recorder is told. `session` keys the episode; everything else is what the wire carried,
@@ -100,6 +109,13 @@ pub enum RecordEvent {
     Note { session: String, note: String },
     /// The session stopped (quit, disconnect, reset elsewhere): an open episode is abandoned.
     End { session: String },
+    /// Whether episode `episode_id` is on disk whole (its steps and its episode line), answered
+    /// on `reply` once every event sent before this one is written: the recorder works in order,
+    /// so whoever saw the episode end and then asks learns whether it reached the disk.
+    Confirm {
+        episode_id: String,
+        reply: std::sync::mpsc::Sender<bool>,
+    },
 }
 
 impl Recorder {
@@ -110,6 +126,7 @@ impl Recorder {
             open: BTreeMap::new(),
             last_steps: BTreeMap::new(),
             redact: false,
+            written: std::collections::VecDeque::new(),
         }
     }
 
@@ -160,6 +177,7 @@ impl Recorder {
                         steps: 0,
                         last: None,
                         verdict: None,
+                        lost_step: false,
                     },
                 );
                 Ok(())
@@ -205,6 +223,11 @@ impl Recorder {
                 Ok(())
             }
             RecordEvent::End { session } => self.abandon(&session),
+            RecordEvent::Confirm { episode_id, reply } => {
+                // Nobody waiting any more is no failure of the recording.
+                let _ = reply.send(self.written.contains(&episode_id));
+                Ok(())
+            }
         }
     }
 
@@ -270,6 +293,8 @@ impl Recorder {
         if appended.is_ok() {
             episode.last = Some(record.clone());
             self.last_steps.insert(session.to_string(), record.clone());
+        } else {
+            episode.lost_step = true;
         }
         // A done episode's end is recorded even when its last step could not be.
         let closed = if observation.done {
@@ -309,6 +334,7 @@ impl Recorder {
         let Some(episode) = self.open.remove(session) else {
             return Ok(());
         };
+        let whole = !episode.lost_step;
         let record = EpisodeRecord {
             schema: SCHEMA.into(),
             episode_id: episode.episode_id,
@@ -324,7 +350,14 @@ impl Recorder {
             reward: episode.last.as_ref().and_then(|l| l.reward),
             verdict: episode.verdict,
         };
-        self.writer.append_episode(&record)
+        self.writer.append_episode(&record)?;
+        if whole {
+            if self.written.len() == CONFIRMABLE {
+                self.written.pop_front();
+            }
+            self.written.push_back(record.episode_id);
+        }
+        Ok(())
     }
 }
 

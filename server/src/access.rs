@@ -11,7 +11,8 @@
 //! resolves to `127.0.0.1`) arrives with that name in `Host`, so only IP literals, `localhost` and
 //! configured names (`BROWSER_ALLOWED_HOSTS`) are served. Both apply to every route, `/health`
 //! included; the token to every route but `/health` and `/ready`, which launchers and balancers
-//! poll without one.
+//! poll without one. The token says who calls (`Access::caller`): the server's token, or a
+//! campaign person's own (`caller.rs`).
 
 use std::sync::Arc;
 
@@ -20,6 +21,13 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use crate::api_error::ApiError;
+use crate::caller::Caller;
+
+/// Who a token other than the server's stands for: a campaign's people (`campaign::Roster`).
+pub trait People: Send + Sync + std::fmt::Debug {
+    /// The person whose token `token` is, compared in constant time.
+    fn person(&self, token: &str) -> Option<String>;
+}
 
 /// The access rules of one server.
 #[derive(Debug, Clone, Default)]
@@ -33,6 +41,8 @@ pub struct Access {
     /// Whether `Host` is checked: not behind a Unix socket, where only the proxy in front of the
     /// server can connect and it sends its own public name.
     pub check_host: bool,
+    /// A campaign's people (`--campaign`), each known by a token of their own.
+    pub people: Option<std::sync::Arc<dyn People>>,
 }
 
 impl Access {
@@ -90,17 +100,27 @@ impl Access {
                 .any(|allowed| allowed.eq_ignore_ascii_case(name))
     }
 
-    /// The token check: None when the request may proceed.
-    fn refuse_token(&self, headers: &HeaderMap) -> Option<Response> {
-        let expected = self.token.as_ref()?;
+    /// Who presents the request's bearer token: the server's token is `Caller::Shared`, a
+    /// campaign person's is that person. Once the server knows any token, one it does not know is
+    /// refused (a removed person's included); a server without a token of its own serves a request
+    /// without one as before, as `Caller::Shared`.
+    pub fn caller(&self, headers: &HeaderMap) -> Result<Caller, ApiError> {
         let given = headers
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.strip_prefix("Bearer "));
+        let shared = self.token.as_ref();
         match given {
-            Some(given) if same_secret(given.as_bytes(), expected.as_bytes()) => None,
-            Some(_) => Some(unauthorized("invalid bearer token")),
-            None => Some(unauthorized(
+            Some(given) if shared.is_some_and(|t| same_secret(given.as_bytes(), t.as_bytes())) => {
+                Ok(Caller::Shared)
+            }
+            Some(given) => match self.people.as_ref().and_then(|p| p.person(given)) {
+                Some(person) => Ok(Caller::Person(person)),
+                None if shared.is_none() && self.people.is_none() => Ok(Caller::Shared),
+                None => Err(unauthorized("invalid bearer token")),
+            },
+            None if shared.is_none() => Ok(Caller::Shared),
+            None => Err(unauthorized(
                 "missing bearer token: send Authorization: Bearer <token>",
             )),
         }
@@ -171,16 +191,22 @@ pub async fn check_origin_and_host(
     }
 }
 
-/// `Authorization: Bearer <token>` on every route but `/health` and `/ready`.
+/// `Authorization: Bearer <token>` on every route but `/health` and `/ready`; the routes find
+/// who calls in the request's extensions (`Caller`).
 pub async fn require_token(
     State(access): State<Arc<Access>>,
-    request: axum::extract::Request,
+    mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    match access.refuse_token(request.headers()) {
-        None => next.run(request).await,
-        Some(refused) => refused,
+    let caller = match access.caller(request.headers()) {
+        Ok(caller) => caller,
+        Err(refused) => return refused.into_response(),
+    };
+    if let Err(refused) = caller.admit(&request) {
+        return refused.into_response();
     }
+    request.extensions_mut().insert(caller);
+    next.run(request).await
 }
 
 /// Compare without leaking where the first difference is.
@@ -188,8 +214,8 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn unauthorized(detail: &str) -> Response {
-    ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", detail).into_response()
+fn unauthorized(detail: &str) -> ApiError {
+    ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", detail)
 }
 
 #[cfg(test)]
@@ -297,6 +323,57 @@ mod tests {
         assert!(proxied
             .admit(&headers(&[("host", "space.hf.space")]))
             .is_ok());
+    }
+
+    /// A campaign's people, for the tests: `ana-token` is ana's.
+    #[derive(Debug)]
+    struct Ana;
+
+    impl People for Ana {
+        fn person(&self, token: &str) -> Option<String> {
+            (token == "ana-token").then(|| "ana".into())
+        }
+    }
+
+    #[test]
+    fn a_token_says_who_calls() {
+        let bearer = |token: &str| headers(&[("authorization", &format!("Bearer {token}"))]);
+        let status = |result: Result<Caller, ApiError>| result.err().map(|r| r.status());
+        let server = Access {
+            token: Some("shared".into()),
+            people: Some(Arc::new(Ana)),
+            ..Access::default()
+        };
+        assert_eq!(server.caller(&bearer("shared")).unwrap(), Caller::Shared);
+        assert_eq!(
+            server.caller(&bearer("ana-token")).unwrap(),
+            Caller::Person("ana".into())
+        );
+        for refused in [bearer("bo-token"), bearer(""), HeaderMap::new()] {
+            assert_eq!(
+                status(server.caller(&refused)),
+                Some(StatusCode::UNAUTHORIZED)
+            );
+        }
+        // Without a token of its own the server serves a request without one as before; a token
+        // it does not know is refused once it knows people's.
+        let open = Access {
+            people: Some(Arc::new(Ana)),
+            ..Access::default()
+        };
+        assert_eq!(open.caller(&HeaderMap::new()).unwrap(), Caller::Shared);
+        assert_eq!(
+            open.caller(&bearer("ana-token")).unwrap(),
+            Caller::Person("ana".into())
+        );
+        assert_eq!(
+            status(open.caller(&bearer("removed"))),
+            Some(StatusCode::UNAUTHORIZED)
+        );
+        assert_eq!(
+            Access::default().caller(&bearer("anything")).unwrap(),
+            Caller::Shared
+        );
     }
 
     #[test]

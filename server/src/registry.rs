@@ -68,6 +68,9 @@ pub struct SessionInfo {
     /// With `BROWSER_PEERS`: the replica that holds the session (`http://10.0.0.5:8000`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replica: Option<String>,
+    /// The campaign person whose own token opened it (`--campaign`): only they read its text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
 }
 
 struct Entry {
@@ -165,6 +168,7 @@ impl Registry {
         id: String,
         transport: &'static str,
         peer: String,
+        person: Option<String>,
     ) -> Registration {
         let (events, _) = broadcast::channel(WATCH_BACKLOG);
         let info = SessionInfo {
@@ -181,6 +185,7 @@ impl Registry {
             human: None,
             watchers: 0,
             replica: None,
+            person,
         };
         let control = Arc::new(Control::default());
         if let Ok(mut sessions) = self.sessions.lock() {

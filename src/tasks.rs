@@ -19,6 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use regex::Regex;
+
+use crate::secrets::Secrets;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -404,7 +406,13 @@ pub struct Ending<'a> {
     pub url: &'a str,
     pub page_text: &'a str,
     pub state: &'a PageState,
+    /// The episode's secrets: what the page holds is quoted in the details with them hidden,
+    /// before it is quoted and cut (a quote escapes `!` and `"`, a cut can halve a secret, a
+    /// URL encodes a space as `+`: the same secret spelled otherwise would stay).
+    pub secrets: &'a Secrets,
 }
+
+static NO_SECRETS: std::sync::LazyLock<Secrets> = std::sync::LazyLock::new(Secrets::default);
 
 impl Default for Ending<'_> {
     fn default() -> Self {
@@ -413,6 +421,7 @@ impl Default for Ending<'_> {
             url: "",
             page_text: "",
             state: &NOTHING_READ,
+            secrets: &NO_SECRETS,
         }
     }
 }
@@ -564,7 +573,7 @@ impl Check {
                 let ok = check.matches(ending.answer);
                 let line = format!(
                     "answer {:?} {} {}",
-                    ending.answer,
+                    ending.secrets.hidden(ending.answer),
                     verb(ok),
                     check.describe()
                 );
@@ -574,9 +583,10 @@ impl Check {
                 let url_pattern = self.url.as_ref().expect("a part it has");
                 let ok = pattern(url_pattern).is_ok_and(|re| re.is_match(ending.url));
                 // A page can make its URL megabytes long; the details go to the log once an episode.
-                let shown_url: String = match ending.url.char_indices().nth(DETAIL_URL_CHARS) {
-                    Some((cut, _)) => format!("{}…", &ending.url[..cut]),
-                    None => ending.url.to_string(),
+                let url = ending.secrets.shown_url(ending.url);
+                let shown_url: String = match url.char_indices().nth(DETAIL_URL_CHARS) {
+                    Some((cut, _)) => format!("{}…", &url[..cut]),
+                    None => url.into_owned(),
                 };
                 (
                     ok,
@@ -602,7 +612,7 @@ impl Check {
                             let ok = want.matches(text);
                             let line = format!(
                                 "{what} text {} {} {}",
-                                quoted(text, DETAIL_TEXT_CHARS),
+                                quoted(&ending.secrets.hidden(text), DETAIL_TEXT_CHARS),
                                 verb(ok),
                                 want.describe()
                             );
@@ -624,7 +634,7 @@ impl Check {
                         let value = if *secret {
                             format!("(secret, {} characters)", text.chars().count())
                         } else {
-                            quoted(text, DETAIL_TEXT_CHARS)
+                            quoted(&ending.secrets.hidden(text), DETAIL_TEXT_CHARS)
                         };
                         let line = format!(
                             "{what} value {value} {} {}",
@@ -644,7 +654,7 @@ impl Check {
                         "{} was made: {} {}",
                         check.describe(),
                         request.method,
-                        quoted(&request.url, DETAIL_TEXT_CHARS)
+                        quoted(&ending.secrets.shown_url(&request.url), DETAIL_TEXT_CHARS)
                     ),
                     None => format!(
                         "{} was not made (the episode made {} requests)",
@@ -685,7 +695,7 @@ impl Check {
                         let ok = want.matches(value);
                         let line = format!(
                             "{what} {} {} {}",
-                            quoted(value, DETAIL_TEXT_CHARS),
+                            quoted(&ending.secrets.hidden(value), DETAIL_TEXT_CHARS),
                             verb(ok),
                             want.describe()
                         );

@@ -30,7 +30,7 @@ pub trait People: Send + Sync + std::fmt::Debug {
 }
 
 /// The access rules of one server.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Access {
     /// Every route but `/health` and `/ready` needs `Authorization: Bearer <token>`.
     pub token: Option<String>,
@@ -42,7 +42,23 @@ pub struct Access {
     /// server can connect and it sends its own public name.
     pub check_host: bool,
     /// A campaign's people (`--campaign`), each known by a token of their own.
-    pub people: Option<std::sync::Arc<dyn People>>,
+    pub people: Option<Arc<dyn People>>,
+    /// Other replicas' requests carry a signature made with the token instead of the token
+    /// (`replicas/signing.rs`); each is taken once.
+    pub peer_signatures: Arc<crate::replicas::signing::Verifier>,
+}
+
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the token.
+        f.debug_struct("Access")
+            .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .field("allowed_origins", &self.allowed_origins)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("check_host", &self.check_host)
+            .field("people", &self.people)
+            .finish()
+    }
 }
 
 impl Access {
@@ -191,22 +207,65 @@ pub async fn check_origin_and_host(
     }
 }
 
-/// `Authorization: Bearer <token>` on every route but `/health` and `/ready`; the routes find
-/// who calls in the request's extensions (`Caller`).
+/// `Authorization: Bearer <token>` on every route but `/health` and `/ready`; or, from another
+/// replica, a signature made with the token over the request (`replicas/signing.rs`). The routes
+/// find who calls in the request's extensions (`Caller`; a replica's request is the server's).
 pub async fn require_token(
     State(access): State<Arc<Access>>,
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let caller = match access.caller(request.headers()) {
-        Ok(caller) => caller,
-        Err(refused) => return refused.into_response(),
+    use crate::replicas::signing::HEADER;
+    let signed = request.headers().get(HEADER).cloned();
+    let (Some(token), Some(signature), false) = (
+        access.token.as_ref(),
+        signed,
+        request.headers().contains_key(header::AUTHORIZATION),
+    ) else {
+        let caller = match access.caller(request.headers()) {
+            Ok(caller) => caller,
+            Err(refused) => return refused.into_response(),
+        };
+        if let Err(refused) = caller.admit(&request) {
+            return refused.into_response();
+        }
+        request.extensions_mut().insert(caller);
+        return next.run(request).await;
     };
-    if let Err(refused) = caller.admit(&request) {
-        return refused.into_response();
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, crate::connection::MAX_INCOMING_BYTES).await else {
+        return unauthorized("the signed request's body could not be read").into_response();
+    };
+    let path_and_query = parts
+        .uri
+        .path_and_query()
+        .map_or(parts.uri.path(), |p| p.as_str());
+    let host = parts
+        .headers
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("");
+    let verified = access.peer_signatures.verify(
+        token,
+        signature.to_str().unwrap_or(""),
+        crate::replicas::signing::Signed {
+            method: parts.method.as_str(),
+            host,
+            path_and_query,
+            body: &bytes,
+        },
+    );
+    match verified {
+        Ok(()) => {
+            let mut request = axum::extract::Request::from_parts(parts, bytes.into());
+            request.extensions_mut().insert(Caller::Shared);
+            next.run(request).await
+        }
+        Err(refused) => {
+            tracing::warn!("refused a peer request to {}: {refused}", parts.uri.path());
+            unauthorized(&refused.to_string()).into_response()
+        }
     }
-    request.extensions_mut().insert(caller);
-    next.run(request).await
 }
 
 /// Compare without leaking where the first difference is.

@@ -59,15 +59,6 @@ struct Scope {
 }
 
 impl<L: Launcher> AppState<L> {
-    /// The replica that holds session `id`, when it is not this one and peers may be asked.
-    async fn owner_elsewhere(&self, id: &str, scope: &Scope) -> Option<String> {
-        if scope.local || !self.replicas.configured() || self.sessions.registry().get(id).is_some()
-        {
-            return None;
-        }
-        self.replicas.owner_of(id).await
-    }
-
     /// This replica as its peers see it (`GET /replica`).
     fn own_view(&self) -> Value {
         let capacity = self.sessions.capacity();
@@ -98,6 +89,18 @@ pub fn router<L: Launcher>(state: Arc<AppState<L>>) -> Router {
         .with_state(state)
 }
 
+/// What the replica routing needs of this server: the peers, and which sessions it holds (its
+/// registry's, and the OpenEnv MCP sessions it keeps).
+fn routing<L: Launcher>(state: &Arc<AppState<L>>) -> crate::replicas::routing::Routing {
+    let (sessions, openenv) = (state.sessions.clone(), state.mcp.openenv.clone());
+    crate::replicas::routing::Routing {
+        replicas: state.replicas.clone(),
+        here: Arc::new(move |id: &str| sessions.registry().get(id).is_some() || openenv.keeps(id)),
+        timeouts: state.timeouts.clone(),
+        shutdown: state.shutdown.clone(),
+    }
+}
+
 /// Every route, each registered from its handler's `#[utoipa::path]` (method and path included),
 /// so the OpenAPI document lists exactly what is served (`openapi.rs`).
 fn routes<L: Launcher>(state: &Arc<AppState<L>>) -> OpenApiRouter<Arc<AppState<L>>> {
@@ -116,6 +119,11 @@ fn routes<L: Launcher>(state: &Arc<AppState<L>>) -> OpenApiRouter<Arc<AppState<L
         .routes(routes!(session_info))
         .routes(routes!(watch_session))
         .routes(routes!(session_text))
+        // A request about a session another replica holds goes there (after the token check).
+        .route_layer(axum::middleware::from_fn_with_state(
+            routing(state),
+            crate::replicas::routing::forward_if_elsewhere,
+        ))
         .route_layer(axum::middleware::from_fn_with_state(
             state.access.clone(),
             crate::access::require_token,
@@ -221,8 +229,10 @@ struct WsQuery {
     /// Drive this session (made with OpenEnv's `openenv/session/create` on `/mcp`) instead of a
     /// new one.
     session_id: Option<String>,
-    /// With `session_id`: only a session of this replica, never one a peer holds.
+    /// With `session_id`: only a session of this replica, never one a peer holds. (Read by
+    /// the routing, `replicas/routing.rs`, before this route; here for the API's document.)
     #[serde(default)]
+    #[allow(dead_code)]
     local: bool,
 }
 
@@ -243,27 +253,6 @@ async fn ws_upgrade<L: Launcher>(
     axum::extract::Query(query): axum::extract::Query<WsQuery>,
     upgrade: WebSocketUpgrade,
 ) -> Response {
-    // A session another replica holds (`BROWSER_PEERS`): the socket is relayed to it.
-    if let Some(id) = query.session_id.as_deref() {
-        let elsewhere = !query.local && app.replicas.configured() && !app.mcp.openenv.keeps(id);
-        let owner = if elsewhere {
-            app.replicas.owner_of(id).await
-        } else {
-            None
-        };
-        if let Some(owner) = owner {
-            let upstream = attach_url(&owner, id);
-            let (timeouts, shutdown) = (app.timeouts.clone(), app.shutdown.clone());
-            let authorization = app.replicas.authorization();
-            let id = id.to_string();
-            return upgrade
-                .max_message_size(MAX_INCOMING_BYTES)
-                .max_frame_size(MAX_INCOMING_BYTES)
-                .on_upgrade(move |socket| {
-                    crate::relay::run(socket, upstream, authorization, id, timeouts, shutdown)
-                });
-        }
-    }
     let context = crate::websocket::Context {
         sessions: app.sessions.clone(),
         openenv: app.mcp.openenv.clone(),
@@ -276,16 +265,6 @@ async fn ws_upgrade<L: Launcher>(
         .max_message_size(MAX_INCOMING_BYTES)
         .max_frame_size(MAX_INCOMING_BYTES)
         .on_upgrade(move |socket| crate::websocket::run(socket, context, peer))
-}
-
-/// `ws://owner/ws?session_id=…&local=true`, the id escaped.
-fn attach_url(owner: &str, id: &str) -> String {
-    let mut url = url::Url::parse(owner).expect("a peer URL parses");
-    url.set_path("/ws");
-    url.query_pairs_mut()
-        .append_pair("session_id", id)
-        .append_pair("local", "true");
-    url.to_string().replacen("http", "ws", 1)
 }
 
 #[utoipa::path(
@@ -407,28 +386,6 @@ async fn replicas<L: Launcher>(State(app): State<Arc<AppState<L>>>) -> Json<Valu
     Json(Value::Array(listed))
 }
 
-/// Answer with what the owner of a session answered (`replicas.rs`).
-async fn forwarded<L: Launcher>(
-    app: &AppState<L>,
-    owner: &str,
-    id: &str,
-    tail: &str,
-) -> Result<Response, ApiError> {
-    match app.replicas.forward_get(owner, id, tail).await {
-        Ok((status, body)) => {
-            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
-            Ok((status, Json(body)).into_response())
-        }
-        Err(err) => Err(ApiError::new(
-            StatusCode::BAD_GATEWAY,
-            "REPLICA_UNREACHABLE",
-            format!(
-                "session {id:?} is held by the replica at {owner}, which did not answer: {err}"
-            ),
-        )),
-    }
-}
-
 #[utoipa::path(
     get,
     path = "/sessions/{id}",
@@ -444,11 +401,9 @@ async fn forwarded<L: Launcher>(
 async fn session_info<L: Launcher>(
     State(app): State<Arc<AppState<L>>>,
     axum::extract::Path(id): axum::extract::Path<String>,
-    axum::extract::Query(scope): axum::extract::Query<Scope>,
+    // `local=true` is the routing's (`replicas/routing.rs`): here, every session is local.
+    _scope: axum::extract::Query<Scope>,
 ) -> Result<Response, ApiError> {
-    if let Some(owner) = app.owner_elsewhere(&id, &scope).await {
-        return forwarded(&app, &owner, &id, "").await;
-    }
     match app.sessions.registry().get(&id) {
         Some(info) => Ok(Json(info).into_response()),
         None => Err(ApiError::unknown_session(&id)),
@@ -480,17 +435,16 @@ async fn session_text<L: Launcher>(
     State(app): State<Arc<AppState<L>>>,
     caller: Option<Extension<Caller>>,
     axum::extract::Path(id): axum::extract::Path<String>,
-    axum::extract::Query(scope): axum::extract::Query<Scope>,
+    // `local=true` is the routing's (`replicas/routing.rs`): here, every session is local.
+    _scope: axum::extract::Query<Scope>,
 ) -> Result<Response, ApiError> {
-    // A person reads the text of a session their own token opened, on this replica, and no other
-    // (to them another's session is not there).
+    // A person reads the text of a session their own token opened, and no other (to them
+    // another's session is not there; nor are their requests carried to other replicas).
     if let Some(Extension(Caller::Person(person))) = &caller {
         let info = app.sessions.registry().get(&id);
         if info.and_then(|info| info.person).as_ref() != Some(person) {
             return Err(ApiError::unknown_session(&id));
         }
-    } else if let Some(owner) = app.owner_elsewhere(&id, &scope).await {
-        return forwarded(&app, &owner, &id, "/text").await;
     }
     let (reply, answer) = tokio::sync::oneshot::channel();
     let busy = || {
@@ -536,27 +490,11 @@ async fn session_text<L: Launcher>(
 async fn watch_session<L: Launcher>(
     State(app): State<Arc<AppState<L>>>,
     axum::extract::Path(id): axum::extract::Path<String>,
-    axum::extract::Query(scope): axum::extract::Query<Scope>,
+    // `local=true` is the routing's (`replicas/routing.rs`): here, every session is local.
+    _scope: axum::extract::Query<Scope>,
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
-    let owner = match &upgrade {
-        Ok(_) => app.owner_elsewhere(&id, &scope).await,
-        Err(_) => None,
-    };
     match upgrade.ok() {
-        Some(upgrade) if owner.is_some() => {
-            let owner = owner.unwrap_or_default();
-            let upstream = crate::replicas::session_path(&owner, &id, "/watch")
-                .unwrap_or_default()
-                .replacen("http", "ws", 1);
-            let (timeouts, shutdown) = (app.timeouts.clone(), app.shutdown.clone());
-            let authorization = app.replicas.authorization();
-            Ok(upgrade
-                .max_message_size(MAX_INCOMING_BYTES)
-                .on_upgrade(move |socket| {
-                    crate::relay::run(socket, upstream, authorization, id, timeouts, shutdown)
-                }))
-        }
         Some(upgrade) => {
             let (registry, shutdown) = (app.sessions.registry().clone(), app.shutdown.clone());
             let timeouts = app.timeouts.clone();

@@ -117,6 +117,21 @@ impl<T> Capped<T> {
 
 /// The most of a page's title an observation carries (Chromium's own limit for a tab's title).
 pub const MAX_TITLE_CHARS: usize = 4096;
+/// What the element an action is about is (`shown`: what the observation's `metadata.element`
+/// says), and, for a secret field in focus, what it holds: for the server alone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ElementFacts {
+    pub shown: serde_json::Value,
+    pub held: Option<HeldSecret>,
+}
+
+/// What a secret field holds, and the probe's number for the field (`Secrets::hold`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldSecret {
+    pub field: u64,
+    pub value: String,
+}
+
 /// The most secret-field boxes an observation carries (`password_boxes`).
 pub const MAX_SECRET_BOXES: usize = 32;
 
@@ -241,11 +256,14 @@ pub trait Browser: Send + 'static {
     fn follow_tabs(&mut self) -> impl Future<Output = Result<(), PageError>> + Send;
     fn facts(&mut self) -> impl Future<Output = Result<PageFacts, PageError>> + Send;
     /// The element under `at` (page pixel), or the focused one when `at` is None: tag, role,
-    /// accessible name, text, type, password, bbox. None when there is none.
+    /// accessible name, text, type, password, bbox; and, for a focused secret field, what it
+    /// holds. With `mark`, the focused element is a person's secret field from now on. None when
+    /// there is none.
     fn element(
         &mut self,
         at: Option<(i64, i64)>,
-    ) -> impl Future<Output = Result<Option<serde_json::Value>, PageError>> + Send;
+        mark: bool,
+    ) -> impl Future<Output = Result<Option<ElementFacts>, PageError>> + Send;
     /// The visible text as positioned lines (the text layer of `GET /sessions/{id}/text`).
     fn visible_text(&mut self) -> impl Future<Output = Result<PageText, PageError>> + Send;
     /// What a task's check reads at the end of an episode beyond the URL and the text: the

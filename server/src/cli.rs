@@ -241,8 +241,9 @@ pub struct Cli {
     /// episodes are recorded into DIR/recording, reviews by `browserenv-tui review`.
     #[arg(long, env = "BROWSER_CAMPAIGN")]
     pub campaign: Option<PathBuf>,
-    /// With --record-dir or --campaign: black out password inputs in the recorded screenshots.
-    #[arg(long, env = "BROWSER_REDACT", value_parser = FalseyValueParser::new())]
+    /// Accepted for older command lines: fields holding a secret are covered in recorded frames
+    /// (and everywhere but the person at the wheel's view) without it.
+    #[arg(long, env = "BROWSER_REDACT", value_parser = FalseyValueParser::new(), hide = true)]
     pub redact: bool,
     /// Require `Authorization: Bearer TOKEN` on every route but /health.
     #[arg(long, env = "BROWSER_API_TOKEN", hide_env_values = true)]
@@ -367,7 +368,6 @@ impl Cli {
             warm_spare: !self.no_warm_spare,
             record_dir: self.record_dir.clone(),
             campaign: self.campaign.clone(),
-            redact: self.redact,
             token: self.token.clone().filter(|t| !t.is_empty()),
             tasks: None,
             allowed_origins: clean_list(&self.allowed_origins, "BROWSER_ALLOWED_ORIGINS", true)?,

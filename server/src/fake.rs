@@ -162,11 +162,15 @@ impl Browser for FakeBrowser {
     async fn element(
         &mut self,
         at: Option<(i64, i64)>,
-    ) -> Result<Option<serde_json::Value>, PageError> {
-        Ok(Some(serde_json::json!({
-            "tag": "button", "role": "button", "name": "Fake", "text": "Fake",
-            "type": null, "password": false, "bbox": [0, 0, 10, 10], "at": at,
-        })))
+        _mark: bool,
+    ) -> Result<Option<crate::browser::ElementFacts>, PageError> {
+        Ok(Some(crate::browser::ElementFacts {
+            shown: serde_json::json!({
+                "tag": "button", "role": "button", "name": "Fake", "text": "Fake",
+                "type": null, "password": false, "bbox": [0, 0, 10, 10], "at": at,
+            }),
+            held: None,
+        }))
     }
 
     async fn visible_text(&mut self) -> Result<PageText, PageError> {

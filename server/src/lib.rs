@@ -31,9 +31,8 @@ pub mod outcome;
 pub mod pool;
 pub mod recording;
 pub mod registry;
-pub mod relay;
 pub mod replicas;
-pub mod secrets;
+
 pub mod session;
 pub mod settings;
 pub mod site;
@@ -69,8 +68,6 @@ pub struct ServerConfig {
     pub warm_spare: bool,
     /// Record every session's episodes here (trajectory format v1, `actor: "agent"`).
     pub record_dir: Option<std::path::PathBuf>,
-    /// Black out password inputs in recorded screenshots (`--redact`).
-    pub redact: bool,
     /// When set, every route but `/health` and `/ready` needs `Authorization: Bearer <token>`.
     pub token: Option<String>,
     /// Tasks `reset` may name with `task_id` (`--tasks`).
@@ -103,7 +100,6 @@ impl Default for ServerConfig {
             max_sessions: 4,
             warm_spare: true,
             record_dir: None,
-            redact: false,
             token: None,
             tasks: None,
             allowed_origins: Vec::new(),
@@ -142,11 +138,7 @@ where
         config.peers.clone(),
         config.token.clone(),
     ));
-    let mcp = Arc::new(mcp::endpoint::Mcp::new(
-        sessions.clone(),
-        &config.timeouts,
-        replicas.clone(),
-    ));
+    let mcp = Arc::new(mcp::endpoint::Mcp::new(sessions.clone(), &config.timeouts));
     let http = Arc::new(HttpSession::new(sessions.clone()));
     let state = Arc::new(AppState {
         sessions,
@@ -162,6 +154,7 @@ where
                 .campaign
                 .as_ref()
                 .map(|hub| hub.roster() as Arc<dyn access::People>),
+            peer_signatures: Default::default(),
         }),
         timeouts: config.timeouts.clone(),
         replicas,
@@ -279,13 +272,13 @@ impl<L: Launcher> Core<L> {
         lifecycle: Lifecycle,
     ) -> anyhow::Result<Self> {
         let recorder = match &config.record_dir {
-            Some(dir) => Some(start_recorder(dir, config.redact)?),
+            Some(dir) => Some(start_recorder(dir)?),
             None => None,
         };
         let (campaign, campaign_recorder) = match &config.campaign {
             Some(dir) => {
                 let base_url = config.tasks.as_ref().and_then(|t| t.base_url.clone());
-                let (hub, recorder) = campaign::Hub::open(dir, config.redact, base_url)?;
+                let (hub, recorder) = campaign::Hub::open(dir, base_url)?;
                 (Some(Arc::new(hub)), Some(recorder))
             }
             None => (None, None),
@@ -333,7 +326,7 @@ impl<L: Launcher> Core<L> {
     }
 }
 
-fn start_recorder(dir: &std::path::Path, redact: bool) -> anyhow::Result<RecorderHandle> {
+fn start_recorder(dir: &std::path::Path) -> anyhow::Result<RecorderHandle> {
     use anyhow::Context;
     let (writer, recovery) = TrajectoryWriter::open(dir)
         .with_context(|| format!("cannot record into {}", dir.display()))?;
@@ -344,7 +337,7 @@ fn start_recorder(dir: &std::path::Path, redact: bool) -> anyhow::Result<Recorde
             recovery.incomplete.len()
         );
     }
-    let recorder = Recorder::new(writer, Actor::Agent).redacting(redact);
+    let recorder = Recorder::new(writer, Actor::Agent);
     Ok(RecorderHandle::spawn(recorder, |err| {
         tracing::error!("recording failed: {err}")
     })?)

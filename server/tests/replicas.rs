@@ -457,3 +457,187 @@ async fn only_session_ids_are_looked_for_on_peers() {
         server.stop().await.unwrap();
     }
 }
+
+/// OpenEnv's `session/create` on `server`, reset: the session's id.
+async fn openenv_session(server: &ServerHandle) -> String {
+    let created = post_mcp(
+        server,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create", "params": {}}),
+    )
+    .await;
+    let id = created["result"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let reset = post_mcp(
+        server,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"session_id": id,
+            "name": "reset", "arguments": {"start_url": "https://example.com/"}}}),
+    )
+    .await;
+    assert!(reset["error"].is_null(), "{reset}");
+    id
+}
+
+fn wait_call(id: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+           "params": {"session_id": id, "name": "wait", "arguments": {}}})
+}
+
+/// Sixty relayed `wait` calls (3 s each on the owner) for one session on B, sent to A at once:
+/// one is carried, the others hear "busy" within the relay's wait, and meanwhile A lists every
+/// session within a second and carries another session's call.
+#[tokio::test]
+async fn a_flood_of_relayed_calls_is_turned_away_and_starves_nothing() {
+    let servers = replicas(2, &[]).await;
+    let flooded = openenv_session(&servers[1]).await;
+    let other = openenv_session(&servers[1]).await;
+    let a = std::sync::Arc::new(servers.into_iter().collect::<Vec<_>>());
+    let mut flood = Vec::new();
+    for _ in 0..60 {
+        let (a, id) = (a.clone(), flooded.clone());
+        flood.push(tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            (post_mcp(&a[0], wait_call(&id)).await, started.elapsed())
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    let (status, listed, unreachable) = get(&a[0], "/sessions").await;
+    let listing = started.elapsed();
+    assert_eq!(status, 200);
+    assert!(unreachable.is_none(), "{unreachable:?}");
+    assert!(
+        listing < Duration::from_secs(1),
+        "/sessions took {listing:?} during the flood"
+    );
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
+    // Another session's call is carried meanwhile.
+    let carried = post_mcp(&a[0], wait_call(&other)).await;
+    assert!(carried["error"].is_null(), "{carried}");
+    let mut busy = 0;
+    let mut done = 0;
+    for call in flood {
+        let (answer, took) = call.await.unwrap();
+        if answer["error"].is_null() {
+            done += 1;
+        } else {
+            let message = answer["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains("in flight"), "{answer}");
+            assert!(took < Duration::from_secs(5), "busy after {took:?}");
+            busy += 1;
+        }
+    }
+    assert!(done >= 1 && busy >= 50, "{done} carried, {busy} busy");
+    for server in std::sync::Arc::try_unwrap(a).ok().unwrap() {
+        server.stop().await.unwrap();
+    }
+}
+
+/// What a stand-in peer was asked: each request's method, path, `Host`, `Authorization` and
+/// signature headers.
+type Asked =
+    std::sync::Arc<std::sync::Mutex<Vec<(String, String, String, Option<String>, Option<String>)>>>;
+
+/// A stand-in peer that claims every session and answers a carried call with a redirect to
+/// `trap`; every request it gets is noted in `asked`.
+#[allow(clippy::disallowed_methods)]
+async fn redirecting_peer(trap: String, asked: Asked) -> String {
+    use axum::extract::Request;
+    let app = axum::Router::new().fallback(move |request: Request| {
+        let (trap, asked) = (trap.clone(), asked.clone());
+        async move {
+            let header = |name: &str| {
+                request
+                    .headers()
+                    .get(name)
+                    .map(|v| v.to_str().unwrap().to_string())
+            };
+            asked.lock().unwrap().push((
+                request.method().to_string(),
+                request.uri().to_string(),
+                header("host").unwrap_or_default(),
+                header("authorization"),
+                header("browserenv-peer-signature"),
+            ));
+            let path = request.uri().path().to_string();
+            if let Some(id) = path.strip_prefix("/sessions/") {
+                return axum::Json(json!({"id": id})).into_response();
+            }
+            if path == "/mcp" {
+                return (
+                    axum::http::StatusCode::TEMPORARY_REDIRECT,
+                    [("location", format!("{trap}/steal"))],
+                )
+                    .into_response();
+            }
+            axum::Json(json!({"id": "stand-in", "sessions": []})).into_response()
+        }
+    });
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+use axum::response::IntoResponse;
+
+/// A replica signs what it asks its peers (the token never leaves it), follows no redirect, and
+/// a signature is good once, for the replica and request it was made for.
+#[tokio::test]
+async fn peer_requests_are_signed_never_carry_the_token_and_follow_no_redirect() {
+    let trap_asked: Asked = Default::default();
+    let trap = redirecting_peer("http://127.0.0.1:9".into(), trap_asked.clone()).await;
+    let asked: Asked = Default::default();
+    let peer = redirecting_peer(trap.clone(), asked.clone()).await;
+    let servers = replicas(2, std::slice::from_ref(&peer)).await;
+    // A call for a session the stand-in claims: carried there, its redirect not followed.
+    let id = format!("mcp-{}", uuid::Uuid::new_v4());
+    let answer = post_mcp(&servers[0], wait_call(&id)).await;
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("redirect"),
+        "{answer}"
+    );
+    assert!(
+        trap_asked.lock().unwrap().is_empty(),
+        "the redirect was followed"
+    );
+    let seen = asked.lock().unwrap().clone();
+    assert!(seen
+        .iter()
+        .any(|(method, path, ..)| method == "POST" && path == "/mcp?local=true"));
+    for (method, path, _, authorization, signature) in &seen {
+        assert_eq!(authorization, &None, "{method} {path} carried the token");
+        assert!(signature.is_some(), "{method} {path} was not signed");
+    }
+    // The stand-in replays a signed lookup to a real replica: refused, for another address.
+    let (_, path, host, _, signature) = seen
+        .iter()
+        .find(|(method, ..)| method == "GET")
+        .cloned()
+        .unwrap();
+    let replayed = reqwest::Client::new()
+        .get(format!("{}{path}", servers[1].base_url()))
+        .header("browserenv-peer-signature", signature.clone().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(replayed.status(), 401, "a signature for {host} was taken");
+    // Sent as it was made (the same Host), it passes once (the lookup finds no such session
+    // there: 404), then is refused as a replay.
+    let as_made = |server: &ServerHandle| {
+        reqwest::Client::new()
+            .get(format!("{}{path}", server.base_url()))
+            .header("host", host.clone())
+            .header("browserenv-peer-signature", signature.clone().unwrap())
+            .send()
+    };
+    assert_eq!(as_made(&servers[1]).await.unwrap().status(), 404);
+    assert_eq!(as_made(&servers[1]).await.unwrap().status(), 401);
+    for server in servers {
+        server.stop().await.unwrap();
+    }
+}

@@ -1,4 +1,5 @@
-//! From observations to records: each session's open episode, secrets and password masking.
+//! From observations to records: each session's open episode; fields holding a secret covered
+//! in saved frames (`crate::secrets`).
 
 use super::*;
 
@@ -11,8 +12,6 @@ pub struct Recorder {
     open: BTreeMap<String, OpenEpisode>,
     /// Each session's last recorded step, kept after its episode ends so a note can still go on it.
     last_steps: BTreeMap<String, StepRecord>,
-    /// Mask password inputs in saved screenshots (`--redact`).
-    redact: bool,
     /// The newest episodes written whole (every step and the episode line), newest last, for
     /// `RecordEvent::Confirm`: at most `CONFIRMABLE`.
     written: std::collections::VecDeque<String>,
@@ -21,44 +20,6 @@ pub struct Recorder {
 /// How many written episodes a recorder remembers for `RecordEvent::Confirm`: a confirmation is
 /// asked for right after an episode ends, long before this many others end.
 const CONFIRMABLE: usize = 1024;
-
-/// What is shown and recorded instead of text that must stay its typist's: `<redacted:N
-/// characters>`, its length only.
-pub fn redacted(typed: &str) -> String {
-    format!("<redacted:{} characters>", typed.chars().count())
-}
-
-/// Whether a step's typing went into a field whose value is a secret: one the page masks (a
-/// password field, or a field drawn as bullets), one it marks as a one-time code or card secret, a
-/// frame of another origin (nothing says it is not a password field); the probe judges it
-/// (`element.password` in the observation's metadata).
-pub fn typed_into_secret_field(
-    action: &crate::models::BrowserAction,
-    result: &crate::models::StepResult,
-) -> bool {
-    action.op == crate::models::Op::Type
-        && result
-            .observation
-            .metadata
-            .get("element")
-            .and_then(|e| e.get("password"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
-}
-
-/// The action as it may leave the server (to watchers, the agent's `human_steps`, recordings):
-/// typing that is a person's secret, or that went into a secret field, as `redacted`.
-pub fn shown_action(
-    action: &crate::models::BrowserAction,
-    result: &crate::models::StepResult,
-    secret: bool,
-) -> crate::models::BrowserAction {
-    let mut shown = action.clone();
-    if action.op == crate::models::Op::Type && (secret || typed_into_secret_field(action, result)) {
-        shown.text = redacted(&action.text);
-    }
-    shown
-}
 
 pub(super) struct OpenEpisode {
     episode_id: String,
@@ -125,31 +86,25 @@ impl Recorder {
             actor,
             open: BTreeMap::new(),
             last_steps: BTreeMap::new(),
-            redact: false,
             written: std::collections::VecDeque::new(),
         }
     }
 
-    /// Black out password inputs (from the observation's `password_boxes`) in saved screenshots.
-    pub fn redacting(mut self, redact: bool) -> Self {
-        self.redact = redact;
-        self
-    }
-
+    /// Save a frame with the fields holding a secret covered (`secrets::cover_boxes`): a
+    /// recording is an outlet like any other, whoever's view the frame came from.
     fn save_frame(
         writer: &TrajectoryWriter,
-        redact: bool,
         observation: &crate::models::StepResult,
     ) -> io::Result<String> {
         let screenshot = &observation.observation.screenshot;
-        let boxes = password_boxes(&observation.observation.metadata);
-        if !redact || boxes.is_empty() || screenshot.is_empty() {
+        let boxes = crate::secrets::secret_boxes(&observation.observation.metadata);
+        if boxes.is_empty() || screenshot.is_empty() {
             return writer.save_screenshot(screenshot);
         }
         let png = base64::engine::general_purpose::STANDARD
             .decode(screenshot)
             .map_err(|err| io::Error::new(io::ErrorKind::InvalidData, err))?;
-        writer.save_png(&mask_boxes(&png, &boxes)?)
+        writer.save_png(&crate::secrets::cover_boxes(&png, &boxes)?)
     }
 
     pub fn record(&mut self, event: RecordEvent) -> io::Result<()> {
@@ -162,7 +117,7 @@ impl Recorder {
                 observation,
             } => {
                 self.abandon(&session)?;
-                let frame = Self::save_frame(&self.writer, self.redact, &observation)?;
+                let frame = Self::save_frame(&self.writer, &observation)?;
                 let time = now();
                 self.open.insert(
                     session,
@@ -248,15 +203,14 @@ impl Recorder {
             ));
         };
         // A frame that cannot be stored (a full disk) costs the step its picture, not the step.
-        let (next_frame, frame_error) =
-            match Self::save_frame(&self.writer, self.redact, &observation) {
-                Ok(frame) => (frame, None),
-                Err(err) => (String::new(), Some(err)),
-            };
+        let (next_frame, frame_error) = match Self::save_frame(&self.writer, &observation) {
+            Ok(frame) => (frame, None),
+            Err(err) => (String::new(), Some(err)),
+        };
         episode.steps += 1;
         let metadata = &observation.observation.metadata;
         // Whatever goes into a password field never reaches the disk.
-        let mut wire = shown_action(&action, &observation, false);
+        let mut wire = crate::secrets::shown_action(&action, &observation, false);
         if let Some(text) = recorded_text {
             wire.text = text;
         }
@@ -359,49 +313,6 @@ impl Recorder {
         }
         Ok(())
     }
-}
-
-pub(super) fn password_boxes(metadata: &serde_json::Map<String, Value>) -> Vec<[i64; 4]> {
-    metadata
-        .get("password_boxes")
-        .and_then(|b| serde_json::from_value(b.clone()).ok())
-        .unwrap_or_default()
-}
-
-/// Paint `[x, y, width, height]` boxes black in a PNG; what lies outside the picture is left out.
-pub fn mask_boxes(png_bytes: &[u8], boxes: &[[i64; 4]]) -> io::Result<Vec<u8>> {
-    let invalid =
-        |err: &dyn std::fmt::Display| io::Error::new(io::ErrorKind::InvalidData, err.to_string());
-    let mut decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
-    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
-    let mut reader = decoder.read_info().map_err(|e| invalid(&e))?;
-    let mut pixels = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut pixels).map_err(|e| invalid(&e))?;
-    pixels.truncate(info.buffer_size());
-    let channels = info.color_type.samples();
-    let (width, height) = (i64::from(info.width), i64::from(info.height));
-    for [x, y, w, h] in boxes {
-        // The boxes come from a page, through a server that may be anyone's: any i64, a negative
-        // size. Their ends saturate and are clamped to the picture; an empty box paints nothing.
-        let (top, bottom) = ((*y).max(0), y.saturating_add(*h).min(height));
-        let (left, right) = ((*x).max(0), x.saturating_add(*w).min(width));
-        for row in top..bottom {
-            for column in left..right {
-                let at = ((row * width + column) as usize) * channels;
-                for value in &mut pixels[at..at + channels.min(3)] {
-                    *value = 0;
-                }
-            }
-        }
-    }
-    let mut out = Vec::new();
-    let mut encoder = png::Encoder::new(&mut out, info.width, info.height);
-    encoder.set_color(info.color_type);
-    encoder.set_depth(png::BitDepth::Eight);
-    let mut writer = encoder.write_header().map_err(|e| invalid(&e))?;
-    writer.write_image_data(&pixels).map_err(|e| invalid(&e))?;
-    writer.finish().map_err(|e| invalid(&e))?;
-    Ok(out)
 }
 
 /// A recorder on a thread of its own: callers hand it events and never wait for the disk.

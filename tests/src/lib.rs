@@ -3,6 +3,7 @@
 //! original Python environment (`docs/ARCHITECTURE.md`, "Terms").
 
 pub mod raw_cdp;
+pub mod watch;
 
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -144,12 +145,11 @@ impl Harness {
     }
 
     /// A server that records every session into `dir` (emptied first).
-    pub async fn recording(dir: &std::path::Path, settings: EnvSettings, redact: bool) -> Harness {
+    pub async fn recording(dir: &std::path::Path, settings: EnvSettings) -> Harness {
         let _ = std::fs::remove_dir_all(dir);
         Self::start_with(ServerConfig {
             settings,
             record_dir: Some(dir.to_path_buf()),
-            redact,
             ..ServerConfig::default()
         })
         .await

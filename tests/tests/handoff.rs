@@ -7,73 +7,15 @@ use browserenv::trajectory::{read, Actor};
 use browserenv::{BrowserAction, ResetOptions};
 use browserenv_server::settings::PeerTimeouts;
 use browserenv_server::ServerConfig;
+use browserenv_tests::watch::{reply, send, session_id, until, watch};
 use browserenv_tests::{test_settings, title, Harness};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use serde_json::{json, Value};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::Message;
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn watch(harness: &Harness, id: &str, token: Option<&str>) -> Result<Socket, String> {
-    let url = format!("ws://{}/sessions/{id}/watch", harness.server.addr);
-    let mut request = url.into_client_request().unwrap();
-    if let Some(token) = token {
-        let value = format!("Bearer {token}").parse().unwrap();
-        request.headers_mut().insert("authorization", value);
-    }
-    tokio_tungstenite::connect_async(request)
-        .await
-        .map(|(socket, _)| socket)
-        .map_err(|err| err.to_string())
-}
-
-/// The next JSON frame that `wanted` accepts (others skipped), within 20 s.
-async fn until(socket: &mut Socket, wanted: impl Fn(&Value) -> bool) -> Value {
-    tokio::time::timeout(Duration::from_secs(20), async {
-        loop {
-            match socket.next().await.expect("a frame").expect("a frame") {
-                Message::Text(text) => {
-                    let frame: Value = serde_json::from_str(&text).unwrap();
-                    if wanted(&frame) {
-                        return frame;
-                    }
-                }
-                Message::Close(frame) => panic!("closed: {frame:?}"),
-                _ => {}
-            }
-        }
-    })
-    .await
-    .expect("the frame came in time")
-}
-
-async fn send(socket: &mut Socket, frame: Value) {
-    socket.send(Message::text(frame.to_string())).await.unwrap();
-}
-
-fn reply(frame: &Value) -> bool {
-    matches!(
-        frame["type"].as_str(),
-        Some("observation" | "error" | "control")
-    )
-}
-
-async fn session_id(harness: &Harness) -> String {
-    let sessions: Value = reqwest::get(format!("{}/sessions", harness.server.base_url()))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    sessions[0]["id"].as_str().unwrap().to_string()
-}
 
 #[tokio::test]
 async fn a_person_takes_over_acts_twice_and_hands_back() {
     let dir = std::env::temp_dir().join(format!("browserenv-handoff-{}", std::process::id()));
-    let harness = Harness::recording(&dir, test_settings(), false).await;
+    let harness = Harness::recording(&dir, test_settings()).await;
     let mut agent = harness.client().await;
     agent
         .reset(ResetOptions::new(harness.page("canvas.html")).episode_id("handoff-1"))
@@ -279,7 +221,7 @@ async fn an_agent_waits_in_vain_then_a_dropped_or_silent_controller_hands_back()
 #[tokio::test]
 async fn what_a_person_types_as_a_secret_or_into_a_secret_field_stays_theirs() {
     let dir = std::env::temp_dir().join(format!("browserenv-secret-{}", std::process::id()));
-    let harness = Harness::recording(&dir, test_settings(), false).await;
+    let harness = Harness::recording(&dir, test_settings()).await;
     let mut agent = harness.client().await;
     agent
         .reset(ResetOptions::new(harness.page("login.html")).episode_id("secret-1"))
@@ -416,7 +358,7 @@ async fn what_a_person_types_as_a_secret_or_into_a_secret_field_stays_theirs() {
 #[tokio::test]
 async fn a_secret_the_page_moves_into_its_url_stays_hidden() {
     let dir = std::env::temp_dir().join(format!("browserenv-secret-url-{}", std::process::id()));
-    let harness = Harness::recording(&dir, test_settings(), false).await;
+    let harness = Harness::recording(&dir, test_settings()).await;
     let mut agent = harness.client().await;
     agent
         .reset(ResetOptions::new(harness.page("getform.html")).episode_id("secret-url"))

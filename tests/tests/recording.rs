@@ -7,7 +7,7 @@ use browserenv_tests::{test_settings, Harness, Picture};
 #[tokio::test]
 async fn the_server_records_every_session_as_agent_trajectories() {
     let dir = std::env::temp_dir().join(format!("browserenv-record-{}", std::process::id()));
-    let harness = Harness::recording(&dir, test_settings(), false).await;
+    let harness = Harness::recording(&dir, test_settings()).await;
     let mut client = harness.client().await;
     client
         .reset(ResetOptions::new(harness.page("nav1.html")).episode_id("agent-1"))
@@ -69,7 +69,7 @@ fn base64_of(bytes: &[u8]) -> String {
 #[tokio::test]
 async fn clicks_and_typing_carry_element_labels_and_passwords_never_reach_the_disk() {
     let dir = std::env::temp_dir().join(format!("browserenv-record-redact-{}", std::process::id()));
-    let harness = Harness::recording(&dir, test_settings(), true).await;
+    let harness = Harness::recording(&dir, test_settings()).await;
     let mut client = harness.client().await;
     client
         .reset(ResetOptions::new(harness.page("login.html")).episode_id("login"))
@@ -97,12 +97,17 @@ async fn clicks_and_typing_carry_element_labels_and_passwords_never_reach_the_di
     assert_eq!(secret.observation.metadata["element"]["password"], true);
     assert_eq!(
         secret.observation.metadata["password_boxes"],
-        // The password and the one-time code below it: both secret fields.
-        serde_json::json!([[100, 200, 308, 36], [100, 300, 308, 36]])
+        // The password field, which holds a value; the one-time code below it is empty.
+        serde_json::json!([[100, 200, 308, 36]])
     );
-    // The agent itself sees the page as it is (dots in the field, not a black box).
+    // The agent's frame has the field holding a secret covered, the rest as the page is.
     let live = Picture::from_base64(&secret.observation.screenshot);
-    assert_ne!(live.rgb(110, 215), [0, 0, 0]);
+    assert_eq!(live.rgb(110, 215), [0, 0, 0]);
+    assert_ne!(
+        live.rgb(110, 315),
+        [0, 0, 0],
+        "the empty one-time code field"
+    );
     client.close().await.unwrap();
     harness.stop().await;
 
@@ -116,7 +121,7 @@ async fn clicks_and_typing_carry_element_labels_and_passwords_never_reach_the_di
     assert_eq!(recorded[1].action["text"], "ada");
     assert_eq!(recorded[3].action["text"], "<redacted:7 characters>");
     assert_eq!(recorded[0].element.as_ref().unwrap()["name"], "User name");
-    // --redact: the saved frame has the password field blacked out.
+    // The saved frame has the password field covered.
     let png = std::fs::read(dir.join(&recorded[3].next_file_name)).unwrap();
     let saved = Picture::from_base64(&base64_of(&png));
     assert_eq!(saved.rgb(110, 215), [0, 0, 0]);
@@ -128,24 +133,14 @@ async fn clicks_and_typing_carry_element_labels_and_passwords_never_reach_the_di
 #[tokio::test]
 async fn passwords_in_shadow_roots_iframes_and_other_origins_never_reach_the_disk() {
     let dir = std::env::temp_dir().join(format!("browserenv-record-deep-{}", std::process::id()));
-    let harness = Harness::recording(&dir, test_settings(), true).await;
+    let harness = Harness::recording(&dir, test_settings()).await;
     let mut client = harness.client().await;
     let first = client
         .reset(ResetOptions::new(harness.page("secrets.html")).episode_id("deep"))
         .await
         .unwrap();
-    // The shadow root's field, the same-origin iframe's and the CSS-masked one.
-    let boxes = &first.observation.metadata["password_boxes"];
-    for top in [50, 150, 250] {
-        assert!(
-            boxes
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|b| b[0] == 100 && b[1] == top),
-            "no password box at y={top}: {boxes}"
-        );
-    }
+    // Empty secret fields are not covered: the agent must see where to type.
+    assert!(first.observation.metadata.get("password_boxes").is_none());
     // Click each field and type a secret into it; the last is login.html's password field in a
     // frame of another origin (localhost), at (100, 200) inside the frame.
     let fields = [
@@ -154,6 +149,7 @@ async fn passwords_in_shadow_roots_iframes_and_other_origins_never_reach_the_dis
         ((150, 265), "pinsecret"),
         ((250, 535), "othersecret"),
     ];
+    let mut last = None;
     for ((x, y), secret) in fields {
         client.step(BrowserAction::click(x, y)).await.unwrap();
         let typed = client.step(BrowserAction::type_text(secret)).await.unwrap();
@@ -161,6 +157,20 @@ async fn passwords_in_shadow_roots_iframes_and_other_origins_never_reach_the_dis
             typed.observation.metadata["element"]["password"], true,
             "{secret}: {:?}",
             typed.observation.metadata["element"]
+        );
+        last = Some(typed);
+    }
+    // The shadow root's field, the same-origin iframe's and the CSS-masked one hold secrets now
+    // (the frame of another origin is not the page's to read).
+    let boxes = &last.unwrap().observation.metadata["password_boxes"];
+    for top in [50, 150, 250] {
+        assert!(
+            boxes
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|b| b[0] == 100 && b[1] == top),
+            "no box at y={top}: {boxes}"
         );
     }
     client.close().await.unwrap();
@@ -172,7 +182,7 @@ async fn passwords_in_shadow_roots_iframes_and_other_origins_never_reach_the_dis
     }
     let recording = read(&dir).unwrap();
     let recorded = recording.episode_steps("deep");
-    let png = std::fs::read(dir.join(&recorded[0].file_name)).unwrap();
+    let png = std::fs::read(dir.join(&recorded.last().unwrap().next_file_name)).unwrap();
     let saved = Picture::from_base64(&base64_of(&png));
     for y in [60, 160, 260] {
         assert_eq!(

@@ -8,7 +8,7 @@ use browserenv_tui::replay::{replay, DEFAULT_TOLERANCE};
 #[tokio::test]
 async fn a_replayed_recording_matches_and_a_changed_one_is_reported() {
     let dir = std::env::temp_dir().join(format!("browserenv-replay-{}", std::process::id()));
-    let harness = Harness::recording(&dir, test_settings(), false).await;
+    let harness = Harness::recording(&dir, test_settings()).await;
     let mut client = harness.client().await;
     client
         .reset(ResetOptions::new(harness.page("nav1.html")))

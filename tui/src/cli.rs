@@ -66,8 +66,9 @@ pub struct Cli {
     /// Record demonstrations into this folder (trajectory format v1, actor "human"); `R` toggles.
     #[arg(long, global = true)]
     pub record: Option<PathBuf>,
-    /// With --record: black out password inputs in the saved screenshots.
-    #[arg(long, global = true)]
+    /// Accepted for older command lines: fields holding a secret are covered in saved frames
+    /// without it.
+    #[arg(long, global = true, hide = true)]
     pub redact: bool,
     /// Walk through the tasks of this JSONL file (N next, S skip). Embedded mode loads them into
     /// its server; a remote server must have been started with the same --tasks.
@@ -308,7 +309,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         None => None,
     };
     let recorder = match &cli.record {
-        Some(dir) => Some(open_recorder(dir, watch.is_some(), cli.redact)?),
+        Some(dir) => Some(open_recorder(dir, watch.is_some())?),
         None => None,
     };
     // Signals are caught from here on, also while the server starts (their default action would
@@ -485,7 +486,6 @@ async fn stop_embedded(embedded: Embedded) {
 fn open_recorder(
     dir: &std::path::Path,
     watching: bool,
-    redact: bool,
 ) -> anyhow::Result<(
     RecorderHandle,
     tokio::sync::mpsc::UnboundedReceiver<String>,
@@ -502,7 +502,7 @@ fn open_recorder(
     });
     let (errors_tx, errors) = tokio::sync::mpsc::unbounded_channel();
     let actor = if watching { Actor::Agent } else { Actor::Human };
-    let recorder = Recorder::new(writer, actor).redacting(redact);
+    let recorder = Recorder::new(writer, actor);
     let handle = RecorderHandle::spawn(recorder, move |err| {
         let _ = errors_tx.send(err.to_string());
     })?;

@@ -56,7 +56,7 @@ impl ActiveRecording {
                 action,
                 observation: result,
                 latency_ms,
-                recorded_text: Some(format!("<secret:{name}>")),
+                recorded_text: Some(browserenv::secrets::named(&name)),
             },
         };
         self.handle.send(event);

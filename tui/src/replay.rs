@@ -130,7 +130,7 @@ async fn replay_step(
         }
     };
     let described = crate::command::describe(&action);
-    let secret = action.text.starts_with("<secret:") || action.text.starts_with("<redacted:");
+    let secret = browserenv::secrets::is_hidden(&action.text);
     let result = match client.step(action).await {
         Ok(result) => result,
         Err(err) => {

@@ -108,11 +108,7 @@ fn episode_id(asked: Option<&Value>) -> Result<String, String> {
 impl Hub {
     /// Open the campaign in `dir` (its settings, tasks, log and people) and start the recorder
     /// of its demonstrations in `DIR/recording`.
-    pub fn open(
-        dir: &Path,
-        redact: bool,
-        base_url: Option<url::Url>,
-    ) -> anyhow::Result<(Hub, RecorderHandle)> {
+    pub fn open(dir: &Path, base_url: Option<url::Url>) -> anyhow::Result<(Hub, RecorderHandle)> {
         use anyhow::Context;
         let (campaign, problems) = Campaign::open(dir).map_err(anyhow::Error::msg)?;
         for problem in &problems {
@@ -129,7 +125,7 @@ impl Hub {
                 recovery.incomplete.len()
             );
         }
-        let recorder = Recorder::new(writer, Actor::Human).redacting(redact);
+        let recorder = Recorder::new(writer, Actor::Human);
         let handle = RecorderHandle::spawn(recorder, |err| {
             tracing::error!("recording the campaign failed: {err}")
         })?;

@@ -28,6 +28,12 @@
     // many more: a page can click thousands of them.
     blocked: [],
     blockedMore: 0,
+    // Fields a person marked as holding a secret (a one-time code in a plain text field), and
+    // each secret field's number: what it holds is read back by number, so a field's new value
+    // replaces its old one on the server (`Secrets::hold`).
+    marked: new WeakSet(),
+    fieldNumbers: new WeakMap(),
+    fields: 0,
   };
   // Timers longer than this are polling or idle work, not an effect of the action.
   const SHORT_TIMER_MS = 1000;
@@ -162,6 +168,34 @@
     (el.getAttribute('type') || '').toLowerCase() === 'password' ||
     (el.ownerDocument.defaultView.getComputedStyle(el).webkitTextSecurity || 'none') !== 'none' ||
     SECRET_AUTOCOMPLETE.test(el.getAttribute('autocomplete') || ''));
+  // What a field holds, read with the browser's own getters, taken before the page ran: a page
+  // can replace `value`, `Map`'s and arrays' iteration, `instanceof`; not these. A getter of the
+  // wrong kind of element throws, and the next is tried.
+  const valueGetters = [HTMLInputElement, HTMLTextAreaElement, HTMLSelectElement]
+    .map((kind) => Object.getOwnPropertyDescriptor(kind.prototype, 'value').get);
+  const fieldValue = (el) => {
+    for (let i = 0; i < valueGetters.length; i++) {
+      try {
+        return String(nativeApply(valueGetters[i], el, []));
+      } catch (error) {
+        // Not this kind of field.
+      }
+    }
+    try {
+      return el.isContentEditable ? String(nativeApply(nativeInnerText, el, [])) : '';
+    } catch (error) {
+      return '';
+    }
+  };
+  const isSecret = (el) => isSecretField(el) || state.marked.has(el);
+  // A field holding a secret: what every outlet but the person at the wheel sees covered.
+  const holdsSecret = (el) => isSecret(el) && fieldValue(el) !== '';
+  const fieldNumber = (el) => {
+    if (!state.fieldNumbers.has(el)) state.fieldNumbers.set(el, ++state.fields);
+    return state.fieldNumbers.get(el);
+  };
+  // The most characters of a held secret read back: a `type` action's own limit.
+  const MAX_HELD_CHARS = 2000;
   const api = {
     // Resolves once the page is quiet (no requests, no short timers, loaded, no DOM change for
     // quietMs, at least minMs after the start) and drawn: two frames have begun since the start
@@ -274,7 +308,7 @@
               findPasswords(inner, dx + f.left + el.clientLeft, dy + f.top + el.clientTop, depth + 1);
             }
           }
-          if (!isSecretField(el) || passwords.length >= MAX_SECRET_BOXES) continue;
+          if (!holdsSecret(el) || passwords.length >= MAX_SECRET_BOXES) continue;
           const r = el.getBoundingClientRect();
           const left = r.left + dx;
           const top = r.top + dy;
@@ -585,8 +619,10 @@
       runs.sort((a, b) => (a.y + a.height / 2) - (b.y + b.height / 2) || a.x - b.x);
       return { runs, truncated };
     },
-    // The element an action is about: under the pointer for a click, else the focused one.
-    element(x, y) {
+    // The element an action is about: under the pointer for a click, else the focused one. With
+    // `mark`, the focused element is a person's secret field from now on. A focused secret field
+    // says what it holds (`held`), for the server alone (`environment.rs` takes it out).
+    element(x, y, mark) {
       // Into open shadow roots and same-origin frames, where the element really is (a password
       // field in a shadow root or an iframe must be known as one); dx, dy: the frame's offset.
       let element = x === null ? document.activeElement : document.elementFromPoint(x, y);
@@ -622,6 +658,7 @@
         dy = fy;
       }
       if (!element || element === document.documentElement) return null;
+      if (mark && x === null) state.marked.add(element);
       const tag = element.tagName.toLowerCase();
       const type = (element.getAttribute('type') || '').toLowerCase();
       const implicitRoles = {
@@ -644,10 +681,13 @@
         || (tag === 'input' ? '' : element.innerText)).slice(0, 200);
       // Typing into a frame of another origin: it may be a password field (third-party logins
       // are), and nothing says it is not, so it is treated as one.
-      const password = isSecretField(element) || (opaque && x === null);
+      const password = isSecret(element) || (opaque && x === null);
       const text = password ? '' : clean(element.innerText || element.value || '').slice(0, 200);
       const r = element.getBoundingClientRect();
-      return { tag, role, name, text, type: type || null, password,
+      const held = x === null && isSecret(element)
+        ? { field: fieldNumber(element), value: cut(fieldValue(element), MAX_HELD_CHARS) }
+        : undefined;
+      return { tag, role, name, text, type: type || null, password, held,
         bbox: [Math.round(r.left + dx), Math.round(r.top + dy), Math.round(r.width), Math.round(r.height)] };
     },
     // What a task's check reads of the final page (`read_state`), each text cut to `max`: for

@@ -101,7 +101,7 @@ pub fn without_secrets_of(url: &str, text: &str) -> String {
     // Longest first, so a secret that contains another is replaced whole.
     secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
     secrets.iter().fold(text.to_string(), |text, secret| {
-        text.replace(secret.as_str(), "***")
+        text.replace(secret.as_str(), browserenv::secrets::HIDDEN_CREDENTIAL)
     })
 }
 

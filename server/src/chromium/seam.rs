@@ -2,7 +2,9 @@
 //! the rooms next to this one.
 
 use super::*;
-use crate::browser::{first_chars, COOKIES_KEPT, INCIDENT_TEXT_CHARS, STATE_TEXT_CHARS};
+use crate::browser::{
+    first_chars, ElementFacts, HeldSecret, COOKIES_KEPT, INCIDENT_TEXT_CHARS, STATE_TEXT_CHARS,
+};
 use browserenv::tasks::{Lookup, PageState, Wants};
 use chromiumoxide::cdp::browser_protocol::network::GetCookiesParams;
 use chromiumoxide::cdp::browser_protocol::page::CreateIsolatedWorldParams;
@@ -217,13 +219,24 @@ impl Browser for ChromiumBrowser {
         Ok(facts)
     }
 
-    async fn element(&mut self, at: Option<(i64, i64)>) -> Result<Option<Value>, PageError> {
+    async fn element(
+        &mut self,
+        at: Option<(i64, i64)>,
+        mark: bool,
+    ) -> Result<Option<ElementFacts>, PageError> {
         let (x, y) = match at {
             Some((x, y)) => (x.to_string(), y.to_string()),
             None => ("null".into(), "null".into()),
         };
-        let value = probe(self.page()?, &format!("element({x}, {y})"), false).await?;
-        Ok((!value.is_null()).then(|| bounded_element(value)))
+        let value = probe(self.page()?, &format!("element({x}, {y}, {mark})"), false).await?;
+        if value.is_null() {
+            return Ok(None);
+        }
+        let held = held_secret(&value["held"]);
+        Ok(Some(ElementFacts {
+            shown: bounded_element(value),
+            held,
+        }))
     }
 
     async fn visible_text(&mut self) -> Result<PageText, PageError> {
@@ -440,6 +453,18 @@ fn whole_number(value: &Value) -> Option<i64> {
             .as_f64()
             .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)?;
         Some(float as i64)
+    })
+}
+
+/// What a secret field holds (the probe's `held`), held to its shape and to a `type` action's
+/// length.
+fn held_secret(value: &Value) -> Option<HeldSecret> {
+    Some(HeldSecret {
+        field: value["field"].as_u64()?,
+        value: crate::browser::first_chars(
+            value["value"].as_str()?,
+            browserenv::models::MAX_TEXT_CHARS,
+        ),
     })
 }
 

@@ -1,7 +1,9 @@
 //! The episode rules, against the fake browser.
 
 use super::*;
+use crate::browser::Incidents;
 use crate::fake::{FakeLauncher, FakeScript};
+use crate::settings::SettleMode;
 use browserenv::models::Key;
 
 fn settings() -> EnvSettings {
@@ -24,7 +26,10 @@ fn kwargs(url: &str) -> Map<String, Value> {
 
 fn env(script: FakeScript) -> (Environment<FakeLauncher>, Arc<FakeLauncher>) {
     let launcher = Arc::new(FakeLauncher::new(script));
-    (Environment::new(launcher.clone(), settings()), launcher)
+    (
+        Environment::new(launcher.clone(), settings()).for_session("s"),
+        launcher,
+    )
 }
 
 #[tokio::test]
@@ -55,21 +60,24 @@ async fn rejects_bad_start_urls_without_touching_the_episode() {
     assert!(env.reset(&Map::new()).await.is_err());
     assert_eq!(launcher.launched(), 1);
     // The episode survived the bad input.
-    assert!(env.step(&BrowserAction::wait()).await.is_ok());
+    assert!(env.step(&BrowserAction::wait(), false).await.is_ok());
 }
 
 #[tokio::test]
 async fn step_before_reset_and_after_done_is_refused() {
     let (mut env, _) = env(FakeScript::default());
     assert_eq!(
-        env.step(&BrowserAction::back()).await.unwrap_err().0,
+        env.step(&BrowserAction::back(), false).await.unwrap_err().0,
         "reset before stepping"
     );
     env.reset(&kwargs("https://a.example/")).await.unwrap();
-    let result = env.step(&BrowserAction::finish("done")).await.unwrap();
+    let result = env
+        .step(&BrowserAction::finish("done"), false)
+        .await
+        .unwrap();
     assert!(result.done);
     assert_eq!(
-        env.step(&BrowserAction::back()).await.unwrap_err().0,
+        env.step(&BrowserAction::back(), false).await.unwrap_err().0,
         "reset before stepping"
     );
 }
@@ -85,7 +93,7 @@ async fn state_counts_steps_and_keeps_the_given_episode_id() {
     let first = env.reset(&args).await.unwrap();
     assert_eq!(first.observation.url, "https://a.example/");
     assert!(!first.done);
-    env.step(&BrowserAction::scroll(100)).await.unwrap();
+    env.step(&BrowserAction::scroll(100), false).await.unwrap();
     assert_eq!(
         env.state(),
         BrowserState {
@@ -103,18 +111,20 @@ async fn state_counts_steps_and_keeps_the_given_episode_id() {
 async fn step_limit_ends_the_episode() {
     let (mut env, _) = env(FakeScript::default());
     env.reset(&kwargs("https://a.example/")).await.unwrap();
-    assert!(!env.step(&BrowserAction::wait()).await.unwrap().done);
-    assert!(!env.step(&BrowserAction::wait()).await.unwrap().done);
-    assert!(env.step(&BrowserAction::wait()).await.unwrap().done);
+    assert!(!env.step(&BrowserAction::wait(), false).await.unwrap().done);
+    assert!(!env.step(&BrowserAction::wait(), false).await.unwrap().done);
+    assert!(env.step(&BrowserAction::wait(), false).await.unwrap().done);
 }
 
 #[tokio::test]
 async fn scroll_uses_the_last_click_else_the_centre() {
     let (mut env, launcher) = env(FakeScript::default());
     env.reset(&kwargs("https://a.example/")).await.unwrap();
-    env.step(&BrowserAction::scroll(300)).await.unwrap();
-    env.step(&BrowserAction::click(10, 20)).await.unwrap();
-    env.step(&BrowserAction::scroll(-300)).await.unwrap();
+    env.step(&BrowserAction::scroll(300), false).await.unwrap();
+    env.step(&BrowserAction::click(10, 20), false)
+        .await
+        .unwrap();
+    env.step(&BrowserAction::scroll(-300), false).await.unwrap();
     let calls = launcher.calls();
     assert!(
         calls.contains(&"scroll 400 300 300".to_string()),
@@ -131,8 +141,12 @@ async fn scroll_uses_the_last_click_else_the_centre() {
 async fn keys_and_text_reach_the_browser() {
     let (mut env, launcher) = env(FakeScript::default());
     env.reset(&kwargs("https://a.example/")).await.unwrap();
-    env.step(&BrowserAction::type_text("héllo")).await.unwrap();
-    env.step(&BrowserAction::key(Key::CtrlA)).await.unwrap();
+    env.step(&BrowserAction::type_text("héllo"), false)
+        .await
+        .unwrap();
+    env.step(&BrowserAction::key(Key::CtrlA), false)
+        .await
+        .unwrap();
     let calls = launcher.calls();
     assert!(calls.contains(&"type héllo".to_string()));
     assert!(calls.contains(&"press CTRL+A".to_string()));
@@ -171,7 +185,7 @@ async fn a_hung_action_is_reported_and_bounded() {
     };
     let (mut env, _) = env(script);
     env.reset(&kwargs("https://a.example/")).await.unwrap();
-    let result = env.step(&BrowserAction::click(1, 1)).await.unwrap();
+    let result = env.step(&BrowserAction::click(1, 1), false).await.unwrap();
     assert_eq!(result.observation.error, "action_timeout");
     assert!(
         !result.done,
@@ -222,7 +236,7 @@ async fn incidents_become_metadata_and_codes() {
     // A reset says how long it waited for its browser; a step has none to wait for.
     assert!(metadata["timings_ms"]["browser"].is_number());
     assert_eq!(metadata["title"], "Fake page");
-    let stepped = env.step(&BrowserAction::wait()).await.unwrap();
+    let stepped = env.step(&BrowserAction::wait(), false).await.unwrap();
     assert!(stepped.observation.metadata["timings_ms"]
         .get("browser")
         .is_none());
@@ -253,8 +267,14 @@ async fn task_resets_use_the_tasks_start_url_and_step_limit() {
     let first = tasked.reset(&args).await.unwrap();
     assert_eq!(first.observation.url, "https://site.example/start.html");
     assert_eq!(tasked.task_id().as_deref(), Some("t1"));
-    assert!(!tasked.step(&BrowserAction::wait()).await.unwrap().done);
-    let last = tasked.step(&BrowserAction::wait()).await.unwrap();
+    assert!(
+        !tasked
+            .step(&BrowserAction::wait(), false)
+            .await
+            .unwrap()
+            .done
+    );
+    let last = tasked.step(&BrowserAction::wait(), false).await.unwrap();
     assert!(
         last.done,
         "the task's max_steps (2) wins over the server's (50)"
@@ -269,12 +289,12 @@ async fn task_resets_use_the_tasks_start_url_and_step_limit() {
 #[tokio::test]
 async fn the_text_layer_is_read_once_per_step_and_needs_a_page() {
     let (mut env, launcher) = env(FakeScript::default());
-    let err = env.visible_text("s").await.unwrap_err();
+    let err = env.visible_text().await.unwrap_err();
     assert!(err.0.contains("reset first"), "{}", err.0);
     env.reset(&kwargs("https://a.example/")).await.unwrap();
-    let first = env.visible_text("s").await.unwrap();
+    let first = env.visible_text().await.unwrap();
     assert_eq!((first.session.as_str(), first.step), ("s", 0));
-    env.visible_text("s").await.unwrap();
+    env.visible_text().await.unwrap();
     let reads = |launcher: &FakeLauncher| {
         launcher
             .calls()
@@ -283,8 +303,8 @@ async fn the_text_layer_is_read_once_per_step_and_needs_a_page() {
             .count()
     };
     assert_eq!(reads(&launcher), 1, "the same step is read once");
-    env.step(&BrowserAction::wait()).await.unwrap();
-    assert_eq!(env.visible_text("s").await.unwrap().step, 1);
+    env.step(&BrowserAction::wait(), false).await.unwrap();
+    assert_eq!(env.visible_text().await.unwrap().step, 1);
     assert_eq!(reads(&launcher), 2);
     assert_eq!(env.state().step_count, 1, "reading is not a step");
 }
@@ -301,7 +321,7 @@ async fn fixed_mode_sleeps_the_action_wait() {
         },
     );
     env.reset(&kwargs("https://a.example/")).await.unwrap();
-    let result = env.step(&BrowserAction::scroll(10)).await.unwrap();
+    let result = env.step(&BrowserAction::scroll(10), false).await.unwrap();
     assert_eq!(result.observation.metadata["settle"], "fixed");
     assert!(
         result.observation.metadata["timings_ms"]["settle"]

@@ -22,7 +22,6 @@ use crate::connection::{Peer, MAX_INCOMING_BYTES};
 use crate::mcp::handler::BrowserTools;
 use crate::mcp::openenv::{self, OpenEnvMcp};
 use crate::openapi::JsonRpcRequest;
-use crate::replicas::Replicas;
 use crate::session::Sessions;
 use crate::settings::PeerTimeouts;
 
@@ -30,16 +29,10 @@ pub struct Mcp<L: Launcher> {
     service: StreamableHttpService<BrowserTools<L>, LocalSessionManager>,
     pub openenv: Arc<OpenEnvMcp<L>>,
     stop: CancellationToken,
-    /// Where an OpenEnv session held by another replica is (`BROWSER_PEERS`).
-    replicas: Arc<Replicas>,
 }
 
 impl<L: Launcher> Mcp<L> {
-    pub fn new(
-        sessions: Arc<Sessions<L>>,
-        timeouts: &PeerTimeouts,
-        replicas: Arc<Replicas>,
-    ) -> Self {
+    pub fn new(sessions: Arc<Sessions<L>>, timeouts: &PeerTimeouts) -> Self {
         let mut manager = LocalSessionManager::default();
         // An MCP session nobody uses ends like any other session.
         manager.session_config.keep_alive = timeouts.session_timeout;
@@ -57,21 +50,7 @@ impl<L: Launcher> Mcp<L> {
             service: StreamableHttpService::new(factory, Arc::new(manager), config),
             openenv: Arc::new(OpenEnvMcp::new(sessions)),
             stop,
-            replicas,
         }
-    }
-
-    /// The replica holding the OpenEnv session a request names, when that is not this one: a
-    /// balancer that does not read bodies may bring `MCPToolClient`'s calls to any replica.
-    async fn owner_elsewhere(&self, request: &Value, uri: &axum::http::Uri) -> Option<String> {
-        let named = request.get("params")?.get("session_id")?.as_str()?;
-        let local = uri
-            .query()
-            .is_some_and(|query| query.split('&').any(|pair| pair == "local=true"));
-        if local || !self.replicas.configured() || self.openenv.keeps(named) {
-            return None;
-        }
-        self.replicas.owner_of(named).await
     }
 
     /// End the MCP sessions and their event streams when shutdown begins: an open stream would
@@ -154,7 +133,7 @@ async fn delete_mcp<L: Launcher>(
 
 /// A POST from a client that is not speaking Streamable HTTP: it does not take an event stream,
 /// calls one of OpenEnv's methods, or names an OpenEnv session without an MCP one.
-fn is_openenv(headers: &HeaderMap, request: Option<&Value>) -> bool {
+pub(crate) fn is_openenv(headers: &HeaderMap, request: Option<&Value>) -> bool {
     let streams = headers
         .get_all(header::ACCEPT)
         .iter()
@@ -197,14 +176,8 @@ async fn entry<L: Launcher>(
         Err(_) => return Json(openenv::parse_error()).into_response(),
     };
     let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
+    // A call naming a session another replica holds went there already (`replicas/routing.rs`).
     if is_openenv(&parts.headers, parsed.as_ref()) {
-        let owner = match &parsed {
-            Some(request) => mcp.owner_elsewhere(request, &parts.uri).await,
-            None => None,
-        };
-        if let Some(owner) = owner {
-            return forward(&mcp.replicas, &owner, &parts.headers, bytes).await;
-        }
         let answer = match parsed {
             Some(request) => mcp.openenv.answer(&request, None, &peer).await,
             None => openenv::parse_error(),
@@ -215,33 +188,6 @@ async fn entry<L: Launcher>(
         .handle(Request::from_parts(parts, Body::from(bytes)))
         .await
         .map(Body::new)
-}
-
-/// Answer with what the replica holding the session answered to the same POST.
-async fn forward(replicas: &Replicas, owner: &str, headers: &HeaderMap, body: Bytes) -> Response {
-    let header = |name| headers.get(name).and_then(|value| value.to_str().ok());
-    let passed = replicas
-        .forward_post(
-            owner,
-            "/mcp?local=true",
-            header(header::CONTENT_TYPE),
-            header(header::ACCEPT),
-            body,
-        )
-        .await;
-    match passed {
-        Ok((status, content_type, body)) => {
-            let mut response = Response::new(Body::from(body));
-            *response.status_mut() =
-                StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
-            if let Some(value) = content_type.and_then(|c| c.parse().ok()) {
-                response.headers_mut().insert(header::CONTENT_TYPE, value);
-            }
-            response
-        }
-        // OpenEnv's answers are HTTP 200 with a JSON-RPC error.
-        Err(err) => Json(openenv::replica_unreachable(owner, &err)).into_response(),
-    }
 }
 
 #[cfg(test)]

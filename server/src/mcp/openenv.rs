@@ -75,6 +75,11 @@ pub fn replica_unreachable(owner: &str, why: &str) -> Value {
     )
 }
 
+/// A call for a session held by another replica, not carried: too many in flight (`relay.rs`).
+pub fn replica_busy(id: &Value, message: &str) -> Value {
+    error(id, SERVER_ERROR, message)
+}
+
 /// A body that is not JSON.
 pub fn parse_error() -> Value {
     error(&Value::Null, PARSE_ERROR, "Parse error")

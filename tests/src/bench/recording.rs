@@ -9,7 +9,7 @@ use crate::common::{long_episodes, scrolls};
 /// The recorded scroll steps' row, of a table already begun; checks every step was recorded.
 pub async fn run(rounds: usize) -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("browserenv-bench-record-{}", std::process::id()));
-    let harness = Harness::recording(&dir, long_episodes(), false).await;
+    let harness = Harness::recording(&dir, long_episodes()).await;
     let mut client = harness.client().await;
     client
         .reset(ResetOptions::new(harness.page("long.html")))

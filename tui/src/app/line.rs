@@ -31,7 +31,9 @@ pub enum LineKind {
 impl LineKind {
     pub fn prompt(&self) -> String {
         match self {
-            LineKind::Type => "type> ".into(),
+            // A field the page masks with its own script (bullets it draws, a plain text
+            // field) is not known as a secret to the server: the person says so with `s`.
+            LineKind::Type => "type (a secret? Esc, then s)> ".into(),
             LineKind::Command => ":".into(),
             LineKind::Finish => "finish, answer (optional)> ".into(),
             LineKind::Reset => "reset to URL> ".into(),

@@ -1,12 +1,22 @@
-//! A watch socket for a session held by another replica (`replicas.rs`): the watcher's socket is
-//! joined to the owner's `/sessions/{id}/watch`, frame for frame both ways, so watching, taking
-//! control, stepping and handing back work through whichever replica the balancer picked.
+//! The one relay: a request about a session another replica holds (`routing.rs` decides that),
+//! carried to that replica as it came, with `local=true` and signed (`signing.rs`), its answer
+//! brought back as the owner gave it. A plain HTTP request is passed whole (method, path, body,
+//! the headers that say what it is); a WebSocket (`/ws?session_id=…`, a watch socket) is joined
+//! to the owner's, frame for frame both ways, so watching, taking control, stepping and handing
+//! back work through whichever replica the balancer picked.
 //!
-//! Each side is kept to time on its own: this replica pings the watcher, so a watcher that goes
-//! silent is let go and, its upstream closed, control returns to the agent; and it pings the
-//! owner, so an owner that stops answering (frozen, cut off) is told to the watcher as an error
-//! frame, never a silent hang.
+//! Carried calls have limits of their own, apart from lookups (`mod.rs`): one call in flight
+//! per session (its owner runs them one at a time anyway) and `FORWARDS_AT_ONCE` in all, each
+//! waited for at most `TURN_WAIT`, after which the caller hears a clear "busy" at once instead
+//! of queueing behind calls that may each take two minutes.
+//!
+//! Each side of a joined socket is kept to time on its own: this replica pings the watcher, so a
+//! watcher that goes silent is let go and, its upstream closed, control returns to the agent;
+//! and it pings the owner, so an owner that stops answering (frozen, cut off) is told to the
+//! watcher as an error frame, never a silent hang.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
@@ -26,14 +36,156 @@ use crate::websocket::Heartbeat;
 
 /// How long the owner has to accept the relayed socket.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a call carried to its owner may take: longer than the longest step (docs/server.md,
+/// "Step time"), as long as the balancer waits for a reply (deploy/haproxy/haproxy.cfg).
+const FORWARDED_TIMEOUT: Duration = Duration::from_secs(120);
+/// The most read of the owner's answer to a carried call (an observation with its PNG).
+const FORWARDED_LIMIT: usize = crate::connection::MAX_INCOMING_BYTES;
+/// Calls carried to other replicas at once.
+const FORWARDS_AT_ONCE: usize = 64;
+/// How long a call waits for its turn (its session's, then one of `FORWARDS_AT_ONCE`).
+pub const TURN_WAIT: Duration = Duration::from_secs(2);
+/// The request headers a carried call keeps: what says what its body is and what it accepts.
+const KEPT_HEADERS: [axum::http::HeaderName; 2] =
+    [axum::http::header::CONTENT_TYPE, axum::http::header::ACCEPT];
 /// How long one frame may take to either side before that side counts as gone.
 const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Join `watcher` to the owner's watch socket at `upstream` (`ws://…/sessions/{id}/watch?local=true`).
-pub async fn run(
+/// The limits of carried calls (see the module's documentation).
+pub struct Limits {
+    forwards: Arc<tokio::sync::Semaphore>,
+    /// A turn per session: one call at a time.
+    sessions: Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            forwards: Arc::new(tokio::sync::Semaphore::new(FORWARDS_AT_ONCE)),
+            sessions: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// Why a call was not carried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Busy {
+    /// Another call for the same session is in flight through this replica.
+    Session,
+    /// `FORWARDS_AT_ONCE` calls are in flight.
+    Replica,
+}
+
+impl Busy {
+    pub fn message(&self, session: &str) -> String {
+        match self {
+            Busy::Session => format!(
+                "another call for session {session:?} is in flight through this replica: \
+                 its owner runs them one at a time; send the next when it is answered"
+            ),
+            Busy::Replica => format!(
+                "this replica carries {FORWARDS_AT_ONCE} calls to other replicas already: \
+                 try again shortly"
+            ),
+        }
+    }
+}
+
+/// A call's turn: held while it is carried.
+pub struct Turn {
+    _session: tokio::sync::OwnedSemaphorePermit,
+    _replica: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Limits {
+    /// A turn for a call about `session`, waited for at most `TURN_WAIT` at each limit.
+    pub async fn turn(&self, session: &str) -> Result<Turn, Busy> {
+        let own = {
+            let mut sessions = self.sessions.lock().map_err(|_| Busy::Replica)?;
+            // Sessions nobody is carrying a call for are forgotten.
+            sessions.retain(|_, turn| Arc::strong_count(turn) > 1);
+            sessions
+                .entry(session.to_string())
+                .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(1)))
+                .clone()
+        };
+        let session_turn = tokio::time::timeout(TURN_WAIT, own.acquire_owned())
+            .await
+            .map_err(|_| Busy::Session)?
+            .map_err(|_| Busy::Session)?;
+        let replica_turn = tokio::time::timeout(TURN_WAIT, self.forwards.clone().acquire_owned())
+            .await
+            .map_err(|_| Busy::Replica)?
+            .map_err(|_| Busy::Replica)?;
+        Ok(Turn {
+            _session: session_turn,
+            _replica: replica_turn,
+        })
+    }
+}
+
+/// The owner's answer to a carried call: status, content type, body.
+pub struct Answer {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub body: axum::body::Bytes,
+}
+
+/// Carry an HTTP request to `url` (the owner's, `local=true` in its query): its method, body
+/// and `KEPT_HEADERS`, signed.
+pub async fn http(
+    replicas: &super::Replicas,
+    method: &axum::http::Method,
+    url: &str,
+    headers: &axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Answer, String> {
+    let method =
+        reqwest::Method::from_bytes(method.as_str().as_bytes()).map_err(|err| err.to_string())?;
+    let mut request = replicas
+        .http()
+        .request(method.clone(), url)
+        .timeout(FORWARDED_TIMEOUT);
+    for name in KEPT_HEADERS {
+        for value in headers.get_all(&name) {
+            request = request.header(name.as_str(), value.as_bytes());
+        }
+    }
+    if let Some(signature) = replicas.signature(method.as_str(), url, &body) {
+        request = request.header(super::signing::HEADER, signature);
+    }
+    let response = request
+        .body(body)
+        .send()
+        .await
+        .map_err(|err| super::describe(&err))?;
+    let status = response.status().as_u16();
+    if response.status().is_redirection() {
+        // Not followed (the client does not), nor passed on for the caller's client to follow:
+        // a replica sends its sessions' answers, never elsewhere.
+        return Err(format!(
+            "it answered with a redirect (HTTP {status}), which is not followed"
+        ));
+    }
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_string);
+    let body = super::read_capped(response, FORWARDED_LIMIT).await?;
+    Ok(Answer {
+        status,
+        content_type,
+        body,
+    })
+}
+
+/// Join `watcher` to the owner's socket at `upstream` (`ws://…?local=true`); `signature` signs
+/// the upgrade request.
+pub async fn socket(
     watcher: WebSocket,
     upstream: String,
-    authorization: Option<String>,
+    signature: Option<String>,
     session: String,
     timeouts: PeerTimeouts,
     mut shutdown: watch::Receiver<bool>,
@@ -44,7 +196,7 @@ pub async fn run(
             ErrorFrame::new(ErrorCode::SessionError, message).with_extra("reason", json!(reason));
         Message::Text(ServerMessage::Error(frame).to_text().into())
     };
-    let owner = match connect(&upstream, authorization.as_deref()).await {
+    let owner = match connect(&upstream, signature.as_deref()).await {
         Ok(owner) => owner,
         Err(err) => {
             let text = format!(
@@ -142,10 +294,10 @@ async fn stopped(shutdown: &mut watch::Receiver<bool>) {
 type Upstream =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-async fn connect(url: &str, authorization: Option<&str>) -> Result<Upstream, String> {
+async fn connect(url: &str, signature: Option<&str>) -> Result<Upstream, String> {
     let mut request = url.into_client_request().map_err(|err| err.to_string())?;
-    if let Some(value) = authorization.and_then(|a| a.parse().ok()) {
-        request.headers_mut().insert("authorization", value);
+    if let Some(value) = signature.and_then(|a| a.parse().ok()) {
+        request.headers_mut().insert(super::signing::HEADER, value);
     }
     // An observation with its screenshot is far below this; a peer that sends more is cut off.
     let config = WebSocketConfig::default()

@@ -6,9 +6,20 @@
 //!
 //! The peers are a list of URLs, or a name whose DNS records are the replicas (a Kubernetes
 //! headless Service): each entry is resolved again at each use, since replicas come and go, and
-//! each address is one replica. A replica finds itself among them by its id. Peer calls carry the
-//! server's token and name `local=true`, so the replica asked answers for itself alone and never
-//! passes the request on. A peer that does not answer is reported, never fatal.
+//! each address is one replica. A replica finds itself among them by its id. Peer calls are
+//! signed with the server's token (`signing.rs`: the token itself never leaves) and name
+//! `local=true`, so the replica asked answers for itself alone and never passes the request on.
+//! A peer that does not answer is reported, never fatal.
+//!
+//! Where a request goes is decided in one place (`routing.rs`: the session a request names, and
+//! whether it lives here) and carried by one relay (`relay.rs`: any HTTP request or WebSocket, to
+//! the replica that holds the session). Looking sessions up and carrying calls have limits of
+//! their own, each with a bounded wait: a flood of slow relayed calls cannot hold `/sessions`,
+//! watching or the other sessions' calls.
+
+pub mod relay;
+pub mod routing;
+pub mod signing;
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -22,19 +33,15 @@ use serde_json::Value;
 const PEER_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long the peers' names may take to resolve.
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long a text layer passed on to its owner may take (the owner waits 15 s for its session).
-const FORWARDED_GET_TIMEOUT: Duration = Duration::from_secs(20);
-/// How long a call passed on to its owner may take: longer than the longest step (docs/server.md, "Step
-/// time"), as long as the balancer waits for a reply (deploy/haproxy/haproxy.cfg).
-const FORWARDED_POST_TIMEOUT: Duration = Duration::from_secs(120);
-/// The most read of a peer's answer about sessions (`/replica`, `/sessions/{id}`, a text layer):
-/// far above what 64 sessions or one page's text take, far below what would hurt this replica.
+/// The most read of a peer's answer about sessions (`/replica`, `/sessions/{id}`): far above
+/// what 64 sessions take, far below what would hurt this replica.
 const ANSWER_LIMIT: usize = 8 * 1024 * 1024;
-/// The most read of a peer's answer to a call passed on to it (an observation with its PNG).
-const FORWARDED_LIMIT: usize = crate::connection::MAX_INCOMING_BYTES;
-/// Peer calls in flight at once: a burst of `/sessions` asks cannot make this replica open
-/// thousands of connections to its peers.
-const CALLS_AT_ONCE: usize = 32;
+/// Lookups in flight at once (`/replica` surveys, `/sessions/{id}` asks): a burst of
+/// `/sessions` asks cannot make this replica open thousands of connections to its peers.
+const LOOKUPS_AT_ONCE: usize = 32;
+/// How long a lookup waits for its turn before the peer counts as busy (reported, not waited
+/// for: `/sessions` answers within about a second whatever else goes on).
+const LOOKUP_WAIT: Duration = Duration::from_millis(500);
 
 /// One entry of `BROWSER_PEERS`: a host (name or address) and port, reached over plain HTTP.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,7 +104,9 @@ pub struct Replicas {
     http: reqwest::Client,
     /// This replica's own address among the peers, once a survey has found it.
     own_url: Mutex<Option<String>>,
-    calls: tokio::sync::Semaphore,
+    lookups: tokio::sync::Semaphore,
+    /// The calls carried to other replicas, and their limits (`relay.rs`).
+    pub relay: relay::Limits,
 }
 
 impl Replicas {
@@ -107,6 +116,8 @@ impl Replicas {
             .connect_timeout(PEER_TIMEOUT)
             // Peers are addresses on the cluster's network, never reached through a proxy.
             .no_proxy()
+            // A peer's redirect would resend an agent's call (its MCP body) wherever it points.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .expect("an HTTP client without TLS always builds");
         Replicas {
@@ -115,7 +126,8 @@ impl Replicas {
             token,
             http,
             own_url: Mutex::new(None),
-            calls: tokio::sync::Semaphore::new(CALLS_AT_ONCE),
+            lookups: tokio::sync::Semaphore::new(LOOKUPS_AT_ONCE),
+            relay: relay::Limits::default(),
         }
     }
 
@@ -124,9 +136,34 @@ impl Replicas {
         !self.entries.is_empty()
     }
 
-    /// The token peers expect, as an `Authorization` value.
-    pub fn authorization(&self) -> Option<String> {
-        self.token.as_ref().map(|token| format!("Bearer {token}"))
+    /// The signature header for a request to a peer (none without a token: peers then take
+    /// any request, as the server does).
+    pub fn signature(&self, method: &str, url: &str, body: &[u8]) -> Option<String> {
+        let token = self.token.as_ref()?;
+        let url = url::Url::parse(url).ok()?;
+        let path_and_query = match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_string(),
+        };
+        // As `Host` will carry it: the host, and the port when one is written.
+        let host = match (url.host_str()?, url.port()) {
+            (host, Some(port)) => format!("{host}:{port}"),
+            (host, None) => host.to_string(),
+        };
+        Some(signing::sign(
+            token,
+            signing::Signed {
+                method,
+                host: &host,
+                path_and_query: &path_and_query,
+                body,
+            },
+        ))
+    }
+
+    /// The HTTP client for peer calls (no proxy, no redirects).
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
     }
 
     /// This replica's address as the peers list it, when known.
@@ -205,12 +242,16 @@ impl Replicas {
         None
     }
 
-    /// GET a peer's JSON, with the token; an answer other than 2xx is an error.
+    /// GET a peer's JSON, signed; an answer other than 2xx is an error. Waits at most
+    /// `LOOKUP_WAIT` for its turn.
     async fn get_json(&self, url: &str) -> Result<Value, String> {
-        let _turn = self.calls.acquire().await.map_err(|err| err.to_string())?;
+        let _turn = tokio::time::timeout(LOOKUP_WAIT, self.lookups.acquire())
+            .await
+            .map_err(|_| "this replica is busy with other lookups".to_string())?
+            .map_err(|err| err.to_string())?;
         let mut request = self.http.get(url);
-        if let Some(token) = &self.token {
-            request = request.bearer_auth(token);
+        if let Some(signature) = self.signature("GET", url, b"") {
+            request = request.header(signing::HEADER, signature);
         }
         let response = request.send().await.map_err(|err| describe(&err))?;
         let status = response.status();
@@ -225,66 +266,10 @@ impl Replicas {
             ))
         }
     }
-
-    /// Pass a POST to `path` (`/mcp?local=true`) of its owner and bring back the answer as it is:
-    /// status, content type and body.
-    pub async fn forward_post(
-        &self,
-        owner: &str,
-        path: &str,
-        content_type: Option<&str>,
-        accept: Option<&str>,
-        body: axum::body::Bytes,
-    ) -> Result<(u16, Option<String>, axum::body::Bytes), String> {
-        let mut request = self
-            .http
-            .post(format!("{owner}{path}"))
-            .timeout(FORWARDED_POST_TIMEOUT)
-            .body(body);
-        if let Some(token) = &self.token {
-            request = request.bearer_auth(token);
-        }
-        if let Some(content_type) = content_type {
-            request = request.header(reqwest::header::CONTENT_TYPE, content_type);
-        }
-        if let Some(accept) = accept {
-            request = request.header(reqwest::header::ACCEPT, accept);
-        }
-        let _turn = self.calls.acquire().await.map_err(|err| err.to_string())?;
-        let response = request.send().await.map_err(|err| describe(&err))?;
-        let status = response.status().as_u16();
-        let content_type = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_string);
-        let body = read_capped(response, FORWARDED_LIMIT).await?;
-        Ok((status, content_type, body))
-    }
-
-    /// Pass a GET about a session to its owner and bring back the answer as it is.
-    pub async fn forward_get(
-        &self,
-        owner: &str,
-        id: &str,
-        tail: &str,
-    ) -> Result<(u16, Value), String> {
-        let url = session_path(owner, id, tail).ok_or("the session id cannot be put in a URL")?;
-        let mut request = self.http.get(url).timeout(FORWARDED_GET_TIMEOUT);
-        if let Some(token) = &self.token {
-            request = request.bearer_auth(token);
-        }
-        let _turn = self.calls.acquire().await.map_err(|err| err.to_string())?;
-        let response = request.send().await.map_err(|err| describe(&err))?;
-        let status = response.status().as_u16();
-        let body = read_capped(response, ANSWER_LIMIT).await?;
-        let body = serde_json::from_slice(&body).map_err(|err| err.to_string())?;
-        Ok((status, body))
-    }
 }
 
 /// A peer's answer, read up to `limit` bytes: a peer that sends more is cut off, not believed.
-async fn read_capped(
+pub(crate) async fn read_capped(
     mut response: reqwest::Response,
     limit: usize,
 ) -> Result<axum::body::Bytes, String> {
@@ -326,7 +311,7 @@ pub fn session_path(base: &str, id: &str, tail: &str) -> Option<String> {
 }
 
 /// A failed peer call in a few words (reqwest's own text nests its causes).
-fn describe(err: &reqwest::Error) -> String {
+pub(crate) fn describe(err: &reqwest::Error) -> String {
     let mut text = err.to_string();
     let mut source = std::error::Error::source(err);
     while let Some(cause) = source {

@@ -1,0 +1,39 @@
+"""browserenv: the Python client of the browserenv server (a real Chromium behind OpenEnv's
+reset/step/state protocol).
+
+- ``BrowserAction``, ``BrowserObservation``, ``BrowserState``: the wire models (``models``).
+- ``BrowserClient``: the typed OpenEnv client, async or ``.sync()`` (``client``).
+- ``browserenv.trl.BrowserEnv``: an ``environment_factory`` class for TRL's ``GRPOTrainer``.
+- ``python -m browserenv.hf_sandbox``: the server's image in a Hugging Face Sandbox.
+"""
+
+from .client import DEFAULT_IMAGE, BrowserClient, PageText
+from .models import (
+    MAX_SCROLL,
+    MAX_TEXT_CHARS,
+    OPS,
+    SCREEN_HEIGHT,
+    SCREEN_WIDTH,
+    SUPPORTED_KEYS,
+    BrowserAction,
+    BrowserObservation,
+    BrowserState,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BrowserAction",
+    "BrowserClient",
+    "BrowserObservation",
+    "BrowserState",
+    "DEFAULT_IMAGE",
+    "MAX_SCROLL",
+    "MAX_TEXT_CHARS",
+    "OPS",
+    "PageText",
+    "SCREEN_HEIGHT",
+    "SCREEN_WIDTH",
+    "SUPPORTED_KEYS",
+    "__version__",
+]

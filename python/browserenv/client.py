@@ -1,0 +1,169 @@
+"""The typed OpenEnv client of the browser environment.
+
+``BrowserClient`` is the seed's client (``_step_payload``, ``_parse_result``, ``_parse_state``) on
+OpenEnv's ``EnvClient``, which gives it both ways of use:
+
+    async with BrowserClient(base_url="http://127.0.0.1:8000") as browser:      # async
+        result = await browser.reset(start_url="https://example.com")
+
+    with BrowserClient(base_url="http://127.0.0.1:8000").sync() as browser:     # sync
+        result = browser.reset(start_url="https://example.com")
+
+Additions: ``token`` (a server started with ``BROWSER_API_TOKEN`` wants ``Authorization: Bearer
+TOKEN``), ``read_page()`` (the page's visible text, over the session's own socket) and a
+``from_docker_image`` that starts the image with a token of its own.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any, Dict, Optional
+
+from openenv.core import EnvClient
+from openenv.core.client_types import StepResult
+from openenv.core.env_client import _BootstrapResult
+from openenv.core.containers.runtime import LocalDockerProvider
+
+from .models import BrowserAction, BrowserObservation, BrowserState
+
+#: The image ``make image`` builds.
+DEFAULT_IMAGE = "browserenv:latest"
+#: ``read_page``'s default bound (about 2,000 tokens), as the server's MCP tool has it.
+DEFAULT_MAX_CHARS = 8000
+#: How long ``from_docker_image`` waits for the container's ``/health``.
+DOCKER_READY_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class PageText:
+    """The page's visible text in the server's compact form: one line per line of text,
+    ``x,y,w,h [marker] text``, the box in screenshot pixels (its centre is a point ``click``
+    takes). ``truncated`` is true when lines were left out (the last line is then
+    ``[truncated]``). Reading never steps the episode."""
+
+    text: str
+    truncated: bool
+    url: str
+    episode_id: Optional[str]
+    step: int
+
+
+class BrowserClient(EnvClient[BrowserAction, BrowserObservation, BrowserState]):
+    """Typed client: ``BrowserAction`` in, ``StepResult[BrowserObservation]`` out.
+
+    Args:
+        base_url: the server, ``http://host:port`` (the client talks to ``ws://host:port/ws``).
+        token: the server's ``BROWSER_API_TOKEN``, sent as ``Authorization: Bearer TOKEN``.
+        headers: more HTTP headers for the WebSocket's opening request.
+        **kwargs: the rest of ``EnvClient``'s arguments (``message_timeout_s``, ``provider``, ...).
+    """
+
+    def __init__(
+        self,
+        base_url: Optional[str] = None,
+        *,
+        token: Optional[str] = None,
+        headers: Optional[Dict[str, str]] = None,
+        **kwargs: Any,
+    ):
+        if token:
+            headers = {**(headers or {}), "Authorization": f"Bearer {token}"}
+        super().__init__(base_url=base_url, headers=headers, **kwargs)
+        self._mcp_id = 0
+
+    # The seed's three conversions.
+
+    def _step_payload(self, action: BrowserAction) -> Dict[str, Any]:
+        if isinstance(action, dict):
+            action = BrowserAction.model_validate(action)
+        return action.model_dump()
+
+    def _parse_result(self, payload: Dict[str, Any]) -> StepResult[BrowserObservation]:
+        observation = BrowserObservation(
+            **payload.get("observation", {}),
+            done=payload.get("done", False),
+            reward=payload.get("reward"),
+        )
+        return StepResult(
+            observation=observation,
+            reward=payload.get("reward"),
+            done=payload.get("done", False),
+            metadata=payload.get("metadata"),
+        )
+
+    def _parse_state(self, payload: Dict[str, Any]) -> BrowserState:
+        return BrowserState.model_validate(payload)
+
+    # The page's text.
+
+    def read_page(self, max_chars: int = DEFAULT_MAX_CHARS) -> Any:
+        """The current page's visible text (a ``PageText``), without acting: the server's
+        ``read_page`` tool, called on this session through an OpenEnv ``mcp`` frame on the same
+        WebSocket. Awaitable in async code, a value in sync code (like ``reset`` and ``step``)."""
+        return self._dispatch(lambda: self._read_page_async(max_chars))
+
+    async def _read_page_async(self, max_chars: int = DEFAULT_MAX_CHARS) -> PageText:
+        self._mcp_id += 1
+        request = {
+            "jsonrpc": "2.0",
+            "id": self._mcp_id,
+            "method": "tools/call",
+            "params": {"name": "read_page", "arguments": {"max_chars": max_chars}},
+        }
+        response = await self._send_and_receive({"type": "mcp", "data": request})
+        reply = response.get("data") or {}
+        if response.get("type") != "mcp" or reply.get("id") != self._mcp_id:
+            raise RuntimeError(f"unexpected reply to read_page: {str(response)[:200]}")
+        if "error" in reply:
+            error = reply["error"] or {}
+            raise RuntimeError(f"read_page failed: {error.get('message', error)}")
+        facts = (reply.get("result") or {}).get("data") or {}
+        return PageText(
+            text=facts.get("text", ""),
+            truncated=bool(facts.get("truncated", False)),
+            url=facts.get("url", ""),
+            episode_id=facts.get("episode_id"),
+            step=int(facts.get("step", 0)),
+        )
+
+    # Containers.
+
+    @classmethod
+    def from_docker_image(
+        cls,
+        image: str = DEFAULT_IMAGE,
+        provider: Any = None,
+        *,
+        token: Optional[str] = None,
+        env_vars: Optional[Dict[str, str]] = None,
+        ready_timeout_s: float = DOCKER_READY_TIMEOUT_S,
+        **kwargs: Any,
+    ) -> "_BootstrapResult[BrowserClient]":
+        """Start the server's image with OpenEnv's provider (``LocalDockerProvider`` unless
+        another is given), wait for its ``/health``, and connect: ``await`` the result for an
+        async client, or call ``.sync()`` on it for a sync one. ``close()`` stops the container.
+
+        The image listens on 0.0.0.0:8000, where the server refuses to start without a token:
+        a random one is made (or ``token``, or ``env_vars["BROWSER_API_TOKEN"]``), passed to the
+        container and sent by the client. ``env_vars`` are further server settings
+        (``BROWSER_MAX_SESSIONS``, ``BROWSER_TASKS=/opt/browserenv/tasks/demo.jsonl``, ...);
+        ``kwargs`` go to ``provider.start_container``."""
+        env = dict(env_vars or {})
+        token = token or env.get("BROWSER_API_TOKEN") or secrets.token_urlsafe(24)
+        env["BROWSER_API_TOKEN"] = token
+
+        def bootstrap() -> "BrowserClient":
+            started = provider if provider is not None else LocalDockerProvider()
+            try:
+                base_url = started.start_container(image, env_vars=env, **kwargs)
+                started.wait_for_ready(base_url, timeout_s=ready_timeout_s)
+                return cls(base_url=base_url, provider=started, token=token)
+            except BaseException:
+                started.stop_container()
+                raise
+
+        return _BootstrapResult(bootstrap)
+
+
+__all__ = ["BrowserClient", "DEFAULT_IMAGE", "PageText"]

@@ -1,0 +1,390 @@
+//! The episode logic: what `reset`, `step` and `state` mean, independent of transport and of the
+//! browser implementation. This is where an action becomes browser calls, where settling and the
+//! seed's end conditions (finish, step limit, bot verification, renderer timeout) are applied, and
+//! where every browser call is bounded so a hung page becomes an error code instead of a hang.
+
+mod limits;
+mod observation;
+mod start_url;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use browserenv::models::{BrowserAction, BrowserState, Op, StepResult};
+use browserenv::secrets::Secrets;
+use browserenv::tasks::{Task, TaskSet, Verdict};
+use browserenv::text_layer::TextLayer;
+
+use crate::browser::{Browser, Launcher, PageError};
+use crate::settings::EnvSettings;
+use limits::{action_limit, bounded, ELEMENT_TIMEOUT, VIEWPORT_CENTRE};
+use observation::{Done, Place, Timings};
+
+pub use limits::{step_bound, OBSERVE_SLACK, TYPE_TIME_PER_CHARACTER};
+pub use observation::OBSERVE_TEXT_CHARS;
+pub use start_url::{check_not_the_server, check_start_url};
+
+/// A failure of the environment itself (not of the page): the wire's `EXECUTION_ERROR`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EnvError(pub String);
+
+struct Episode<B> {
+    browser: B,
+    done: bool,
+    /// The last clicked pixel: where the wheel scrolls, like a person's pointer resting there.
+    pointer: Option<(i64, i64)>,
+    /// The task this episode works on, if the reset named one.
+    task: Option<Task>,
+    /// The `finish` text, once sent.
+    answer: Option<String>,
+    /// The task's whole verdict once judged, until the session takes it for the recording and
+    /// the log (`take_verdict`); the observation shows only `Verdict::shown`.
+    verdict: Option<Verdict>,
+    /// What was typed as a secret this episode, and what secret fields hold: hidden in all the
+    /// episode's observations (`browserenv::secrets`). Memory only.
+    secrets: Secrets,
+}
+
+/// Tasks a server was started with (`--tasks`), and the base for their relative start URLs.
+#[derive(Debug, Clone, Default)]
+pub struct TaskCatalog {
+    pub tasks: TaskSet,
+    pub base_url: Option<url::Url>,
+}
+
+/// One session's environment: at most one live episode, each with its own private browser.
+pub struct Environment<L: Launcher> {
+    launcher: Arc<L>,
+    settings: EnvSettings,
+    tasks: Option<Arc<TaskCatalog>>,
+    episode: Option<Episode<L::Browser>>,
+    state: BrowserState,
+    /// The last text layer read, and for which episode and step.
+    text: Option<((Option<String>, u64), TextLayer)>,
+    /// The session served, for its text layers.
+    session: String,
+}
+
+impl<L: Launcher> Environment<L> {
+    pub fn new(launcher: Arc<L>, settings: EnvSettings) -> Self {
+        Environment {
+            launcher,
+            settings,
+            tasks: None,
+            episode: None,
+            state: BrowserState::default(),
+            text: None,
+            session: String::new(),
+        }
+    }
+
+    /// The session this environment serves (its text layers say so).
+    pub fn for_session(mut self, session: &str) -> Self {
+        self.session = session.to_string();
+        self
+    }
+
+    /// Let `reset` take a `task_id`.
+    pub fn with_tasks(mut self, tasks: Option<Arc<TaskCatalog>>) -> Self {
+        self.tasks = tasks;
+        self
+    }
+
+    /// The current episode's task id.
+    pub fn task_id(&self) -> Option<String> {
+        self.episode.as_ref()?.task.as_ref().map(|t| t.id.clone())
+    }
+
+    /// The whole verdict of the task episode the last step finished (with the details its
+    /// observation leaves out), once: for the recording and the server's log.
+    pub fn take_verdict(&mut self) -> Option<Verdict> {
+        self.episode.as_mut()?.verdict.take()
+    }
+
+    /// Resolve a `task_id` reset argument to its task and start URL.
+    fn task_for(&self, kwargs: &Map<String, Value>) -> Result<Option<(Task, String)>, EnvError> {
+        let id = match kwargs.get("task_id") {
+            None | Some(Value::Null) => return Ok(None),
+            Some(Value::String(id)) => id,
+            Some(other) => return Err(EnvError(format!("task_id must be a string, got {other}"))),
+        };
+        let Some(catalog) = &self.tasks else {
+            return Err(EnvError(format!(
+                "unknown task_id {id:?}: this server has no tasks (start it with --tasks FILE)"
+            )));
+        };
+        let Some(task) = catalog.tasks.get(id) else {
+            return Err(EnvError(format!(
+                "unknown task_id {id:?}; known: {}",
+                catalog.tasks.ids().join(", ")
+            )));
+        };
+        let start = task
+            .resolve_start_url(catalog.base_url.as_ref())
+            .map_err(EnvError)?;
+        Ok(Some((task.clone(), start)))
+    }
+
+    pub fn settings(&self) -> &EnvSettings {
+        &self.settings
+    }
+
+    pub fn state(&self) -> BrowserState {
+        self.state.clone()
+    }
+
+    /// Start a new episode. Keyword arguments as on the wire: `start_url` (required), `episode_id`,
+    /// `seed` (accepted, unused: a live web page has no seed); unknown ones are ignored.
+    pub async fn reset(&mut self, kwargs: &Map<String, Value>) -> Result<StepResult, EnvError> {
+        let started = Instant::now();
+        let task = self.task_for(kwargs)?;
+        // A task starts where it says: starting it anywhere else (where it ends, a page of the
+        // agent's own that shows the expected text) would earn its reward without doing it.
+        let start_url = match (kwargs.get("start_url"), &task) {
+            (Some(Value::String(url)), Some((task, task_start))) => {
+                let asked = check_start_url(url)?;
+                if asked != check_start_url(task_start)? {
+                    return Err(EnvError(format!(
+                        "task {:?} starts at its own start URL: leave start_url out (or give {task_start})",
+                        task.id
+                    )));
+                }
+                asked
+            }
+            (Some(Value::String(url)), _) => check_start_url(url)?,
+            (None | Some(Value::Null), Some((_, task_start))) => check_start_url(task_start)?,
+            _ => {
+                return Err(EnvError(
+                    "reset needs start_url: an HTTP(S) URL without credentials".into(),
+                ))
+            }
+        };
+        check_not_the_server(&start_url, self.settings.server_port)?;
+        let episode_id = match kwargs.get("episode_id") {
+            None | Some(Value::Null) => uuid::Uuid::new_v4().to_string(),
+            Some(Value::String(id)) => id.clone(),
+            Some(other) => other.to_string(),
+        };
+        // The seed closes the previous episode first; bad input above has not touched it. Its
+        // browser may serve the next episode in a fresh context (`Launcher::renew`).
+        self.text = None;
+        let browser_started = Instant::now();
+        let renewed = match self.episode.take() {
+            Some(previous) => self.launcher.renew(previous.browser).await,
+            None => None,
+        };
+        let browser = match renewed {
+            Some(browser) => browser,
+            None => self.launcher.launch().await.map_err(|err| {
+                tracing::error!("browser launch failed: {err:#}");
+                EnvError(format!("the browser failed to start: {err:#}"))
+            })?,
+        };
+        self.state = BrowserState {
+            episode_id: Some(episode_id),
+            step_count: 0,
+        };
+        let mut episode = Episode {
+            browser,
+            done: false,
+            pointer: None,
+            task: task.map(|(task, _)| task),
+            answer: None,
+            verdict: None,
+            secrets: Secrets::default(),
+        };
+        let mut timings = Timings {
+            browser: Some(browser_started.elapsed()),
+            ..Timings::default()
+        };
+        let action_started = Instant::now();
+        let load = bounded(
+            self.settings.page_load_timeout + Duration::from_secs(5),
+            PageError::PageLoadTimeout,
+            episode
+                .browser
+                .goto(start_url.as_str(), self.settings.page_load_timeout),
+        )
+        .await;
+        timings.action = action_started.elapsed();
+        self.text = None;
+        let done = Done {
+            error: load.err(),
+            settle: true,
+            timings,
+            started,
+            element: None,
+            secret_field: None,
+        };
+        let result = self.observe(&mut episode, done).await;
+        self.episode = Some(episode);
+        Ok(result)
+    }
+
+    /// One action. `mark_secret`: a person marked it as a secret (the focused field holds a
+    /// secret from now on, whatever the page says of it).
+    pub async fn step(
+        &mut self,
+        action: &BrowserAction,
+        mark_secret: bool,
+    ) -> Result<StepResult, EnvError> {
+        let started = Instant::now();
+        let settings = self.settings.clone();
+        let episode = match self.episode.as_mut() {
+            Some(episode) if !episode.done => episode,
+            _ => return Err(EnvError("reset before stepping".into())),
+        };
+        self.state.step_count += 1;
+        let mut timings = Timings::default();
+        let mut settle_needed = true;
+        let browser = &mut episode.browser;
+        let limit = settings.action_timeout;
+        let timeout = PageError::ActionTimeout;
+        // What the action is about, read before it changes the page (a click may navigate); for
+        // typing and keys, what a secret field in focus holds (ENTER may send it away).
+        let target = match action.op {
+            Op::Click => Some(Some((action.x.unwrap_or(0), action.y.unwrap_or(0)))),
+            Op::Type | Op::Key => Some(None),
+            _ => None,
+        };
+        let mark = mark_secret && action.op == Op::Type;
+        let element = match target {
+            Some(at) => {
+                match bounded(ELEMENT_TIMEOUT, timeout.clone(), browser.element(at, mark)).await {
+                    Ok(Some(facts)) => {
+                        if let Some(held) = facts.held {
+                            episode.secrets.hold(held.field, &held.value);
+                        }
+                        Some(facts.shown)
+                    }
+                    Ok(None) => None,
+                    // Unread (a page that made the probe's answer unreadable, a hung renderer): it
+                    // may be a password field, and nothing says it is not, so it counts as one.
+                    Err(_) => Some(json!({"unreadable": true, "password": true})),
+                }
+            }
+            None => None,
+        };
+        let in_secret_field = mark
+            || (target == Some(None)
+                && element
+                    .as_ref()
+                    .and_then(|e| e.get("password"))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false));
+        let outcome = match action.op {
+            Op::Click => {
+                let (x, y) = (action.x.unwrap_or(0), action.y.unwrap_or(0));
+                episode.pointer = Some((x, y));
+                bounded(limit, timeout, browser.click(x, y)).await
+            }
+            Op::Type => {
+                let limit = action_limit(&settings, action);
+                bounded(limit, timeout, browser.type_text(&action.text)).await
+            }
+            Op::Key => match action.key_name() {
+                Some(key) => bounded(limit, timeout, browser.press(key)).await,
+                // Validated earlier; kept total so a bad action can never panic the session.
+                None => return Err(EnvError(format!("unknown key {:?}", action.text))),
+            },
+            Op::Scroll => {
+                let (x, y) = episode.pointer.unwrap_or(VIEWPORT_CENTRE);
+                bounded(limit, timeout, browser.scroll(x, y, action.dy)).await
+            }
+            Op::Back => bounded(limit, timeout, browser.back()).await.map(|_| ()),
+            Op::Wait => {
+                tokio::time::sleep(settings.explicit_wait).await;
+                settle_needed = false;
+                Ok(())
+            }
+            Op::Finish => {
+                episode.done = true;
+                episode.answer = Some(action.text.clone());
+                settle_needed = false;
+                Ok(())
+            }
+        };
+        timings.action = started.elapsed();
+        let error = outcome.err();
+        // A page that did not take the input in time is busy (a script spinning, a dialog
+        // loop): it cannot settle either, so the step goes straight to the screenshot.
+        let settle = settle_needed
+            && !error
+                .as_ref()
+                .is_some_and(|e| e.ends_episode() || *e == PageError::ActionTimeout);
+        let typed = (action.op == Op::Type).then(|| action.text.clone());
+        let done = Done {
+            error,
+            settle,
+            timings,
+            started,
+            element,
+            secret_field: in_secret_field.then_some(typed),
+        };
+        let mut episode = self.episode.take().expect("a live episode");
+        let result = self.observe(&mut episode, done).await;
+        self.episode = Some(episode);
+        Ok(result)
+    }
+
+    /// The observation of `done` (`observation.rs`), its text layer kept for watchers.
+    async fn observe(&mut self, episode: &mut Episode<L::Browser>, done: Done) -> StepResult {
+        let place = Place {
+            settings: &self.settings,
+            session: &self.session,
+            episode_id: self.state.episode_id.as_deref(),
+            step: self.state.step_count,
+        };
+        let (result, layer) = observation::observe(episode, place, done).await;
+        if let Some(layer) = layer {
+            self.text = Some((
+                (self.state.episode_id.clone(), self.state.step_count),
+                layer,
+            ));
+        }
+        result
+    }
+
+    /// The current page's visible text with its boxes (the TUI's text layer), the episode's
+    /// secrets hidden, bounded like every browser call. Read-only: the episode, its step count and
+    /// its observations are untouched. Read once per step: more requests for the same step
+    /// (several watchers, `BROWSER_OBSERVE_TEXT`) get the same layer.
+    pub async fn visible_text(&mut self) -> Result<TextLayer, EnvError> {
+        let key = (self.state.episode_id.clone(), self.state.step_count);
+        if let Some((read_for, layer)) = &self.text {
+            if *read_for == key {
+                return Ok(layer.clone());
+            }
+        }
+        let episode = self
+            .episode
+            .as_mut()
+            .ok_or_else(|| EnvError("no page yet: reset first".into()))?;
+        let place = Place {
+            settings: &self.settings,
+            session: &self.session,
+            episode_id: self.state.episode_id.as_deref(),
+            step: self.state.step_count,
+        };
+        let layer = observation::read_text(episode, &place).await?;
+        // A read cut short before it found anything (a busy renderer) is not kept: the next
+        // request for this step tries again.
+        if !(layer.truncated && layer.runs.is_empty()) {
+            self.text = Some((key, layer.clone()));
+        }
+        Ok(layer)
+    }
+
+    /// End the current episode and release its browser.
+    pub async fn close(&mut self) {
+        if let Some(episode) = self.episode.take() {
+            episode.browser.close().await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,331 @@
+//! A person's secrets, and the one set of rules for hiding them: the server, the recorder and
+//! the terminal UI all use this module.
+//!
+//! What is a secret: what anyone types into a secret field (a password field, one drawn as
+//! bullets, a one-time code or card secret: the probe's `isSecretField`), what a person marks as
+//! a secret (the UI's `s`, a watch step's `"secret": true`), and what such a field holds after
+//! those steps (the field's value, read back: typing `qwerty9`, BACKSPACE, `8Z` holds
+//! `qwerty8Z`). Kept in memory only, for one episode.
+//!
+//! What each outlet shows instead, written once:
+//!
+//! | outlet | typed text | the page's URL, title, text, verdict details | the picture |
+//! |---|---|---|---|
+//! | the agent (observation, `human_steps`) | `redacted` | the secret as `redacted`, in every decoded form of a URL | fields holding a secret covered (`cover_boxes`) |
+//! | watchers, and the person at the wheel's own view | `redacted` | as the agent's | the person at the wheel: their own page; the others: covered |
+//! | recordings | `redacted`, or `named` for a value the UI typed by name | as the agent's | covered |
+//! | the server's log, reviewers | - | as the agent's | - |
+//!
+//! A credential of the server's own (a remote browser's token in `--browser-url`) is shown as
+//! [`HIDDEN_CREDENTIAL`] in what the server prints.
+
+use std::borrow::Cow;
+use std::io;
+
+use serde_json::{Map, Value};
+
+use crate::models::{BrowserAction, Op, StepResult};
+
+/// What a person's secret is shown as: its length only.
+pub fn redacted(typed: &str) -> String {
+    format!("<redacted:{} characters>", typed.chars().count())
+}
+
+/// What the terminal UI records for a value it typed from the person's environment by name
+/// (its `s` prompt): the name, so `replay` can type the value again from the same variable.
+pub fn named(name: &str) -> String {
+    format!("<secret:{name}>")
+}
+
+/// The name in a [`named`] text.
+pub fn name_of(text: &str) -> Option<&str> {
+    text.strip_prefix("<secret:")?.strip_suffix('>')
+}
+
+/// Whether a recorded text stands for a secret (`redacted` or `named`): what it stood for is not
+/// in the recording.
+pub fn is_hidden(text: &str) -> bool {
+    name_of(text).is_some() || (text.starts_with("<redacted:") && text.ends_with(" characters>"))
+}
+
+/// A credential of the server's own, as the server prints it.
+pub const HIDDEN_CREDENTIAL: &str = "***";
+
+/// Whether a step's typing went into a field whose value is a secret: one the page masks (a
+/// password field, or a field drawn as bullets), one it marks as a one-time code or card secret,
+/// one a person marked, a frame of another origin (nothing says it is not a password field); the
+/// probe judges it (`element.password` in the observation's metadata).
+pub fn typed_into_secret_field(action: &BrowserAction, result: &StepResult) -> bool {
+    action.op == Op::Type && into_secret_field(result)
+}
+
+/// Whether the step's element (the focused one, for typing and keys) is a secret field.
+pub fn into_secret_field(result: &StepResult) -> bool {
+    result
+        .observation
+        .metadata
+        .get("element")
+        .and_then(|e| e.get("password"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// The action as it may leave the server (to watchers, the agent's `human_steps`, recordings):
+/// typing that is a person's secret, or that went into a secret field, as `redacted`.
+pub fn shown_action(action: &BrowserAction, result: &StepResult, secret: bool) -> BrowserAction {
+    let mut shown = action.clone();
+    if action.op == Op::Type && (secret || typed_into_secret_field(action, result)) {
+        shown.text = redacted(&action.text);
+    }
+    shown
+}
+
+/// The boxes `[x, y, width, height]` of the fields holding a secret on the observation's page
+/// (`metadata.password_boxes`): what every outlet but the person at the wheel gets covered.
+pub fn secret_boxes(metadata: &Map<String, Value>) -> Vec<[i64; 4]> {
+    metadata
+        .get("password_boxes")
+        .and_then(|b| serde_json::from_value(b.clone()).ok())
+        .unwrap_or_default()
+}
+
+/// The observation with the boxes of fields holding a secret covered in its picture; as it was
+/// when there are none (or its picture cannot be read: then it has none to show either).
+pub fn covered(result: &StepResult) -> StepResult {
+    let mut shown = result.clone();
+    let boxes = secret_boxes(&result.observation.metadata);
+    if boxes.is_empty() || result.observation.screenshot.is_empty() {
+        return shown;
+    }
+    use base64::Engine;
+    let engine = base64::engine::general_purpose::STANDARD;
+    shown.observation.screenshot = engine
+        .decode(&result.observation.screenshot)
+        .ok()
+        .and_then(|png| cover_boxes(&png, &boxes).ok())
+        .map(|png| engine.encode(png))
+        .unwrap_or_default();
+    shown
+}
+
+/// Paint `[x, y, width, height]` boxes black in a PNG; what lies outside the picture is left out.
+pub fn cover_boxes(png_bytes: &[u8], boxes: &[[i64; 4]]) -> io::Result<Vec<u8>> {
+    let invalid =
+        |err: &dyn std::fmt::Display| io::Error::new(io::ErrorKind::InvalidData, err.to_string());
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
+    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = decoder.read_info().map_err(|e| invalid(&e))?;
+    let mut pixels = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut pixels).map_err(|e| invalid(&e))?;
+    pixels.truncate(info.buffer_size());
+    let channels = info.color_type.samples();
+    let (width, height) = (i64::from(info.width), i64::from(info.height));
+    for [x, y, w, h] in boxes {
+        // The boxes come from a page, through a server that may be anyone's: any i64, a negative
+        // size. Their ends saturate and are clamped to the picture; an empty box paints nothing.
+        let (top, bottom) = ((*y).max(0), y.saturating_add(*h).min(height));
+        let (left, right) = ((*x).max(0), x.saturating_add(*w).min(width));
+        for row in top..bottom {
+            for column in left..right {
+                let at = ((row * width + column) as usize) * channels;
+                for value in &mut pixels[at..at + channels.min(3)] {
+                    *value = 0;
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, info.width, info.height);
+    encoder.set_color(info.color_type);
+    encoder.set_depth(png::BitDepth::Eight);
+    // Fast, as Chromium encodes its frames: this runs on a step's path.
+    encoder.set_compression(png::Compression::Fast);
+    let mut writer = encoder.write_header().map_err(|e| invalid(&e))?;
+    writer.write_image_data(&pixels).map_err(|e| invalid(&e))?;
+    writer.finish().map_err(|e| invalid(&e))?;
+    Ok(out)
+}
+
+/// The secrets of one episode.
+#[derive(Debug, Default, Clone)]
+pub struct Secrets {
+    /// Longest first: a secret that starts another would leave the other's tail.
+    known: Vec<String>,
+    /// What each secret field (by the probe's number for it) held when last read: a field's new
+    /// value replaces its old one, which was only ever a step on the way.
+    held: Vec<(u64, String)>,
+}
+
+impl Secrets {
+    /// Shorter ones are not looked for: a single character would be hidden everywhere.
+    pub const SHORTEST: usize = 2;
+
+    /// A secret typed (each line on its own: a newline in typing is an ENTER, not text).
+    pub fn add(&mut self, typed: &str) {
+        for line in typed.split(['\n', '\r']) {
+            self.insert(line);
+        }
+    }
+
+    /// What a secret field holds now (`field`: the probe's number for it).
+    pub fn hold(&mut self, field: u64, value: &str) {
+        if let Some(at) = self.held.iter().position(|(f, _)| *f == field) {
+            let (_, old) = self.held.remove(at);
+            if !self.held.iter().any(|(_, v)| *v == old) {
+                self.known.retain(|known| *known != old);
+            }
+        }
+        if value.chars().count() >= Self::SHORTEST {
+            self.held.push((field, value.to_string()));
+            self.insert(value);
+        }
+    }
+
+    fn insert(&mut self, secret: &str) {
+        if secret.chars().count() >= Self::SHORTEST && !self.known.iter().any(|s| s == secret) {
+            self.known.push(secret.to_string());
+            self.known.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.known.is_empty()
+    }
+
+    /// `text` with every secret in it as `redacted`.
+    pub fn hidden<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut shown = Cow::Borrowed(text);
+        for secret in &self.known {
+            if shown.contains(secret.as_str()) {
+                shown = Cow::Owned(shown.replace(secret.as_str(), &redacted(secret)));
+            }
+        }
+        shown
+    }
+
+    /// Hide every secret in `text`, in place.
+    pub fn hide_in(&self, text: &mut String) {
+        if let Cow::Owned(shown) = self.hidden(text) {
+            *text = shown;
+        }
+    }
+
+    /// A URL as it may be shown: where a page carries a secret percent-encoded (`%40` for `@`)
+    /// or form-encoded (`+` for a space), the URL is given decoded, the secret hidden. The
+    /// longest secret found in any form decides the form shown: a shorter one found raw may be
+    /// the start of a longer one encoded beside it.
+    pub fn shown_url<'a>(&self, url: &'a str) -> Cow<'a, str> {
+        if self.known.is_empty() {
+            return Cow::Borrowed(url);
+        }
+        let decoded = |plus_is_space: bool| {
+            let text = if plus_is_space {
+                url.replace('+', " ")
+            } else {
+                url.to_string()
+            };
+            percent_encoding::percent_decode_str(&text)
+                .decode_utf8_lossy()
+                .into_owned()
+        };
+        let forms = [decoded(true), decoded(false), url.to_string()];
+        for secret in &self.known {
+            if let Some(form) = forms.iter().find(|form| form.contains(secret.as_str())) {
+                return Cow::Owned(self.hidden(form).into_owned());
+            }
+        }
+        Cow::Borrowed(url)
+    }
+
+    /// Hide every secret in a URL, in place (`shown_url`).
+    pub fn hide_in_url(&self, url: &mut String) {
+        if let Cow::Owned(shown) = self.shown_url(url) {
+            *url = shown;
+        }
+    }
+
+    /// Every text of an observation's metadata.
+    pub fn hide_in_metadata(&self, metadata: &mut Map<String, Value>) {
+        fn walk(secrets: &Secrets, value: &mut Value) {
+            match value {
+                Value::String(text) => secrets.hide_in(text),
+                Value::Array(items) => items.iter_mut().for_each(|item| walk(secrets, item)),
+                Value::Object(fields) => fields.values_mut().for_each(|v| walk(secrets, v)),
+                _ => {}
+            }
+        }
+        if !self.known.is_empty() {
+            metadata.values_mut().for_each(|value| walk(self, value));
+        }
+    }
+
+    /// An observation as it may leave the server: its URL and its metadata.
+    pub fn hide_in_result(&self, result: &mut StepResult) {
+        self.hide_in_url(&mut result.observation.url);
+        self.hide_in_metadata(&mut result.observation.metadata);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secret_is_hidden_whole_in_text_and_in_urls_however_encoded() {
+        let mut secrets = Secrets::default();
+        secrets.add("hunter");
+        secrets.add("hunter2 p@ss");
+        secrets.add("x");
+        let mut text = "typed hunter2 p@ss, then hunter; x stays".to_string();
+        secrets.hide_in(&mut text);
+        assert_eq!(
+            text,
+            "typed <redacted:12 characters>, then <redacted:6 characters>; x stays"
+        );
+        for url in [
+            "https://a.example/login?pw=hunter2+p%40ss&next=1",
+            "https://a.example/login#pw=hunter2%20p%40ss",
+            "https://a.example/hunter2 p@ss",
+        ] {
+            let mut shown = url.to_string();
+            secrets.hide_in_url(&mut shown);
+            assert!(
+                !shown.contains("hunter") && !shown.contains("p%40ss"),
+                "{url}: {shown}"
+            );
+            assert!(shown.contains("<redacted:12 characters>"), "{url}: {shown}");
+        }
+        let mut plain = "https://a.example/?q=a+b%20c".to_string();
+        secrets.hide_in_url(&mut plain);
+        assert_eq!(
+            plain, "https://a.example/?q=a+b%20c",
+            "a URL without one is left alone"
+        );
+    }
+
+    #[test]
+    fn what_a_field_holds_replaces_what_it_held() {
+        let mut secrets = Secrets::default();
+        secrets.hold(1, "qwerty9");
+        secrets.hold(1, "qwerty");
+        secrets.hold(1, "qwerty8Z");
+        assert_eq!(
+            secrets.shown_url("https://a.example/?pw=qwerty8Z"),
+            "https://a.example/?pw=<redacted:8 characters>"
+        );
+        // What the field held on the way is not a secret of its own any more.
+        assert_eq!(secrets.hidden("qwerty keyboards"), "qwerty keyboards");
+        // A line of typing is hidden without the ENTER that ended it.
+        secrets.add("hun ter2!\n");
+        assert_eq!(secrets.hidden("x hun ter2!"), "x <redacted:9 characters>");
+    }
+
+    #[test]
+    fn hidden_texts_are_known_by_their_spelling() {
+        assert!(is_hidden(&redacted("abc")));
+        assert!(is_hidden(&named("PIN")));
+        assert_eq!(name_of(&named("USER_PIN")), Some("USER_PIN"));
+        assert!(!is_hidden("<redacted"));
+        assert!(!is_hidden("plain"));
+    }
+}

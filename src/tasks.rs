@@ -260,6 +260,18 @@ pub struct ShownVerdict {
     pub failed: Vec<CheckPart>,
 }
 
+/// A verdict where a whole one is expected (a recording's episode line handed out for review),
+/// with the details left out.
+impl From<ShownVerdict> for Verdict {
+    fn from(shown: ShownVerdict) -> Verdict {
+        Verdict {
+            passed: shown.passed,
+            failed: shown.failed,
+            details: Vec::new(),
+        }
+    }
+}
+
 impl Verdict {
     /// The verdict as it may leave the server in an observation. The one rule for that: the
     /// `details` never do.
@@ -816,7 +828,38 @@ fn not_found(what: &str, found: Option<&Lookup>) -> String {
     }
 }
 
+/// What anyone but the server is told of a task: what to do, where it starts, its step limit, and
+/// which parts its check has, by name only. Never what the parts expect: the answer, a pattern or
+/// a text would let whoever reads it `finish` with reward 1.0 (the Task API, a campaign's lease and
+/// its review all hand out tasks this way).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShownTask {
+    pub id: String,
+    pub category: Category,
+    pub instruction: String,
+    /// Resolved against the base URL when the file gives a relative one (as written when there
+    /// is nothing to resolve it against).
+    pub start_url: String,
+    pub max_steps: u64,
+    /// `answer` means the `finish` text is judged.
+    pub checks: Vec<CheckPart>,
+}
+
 impl Task {
+    /// The task as it may leave the server (`ShownTask`): the one rule for that.
+    pub fn shown(&self, base: Option<&url::Url>) -> ShownTask {
+        ShownTask {
+            id: self.id.clone(),
+            category: self.category,
+            instruction: self.instruction.clone(),
+            start_url: self
+                .resolve_start_url(base)
+                .unwrap_or_else(|_| self.start_url.clone()),
+            max_steps: self.max_steps,
+            checks: self.check.parts(),
+        }
+    }
+
     /// The start URL, resolved against `base` when it is relative.
     pub fn resolve_start_url(&self, base: Option<&url::Url>) -> Result<String, String> {
         match url::Url::parse(&self.start_url) {

@@ -11,7 +11,8 @@
 //! resolves to `127.0.0.1`) arrives with that name in `Host`, so only IP literals, `localhost` and
 //! configured names (`BROWSER_ALLOWED_HOSTS`) are served. Both apply to every route, `/health`
 //! included; the token to every route but `/health` and `/ready`, which launchers and balancers
-//! poll without one.
+//! poll without one. The token says who calls (`Access::caller`): the server's token, or a
+//! campaign person's own (`caller.rs`).
 
 use std::sync::Arc;
 
@@ -20,6 +21,13 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use crate::api_error::ApiError;
+use crate::caller::Caller;
+
+/// Who a token other than the server's stands for: a campaign's people (`campaign::Roster`).
+pub trait People: Send + Sync + std::fmt::Debug {
+    /// The person whose token `token` is, compared in constant time.
+    fn person(&self, token: &str) -> Option<String>;
+}
 
 /// The access rules of one server.
 #[derive(Clone, Default)]
@@ -33,6 +41,8 @@ pub struct Access {
     /// Whether `Host` is checked: not behind a Unix socket, where only the proxy in front of the
     /// server can connect and it sends its own public name.
     pub check_host: bool,
+    /// A campaign's people (`--campaign`), each known by a token of their own.
+    pub people: Option<Arc<dyn People>>,
     /// Other replicas' requests carry a signature made with the token instead of the token
     /// (`replicas/signing.rs`); each is taken once.
     pub peer_signatures: Arc<crate::replicas::signing::Verifier>,
@@ -46,6 +56,7 @@ impl std::fmt::Debug for Access {
             .field("allowed_origins", &self.allowed_origins)
             .field("allowed_hosts", &self.allowed_hosts)
             .field("check_host", &self.check_host)
+            .field("people", &self.people)
             .finish()
     }
 }
@@ -105,17 +116,27 @@ impl Access {
                 .any(|allowed| allowed.eq_ignore_ascii_case(name))
     }
 
-    /// The token check: None when the request may proceed.
-    fn refuse_token(&self, headers: &HeaderMap) -> Option<Response> {
-        let expected = self.token.as_ref()?;
+    /// Who presents the request's bearer token: the server's token is `Caller::Shared`, a
+    /// campaign person's is that person. Once the server knows any token, one it does not know is
+    /// refused (a removed person's included); a server without a token of its own serves a request
+    /// without one as before, as `Caller::Shared`.
+    pub fn caller(&self, headers: &HeaderMap) -> Result<Caller, ApiError> {
         let given = headers
             .get(header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.strip_prefix("Bearer "));
+        let shared = self.token.as_ref();
         match given {
-            Some(given) if same_secret(given.as_bytes(), expected.as_bytes()) => None,
-            Some(_) => Some(unauthorized("invalid bearer token")),
-            None => Some(unauthorized(
+            Some(given) if shared.is_some_and(|t| same_secret(given.as_bytes(), t.as_bytes())) => {
+                Ok(Caller::Shared)
+            }
+            Some(given) => match self.people.as_ref().and_then(|p| p.person(given)) {
+                Some(person) => Ok(Caller::Person(person)),
+                None if shared.is_none() && self.people.is_none() => Ok(Caller::Shared),
+                None => Err(unauthorized("invalid bearer token")),
+            },
+            None if shared.is_none() => Ok(Caller::Shared),
+            None => Err(unauthorized(
                 "missing bearer token: send Authorization: Bearer <token>",
             )),
         }
@@ -187,10 +208,11 @@ pub async fn check_origin_and_host(
 }
 
 /// `Authorization: Bearer <token>` on every route but `/health` and `/ready`; or, from another
-/// replica, a signature made with the token over the request (`replicas/signing.rs`).
+/// replica, a signature made with the token over the request (`replicas/signing.rs`). The routes
+/// find who calls in the request's extensions (`Caller`; a replica's request is the server's).
 pub async fn require_token(
     State(access): State<Arc<Access>>,
-    request: axum::extract::Request,
+    mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
     use crate::replicas::signing::HEADER;
@@ -200,14 +222,19 @@ pub async fn require_token(
         signed,
         request.headers().contains_key(header::AUTHORIZATION),
     ) else {
-        return match access.refuse_token(request.headers()) {
-            None => next.run(request).await,
-            Some(refused) => refused,
+        let caller = match access.caller(request.headers()) {
+            Ok(caller) => caller,
+            Err(refused) => return refused.into_response(),
         };
+        if let Err(refused) = caller.admit(&request) {
+            return refused.into_response();
+        }
+        request.extensions_mut().insert(caller);
+        return next.run(request).await;
     };
     let (parts, body) = request.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, crate::connection::MAX_INCOMING_BYTES).await else {
-        return unauthorized("the signed request's body could not be read");
+        return unauthorized("the signed request's body could not be read").into_response();
     };
     let path_and_query = parts
         .uri
@@ -230,12 +257,13 @@ pub async fn require_token(
     );
     match verified {
         Ok(()) => {
-            next.run(axum::extract::Request::from_parts(parts, bytes.into()))
-                .await
+            let mut request = axum::extract::Request::from_parts(parts, bytes.into());
+            request.extensions_mut().insert(Caller::Shared);
+            next.run(request).await
         }
         Err(refused) => {
             tracing::warn!("refused a peer request to {}: {refused}", parts.uri.path());
-            unauthorized(&refused.to_string())
+            unauthorized(&refused.to_string()).into_response()
         }
     }
 }
@@ -245,8 +273,8 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn unauthorized(detail: &str) -> Response {
-    ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", detail).into_response()
+fn unauthorized(detail: &str) -> ApiError {
+    ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", detail)
 }
 
 #[cfg(test)]
@@ -354,6 +382,57 @@ mod tests {
         assert!(proxied
             .admit(&headers(&[("host", "space.hf.space")]))
             .is_ok());
+    }
+
+    /// A campaign's people, for the tests: `ana-token` is ana's.
+    #[derive(Debug)]
+    struct Ana;
+
+    impl People for Ana {
+        fn person(&self, token: &str) -> Option<String> {
+            (token == "ana-token").then(|| "ana".into())
+        }
+    }
+
+    #[test]
+    fn a_token_says_who_calls() {
+        let bearer = |token: &str| headers(&[("authorization", &format!("Bearer {token}"))]);
+        let status = |result: Result<Caller, ApiError>| result.err().map(|r| r.status());
+        let server = Access {
+            token: Some("shared".into()),
+            people: Some(Arc::new(Ana)),
+            ..Access::default()
+        };
+        assert_eq!(server.caller(&bearer("shared")).unwrap(), Caller::Shared);
+        assert_eq!(
+            server.caller(&bearer("ana-token")).unwrap(),
+            Caller::Person("ana".into())
+        );
+        for refused in [bearer("bo-token"), bearer(""), HeaderMap::new()] {
+            assert_eq!(
+                status(server.caller(&refused)),
+                Some(StatusCode::UNAUTHORIZED)
+            );
+        }
+        // Without a token of its own the server serves a request without one as before; a token
+        // it does not know is refused once it knows people's.
+        let open = Access {
+            people: Some(Arc::new(Ana)),
+            ..Access::default()
+        };
+        assert_eq!(open.caller(&HeaderMap::new()).unwrap(), Caller::Shared);
+        assert_eq!(
+            open.caller(&bearer("ana-token")).unwrap(),
+            Caller::Person("ana".into())
+        );
+        assert_eq!(
+            status(open.caller(&bearer("removed"))),
+            Some(StatusCode::UNAUTHORIZED)
+        );
+        assert_eq!(
+            Access::default().caller(&bearer("anything")).unwrap(),
+            Caller::Shared
+        );
     }
 
     #[test]

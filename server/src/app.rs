@@ -19,6 +19,7 @@ use browserenv::models::{action_schema, observation_schema, state_schema};
 use crate::api_error::ApiError;
 use crate::api_error::ErrorBody;
 use crate::browser::Launcher;
+use crate::caller::Caller;
 use crate::connection::{Peer, MAX_INCOMING_BYTES};
 use crate::http_session::HttpSession;
 use crate::openapi::{Health, Metadata, Readiness, Schemas};
@@ -248,6 +249,7 @@ struct WsQuery {
 async fn ws_upgrade<L: Launcher>(
     State(app): State<Arc<AppState<L>>>,
     Peer(peer): Peer,
+    caller: Option<Extension<Caller>>,
     axum::extract::Query(query): axum::extract::Query<WsQuery>,
     upgrade: WebSocketUpgrade,
 ) -> Response {
@@ -255,6 +257,7 @@ async fn ws_upgrade<L: Launcher>(
         sessions: app.sessions.clone(),
         openenv: app.mcp.openenv.clone(),
         attach_to: query.session_id,
+        caller: caller.map(|Extension(caller)| caller).unwrap_or_default(),
         timeouts: app.timeouts.clone(),
         shutdown: app.shutdown.clone(),
     };
@@ -430,10 +433,19 @@ async fn session_info<L: Launcher>(
 )]
 async fn session_text<L: Launcher>(
     State(app): State<Arc<AppState<L>>>,
+    caller: Option<Extension<Caller>>,
     axum::extract::Path(id): axum::extract::Path<String>,
     // `local=true` is the routing's (`replicas/routing.rs`): here, every session is local.
     _scope: axum::extract::Query<Scope>,
 ) -> Result<Response, ApiError> {
+    // A person reads the text of a session their own token opened, and no other (to them
+    // another's session is not there; nor are their requests carried to other replicas).
+    if let Some(Extension(Caller::Person(person))) = &caller {
+        let info = app.sessions.registry().get(&id);
+        if info.and_then(|info| info.person).as_ref() != Some(person) {
+            return Err(ApiError::unknown_session(&id));
+        }
+    }
     let (reply, answer) = tokio::sync::oneshot::channel();
     let busy = || {
         ApiError::new(

@@ -27,6 +27,66 @@ pub enum Mode {
     Mcp,
 }
 
+/// What the server binary does besides serving.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Command {
+    /// A campaign's people (docs/campaigns.md): each collects and reviews with a token of their
+    /// own, which says who they are. Works on the folder, with or without a server running on
+    /// it: a running server takes each change at its next request.
+    Campaign {
+        #[command(subcommand)]
+        action: CampaignCommand,
+    },
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum CampaignCommand {
+    /// Add NAME to the campaign in DIR and print their token on stdout: shown this once (the
+    /// campaign keeps its SHA-256 only); they pass it to `browserenv-tui collect --token`.
+    AddPerson { dir: PathBuf, name: String },
+    /// Remove NAME: their token is refused from the next request on, what they held goes back;
+    /// what they did stays theirs. Adding them again gives them a new token.
+    RemovePerson { dir: PathBuf, name: String },
+    /// The names of the campaign's people, one a line.
+    People { dir: PathBuf },
+}
+
+/// `browserenv-server campaign ...`: the people file of a campaign's folder.
+fn campaign_command(action: &CampaignCommand) -> anyhow::Result<()> {
+    use browserenv::campaign::{People, CONFIG_FILE};
+    let dir = match action {
+        CampaignCommand::AddPerson { dir, .. }
+        | CampaignCommand::RemovePerson { dir, .. }
+        | CampaignCommand::People { dir } => dir,
+    };
+    // A typo must not start a people folder somewhere else.
+    anyhow::ensure!(
+        dir.join(CONFIG_FILE).is_file(),
+        "{} is not a campaign's folder (it has no {CONFIG_FILE})",
+        dir.display()
+    );
+    match action {
+        CampaignCommand::AddPerson { name, .. } => {
+            let (name, token) = People::add(dir, name).map_err(anyhow::Error::msg)?;
+            eprintln!(
+                "{name}'s token (shown this once: give it to {name} alone; browserenv-tui \
+                 collect --server URL --token TOKEN):"
+            );
+            println!("{token}");
+        }
+        CampaignCommand::RemovePerson { name, .. } => {
+            let name = People::remove(dir, name).map_err(anyhow::Error::msg)?;
+            eprintln!("{name} is removed: their token is refused from now on");
+        }
+        CampaignCommand::People { .. } => {
+            for name in People::load(dir).map_err(anyhow::Error::msg)?.names() {
+                println!("{name}");
+            }
+        }
+    }
+    Ok(())
+}
+
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "browserenv-server",
@@ -38,6 +98,8 @@ pub struct Cli {
     /// stdout, for desktop assistants; Chromium starts with it, and logs go to stderr.
     #[arg(value_enum, default_value_t = Mode::Serve)]
     pub mode: Mode,
+    #[command(subcommand)]
+    pub command: Option<Command>,
     /// Address to bind. Loopback by default: pages in the browser are untrusted.
     #[arg(long, env = "BROWSER_HOST", default_value = "127.0.0.1")]
     pub host: String,
@@ -421,6 +483,9 @@ fn announce(address: &str, site: Option<&crate::site::SiteHandle>) {
 
 /// Bind, announce the address on stdout (one line, for scripts and tests), serve until a signal.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Some(Command::Campaign { action }) = &cli.command {
+        return campaign_command(action);
+    }
     let config = cli.server_config().map_err(anyhow::Error::msg)?;
     let listens = cli.mode == Mode::Serve;
     if listens

@@ -12,6 +12,7 @@ pub mod access;
 pub mod api_error;
 pub mod app;
 pub mod browser;
+pub mod caller;
 pub mod campaign;
 pub mod capacity;
 pub mod chromium;
@@ -149,6 +150,10 @@ where
             allowed_origins: config.allowed_origins.clone(),
             allowed_hosts: config.allowed_hosts.clone(),
             check_host: config.check_host,
+            people: core
+                .campaign
+                .as_ref()
+                .map(|hub| hub.roster() as Arc<dyn access::People>),
             peer_signatures: Default::default(),
         }),
         timeouts: config.timeouts.clone(),
@@ -272,7 +277,8 @@ impl<L: Launcher> Core<L> {
         };
         let (campaign, campaign_recorder) = match &config.campaign {
             Some(dir) => {
-                let (hub, recorder) = campaign::Hub::open(dir)?;
+                let base_url = config.tasks.as_ref().and_then(|t| t.base_url.clone());
+                let (hub, recorder) = campaign::Hub::open(dir, base_url)?;
                 (Some(Arc::new(hub)), Some(recorder))
             }
             None => (None, None),

@@ -71,6 +71,9 @@ pub struct SessionInfo {
     /// The agent asks for a person (`request_human`): why, and since when.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub asking: Option<Ask>,
+    /// The campaign person whose own token opened it (`--campaign`): only they read its text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
 }
 
 struct Entry {
@@ -168,6 +171,7 @@ impl Registry {
         id: String,
         transport: &'static str,
         peer: String,
+        person: Option<String>,
     ) -> Registration {
         let (events, _) = broadcast::channel(WATCH_BACKLOG);
         let info = SessionInfo {
@@ -185,6 +189,7 @@ impl Registry {
             watchers: 0,
             replica: None,
             asking: None,
+            person,
         };
         let control = Arc::new(Control::default());
         if let Ok(mut sessions) = self.sessions.lock() {

@@ -180,22 +180,20 @@ pub struct ResetArgs {
 }
 
 impl TaskRef {
+    /// From the task as it may leave the server (`Task::shown`).
     fn new(index: usize, task: &Task, split: &str, catalog: &TaskCatalog) -> Self {
+        let shown = task.shown(catalog.base_url.as_ref());
         TaskRef {
             index,
-            task_id: task.id.clone(),
-            task_name: task.id.clone(),
+            task_id: shown.id.clone(),
+            task_name: shown.id.clone(),
             dataset: split.to_string(),
-            instruction: task.instruction.clone(),
-            category: task.category,
-            start_url: task
-                .resolve_start_url(catalog.base_url.as_ref())
-                .unwrap_or_else(|_| task.start_url.clone()),
-            max_steps: task.max_steps,
-            checks: task.check.parts(),
-            reset: ResetArgs {
-                task_id: task.id.clone(),
-            },
+            instruction: shown.instruction,
+            category: shown.category,
+            start_url: shown.start_url,
+            max_steps: shown.max_steps,
+            checks: shown.checks,
+            reset: ResetArgs { task_id: shown.id },
         }
     }
 }

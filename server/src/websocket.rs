@@ -163,6 +163,8 @@ pub struct Context<L: Launcher> {
     pub openenv: Arc<OpenEnvMcp<L>>,
     /// Drive this session of OpenEnv's (`/ws?session_id=…`) instead of a new one.
     pub attach_to: Option<String>,
+    /// Who opened the socket: a new session acts under their token (`caller.rs`).
+    pub caller: crate::caller::Caller,
     pub timeouts: PeerTimeouts,
     /// Turns true when the server shuts down.
     pub shutdown: watch::Receiver<bool>,
@@ -173,6 +175,7 @@ pub async fn run<L: Launcher>(socket: WebSocket, context: Context<L>, peer: Stri
         sessions,
         openenv,
         attach_to,
+        caller,
         timeouts,
         mut shutdown,
     } = context;
@@ -184,7 +187,7 @@ pub async fn run<L: Launcher>(socket: WebSocket, context: Context<L>, peer: Stri
     // Capacity: accept the upgrade, say why, close (docs/wire.md §2.3; no HTTP 503 here).
     // An attached session is OpenEnv's to close: the socket only lets go of it at the end.
     let (session, attached) = match attach_to {
-        None => match sessions.open(Transport::WebSocket, peer.clone()) {
+        None => match sessions.open_as(Transport::WebSocket, peer.clone(), caller) {
             Ok(session) => (session, None),
             Err(refused) => {
                 outbox.farewell(Some(refused.frame()), 1000, "").await;

@@ -12,7 +12,14 @@ pub struct Recorder {
     open: BTreeMap<String, OpenEpisode>,
     /// Each session's last recorded step, kept after its episode ends so a note can still go on it.
     last_steps: BTreeMap<String, StepRecord>,
+    /// The newest episodes written whole (every step and the episode line), newest last, for
+    /// `RecordEvent::Confirm`: at most `CONFIRMABLE`.
+    written: std::collections::VecDeque<String>,
 }
+
+/// How many written episodes a recorder remembers for `RecordEvent::Confirm`: a confirmation is
+/// asked for right after an episode ends, long before this many others end.
+const CONFIRMABLE: usize = 1024;
 
 pub(super) struct OpenEpisode {
     episode_id: String,
@@ -28,6 +35,8 @@ pub(super) struct OpenEpisode {
     verdict: Option<crate::tasks::Verdict>,
     /// Notes sent before the episode's first step, for that step.
     pending_notes: Vec<String>,
+    /// A step of it could not be written: it is not on disk whole.
+    lost_step: bool,
 }
 
 /// What a recorder is told. `session` keys the episode; everything else is what the wire carried,
@@ -63,6 +72,13 @@ pub enum RecordEvent {
     Note { session: String, note: String },
     /// The session stopped (quit, disconnect, reset elsewhere): an open episode is abandoned.
     End { session: String },
+    /// Whether episode `episode_id` is on disk whole (its steps and its episode line), answered
+    /// on `reply` once every event sent before this one is written: the recorder works in order,
+    /// so whoever saw the episode end and then asks learns whether it reached the disk.
+    Confirm {
+        episode_id: String,
+        reply: std::sync::mpsc::Sender<bool>,
+    },
 }
 
 impl Recorder {
@@ -72,6 +88,7 @@ impl Recorder {
             actor,
             open: BTreeMap::new(),
             last_steps: BTreeMap::new(),
+            written: std::collections::VecDeque::new(),
         }
     }
 
@@ -118,6 +135,7 @@ impl Recorder {
                         last: None,
                         verdict: None,
                         pending_notes: Vec::new(),
+                        lost_step: false,
                     },
                 );
                 Ok(())
@@ -181,6 +199,11 @@ impl Recorder {
                 Ok(())
             }
             RecordEvent::End { session } => self.abandon(&session),
+            RecordEvent::Confirm { episode_id, reply } => {
+                // Nobody waiting any more is no failure of the recording.
+                let _ = reply.send(self.written.contains(&episode_id));
+                Ok(())
+            }
         }
     }
 
@@ -246,6 +269,8 @@ impl Recorder {
         if appended.is_ok() {
             episode.last = Some(record.clone());
             self.last_steps.insert(session.to_string(), record.clone());
+        } else {
+            episode.lost_step = true;
         }
         // A done episode's end is recorded even when its last step could not be.
         let closed = if observation.done {
@@ -285,6 +310,7 @@ impl Recorder {
         let Some(episode) = self.open.remove(session) else {
             return Ok(());
         };
+        let whole = !episode.lost_step;
         let record = EpisodeRecord {
             schema: SCHEMA.into(),
             episode_id: episode.episode_id,
@@ -300,7 +326,14 @@ impl Recorder {
             reward: episode.last.as_ref().and_then(|l| l.reward),
             verdict: episode.verdict,
         };
-        self.writer.append_episode(&record)
+        self.writer.append_episode(&record)?;
+        if whole {
+            if self.written.len() == CONFIRMABLE {
+                self.written.pop_front();
+            }
+            self.written.push_back(record.episode_id);
+        }
+        Ok(())
     }
 }
 

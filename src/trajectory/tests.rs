@@ -897,3 +897,47 @@ fn masked_boxes_of_any_size_stay_inside_the_picture() {
         ["#...", "#.##", "#..#"]
     );
 }
+
+/// `Confirm` answers once everything sent before it is written: true for an episode on disk whole
+/// (whoever asks can read it at once), false for one still open or never seen.
+#[test]
+fn the_recorder_confirms_an_episode_once_it_is_on_disk() {
+    use crate::models::BrowserAction;
+    let dir = scratch();
+    let (writer, _) = TrajectoryWriter::open(&dir).unwrap();
+    let handle =
+        RecorderHandle::spawn(Recorder::new(writer, Actor::Human), |err| panic!("{err}")).unwrap();
+    let confirm = |episode: &str| {
+        let (reply, answer) = std::sync::mpsc::channel();
+        handle.send(RecordEvent::Confirm {
+            episode_id: episode.into(),
+            reply,
+        });
+        answer.recv_timeout(Duration::from_secs(10)).unwrap()
+    };
+    for (session, episode) in [("s1", "e1"), ("s2", "e2")] {
+        handle.send(RecordEvent::Reset {
+            session: session.into(),
+            episode_id: episode.into(),
+            task: None,
+            person: None,
+            observation: observed("https://a.example/", false),
+        });
+    }
+    handle.send(RecordEvent::Step {
+        session: "s1".into(),
+        actor: None,
+        action: BrowserAction::finish("42"),
+        observation: observed("https://a.example/", true),
+        latency_ms: 5.0,
+        recorded_text: None,
+    });
+    assert!(confirm("e1"));
+    let recording = read(&dir).unwrap();
+    assert_eq!(recording.episode_steps("e1").len(), 1);
+    assert!(recording.episodes.iter().any(|e| e.episode_id == "e1"));
+    assert!(!confirm("e2"), "still open");
+    assert!(!confirm("e3"), "never seen");
+    handle.finish();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -212,11 +212,11 @@ impl TrajectoryWriter {
 /// The mode of the files a recording is made of: what the agent saw and typed (pages, forms, the
 /// secrets of a person's steps shown as their length only, but everything else as it was) is the
 /// recording user's alone, whatever the umask.
-const PRIVATE_FILE: u32 = 0o600;
+pub(crate) const PRIVATE_FILE: u32 = 0o600;
 
 /// Create a recording's folder (and any missing parent) with mode 0700, as `PRIVATE_FILE`; one
 /// that exists already keeps its mode.
-fn create_private_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn create_private_dir(dir: &Path) -> io::Result<()> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -271,7 +271,7 @@ pub(super) fn lock_folder(dir: &Path) -> io::Result<File> {
 }
 
 /// fsync a folder, so the names created or renamed in it survive a crash.
-pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)
         .and_then(|folder| folder.sync_all())
         .map_err(|err| {

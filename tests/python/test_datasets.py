@@ -221,25 +221,31 @@ def test_atif_export_validates_with_the_atif_models(reviewed, tmp_path):
     assert "left out" in trajectory.notes
 
 
-def _post(url: str, body: dict) -> object:
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"content-type": "application/json"}
-    )
+def _post(url: str, body: dict, token: str) -> object:
+    headers = {"content-type": "application/json", "authorization": f"Bearer {token}"}
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers)
     with _NO_PROXY_OPENER.open(request, timeout=30) as response:
         return json.loads(response.read())
 
 
 def test_a_campaign_exports_its_accepted_demonstrations(tmp_path):
     """A campaign (`--campaign DIR`): a Python person demonstrates two tasks through the unmodified
-    OpenEnv client, a second person accepts one and rejects the other; `export DIR` keeps the
-    accepted one only, with who demonstrated and who reviewed it as columns, and `datasets` loads
-    it."""
+    OpenEnv client, a second person accepts one and rejects the other, each with the token
+    `browserenv-server campaign add-person` made them; `export DIR` keeps the accepted one only,
+    with who demonstrated and who reviewed it as columns, and `datasets` loads it."""
     campaign = tmp_path / "campaign"
     campaign.mkdir()
     demo = (REPO_ROOT / "assets" / "tasks" / "demo.jsonl").read_text().splitlines()
     tasks = [json.loads(line) for line in demo if line.strip()][:2]
     (campaign / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
     (campaign / "campaign.json").write_text(json.dumps({"tasks": "tasks.jsonl", "demos_wanted": 1}))
+    ana, bo = (
+        subprocess.run(
+            [str(server_binary()), "campaign", "add-person", str(campaign), name],
+            check=True, capture_output=True, text=True,
+        ).stdout.strip()
+        for name in ("ana", "bo")
+    )
     process = subprocess.Popen(
         [str(server_binary()), "--port", "0", "--site", str(REPO_ROOT / "assets" / "site"),
          "--campaign", str(campaign)],
@@ -249,23 +255,25 @@ def test_a_campaign_exports_its_accepted_demonstrations(tmp_path):
     )
     try:
         url = re.search(r"(http://\S+)", process.stdout.readline()).group(1)
-        with GenericEnvClient(base_url=url).sync() as env:
+        headers = {"Authorization": f"Bearer {ana}"}
+        with GenericEnvClient(base_url=url, headers=headers).sync() as env:
             for _ in tasks:
-                leased = _post(f"{url}/campaign/lease", {"name": "ana"})
+                leased = _post(f"{url}/campaign/lease", {}, ana)
+                assert "check" not in leased["task"], leased
                 env.reset(campaign_lease=leased["lease"]["id"])
                 env.step({"op": "finish", "text": "an answer"})
                 saved = _post(f"{url}/campaign/complete",
-                              {"lease": leased["lease"]["id"], "name": "ana", "mark": "pass"})
-                assert saved["person"] == "ana"
+                              {"lease": leased["lease"]["id"], "mark": "pass"}, ana)
+                assert (saved["person"], saved["recorded"]) == ("ana", True)
         verdicts = {}
         for accepted in (True, False):
-            item = _post(f"{url}/campaign/review/next", {"name": "bo"})
+            item = _post(f"{url}/campaign/review/next", {}, bo)
             episode = item["demonstration"]["episode_id"]
             event = {"schema": "browserenv.review.v1", "time": "2026-12-03T00:00:00.000Z",
                      "episode_id": episode, "field": "quality",
                      "value": "good" if accepted else "bad"}
             _post(f"{url}/campaign/review",
-                  {"episode_id": episode, "name": "bo", "accepted": accepted, "events": [event]})
+                  {"episode_id": episode, "accepted": accepted, "events": [event]}, bo)
             verdicts[episode] = accepted
         with http_get(f"{url}/campaign") as response:
             progress = json.loads(response.read())

@@ -89,7 +89,7 @@ async fn main() -> anyhow::Result<()> {
         frames: Some(frames_tx),
         recorder: None,
         watch: Some(args.session.clone()),
-        collect: None,
+        collect: false,
         stop: None,
     };
     let ui = tokio::spawn(async move {

@@ -1,7 +1,8 @@
-//! The terminal UI's side of a campaign over HTTP (`server/src/campaign.rs` has the routes):
-//! the calls `collect` makes for the event loop (`CampaignCall` -> `CampaignReply`), the progress
-//! as lines for `V`, and `review`: the next demonstration fetched into a folder of its own, shown
-//! in the review mode, and the review sent back.
+//! The terminal UI's side of a campaign over HTTP (`server/src/campaign/routes.rs` has the
+//! routes): the calls `collect` makes for the event loop (`CampaignCall` -> `CampaignReply`), the
+//! progress as lines for `V`, and `review`: the next demonstration fetched into a folder of its
+//! own, shown in the review mode, and the review sent back. Every call goes with the person's own
+//! token, which says who they are: no call names anyone.
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
@@ -21,24 +22,18 @@ use crate::output::printable;
 use crate::review::{Mark, Quality};
 use crate::sessions::Sessions;
 
-/// Make `call` for the person `name`.
-pub async fn call(sessions: &Sessions, name: &str, call: CampaignCall) -> CampaignReply {
+/// Make `call` for the person the token names.
+pub async fn call(sessions: &Sessions, call: CampaignCall) -> CampaignReply {
     let answer = match call {
-        CampaignCall::Lease => lease(sessions, name).await,
+        CampaignCall::Lease => lease(sessions).await,
         CampaignCall::Skip { lease, reason } => sessions
-            .post(
-                "/campaign/skip",
-                &json!({"lease": lease, "name": name, "reason": reason}),
-            )
+            .post("/campaign/skip", &json!({"lease": lease, "reason": reason}))
             .await
             .map(|reply| CampaignReply::Skipped(text(&reply["skipped"]))),
         CampaignCall::Complete { lease, passed } => {
             let mark = if passed { "pass" } else { "fail" };
             sessions
-                .post(
-                    "/campaign/complete",
-                    &json!({"lease": lease, "name": name, "mark": mark}),
-                )
+                .post("/campaign/complete", &json!({"lease": lease, "mark": mark}))
                 .await
                 .map(|saved| CampaignReply::Saved {
                     task: text(&saved["task"]),
@@ -54,25 +49,27 @@ fn text(value: &Value) -> String {
     value.as_str().unwrap_or_default().to_string()
 }
 
-async fn lease(
-    sessions: &Sessions,
-    name: &str,
-) -> Result<CampaignReply, crate::sessions::ApiError> {
-    let reply = sessions
-        .post("/campaign/lease", &json!({"name": name}))
-        .await?;
-    let (Some(lease), Some(task)) = (reply["lease"]["id"].as_str(), reply["task"].as_object())
-    else {
-        return Ok(CampaignReply::Leased(None));
-    };
+async fn lease(sessions: &Sessions) -> Result<CampaignReply, crate::sessions::ApiError> {
+    let reply = sessions.post("/campaign/lease", &json!({})).await?;
     // Shown on the task line: nothing the server sends may move the terminal's cursor.
     let shown = |value: &Value| printable(&text(value)).into_owned();
+    let person = shown(&reply["person"]);
+    let (Some(lease), Some(task)) = (reply["lease"]["id"].as_str(), reply["task"].as_object())
+    else {
+        return Ok(CampaignReply::Leased {
+            person,
+            lease: None,
+        });
+    };
     let task = TaskView {
         id: shown(&task["id"]),
         category: shown(&task["category"]),
         instruction: shown(&task["instruction"]),
     };
-    Ok(CampaignReply::Leased(Some((lease.to_string(), task))))
+    Ok(CampaignReply::Leased {
+        person,
+        lease: Some((lease.to_string(), task)),
+    })
 }
 
 async fn progress(sessions: &Sessions) -> Result<Vec<String>, crate::sessions::ApiError> {
@@ -148,6 +145,8 @@ pub fn progress_lines(progress: &Progress) -> Vec<String> {
 /// A demonstration fetched for review.
 #[derive(Debug, Clone)]
 pub struct Fetched {
+    /// Who reviews: the person the token names.
+    pub reviewer: String,
     pub episode_id: String,
     pub person: String,
     pub task: String,
@@ -156,18 +155,12 @@ pub struct Fetched {
     pub problems: Vec<String>,
 }
 
-/// Fetch the next demonstration `name` may review into `dir` as a recording of one episode (its
-/// steps, its episode line, its screenshots); None when none waits for them. What the server
-/// sent is checked as any recording is: frame names of the writer's form, each frame's bytes
-/// matching its name.
-pub async fn fetch_review(
-    sessions: &Sessions,
-    name: &str,
-    dir: &Path,
-) -> anyhow::Result<Option<Fetched>> {
-    let item = sessions
-        .post("/campaign/review/next", &json!({"name": name}))
-        .await?;
+/// Fetch the next demonstration the token's person may review into `dir` as a recording of one
+/// episode (its steps, its episode line, its screenshots); None when none waits for them. What
+/// the server sent is checked as any recording is: frame names of the writer's form, each
+/// frame's bytes matching its name.
+pub async fn fetch_review(sessions: &Sessions, dir: &Path) -> anyhow::Result<Option<Fetched>> {
+    let item = sessions.post("/campaign/review/next", &json!({})).await?;
     if item.is_null() {
         return Ok(None);
     }
@@ -209,6 +202,8 @@ pub async fn fetch_review(
     std::fs::write(dir.join(EPISODES_FILE), lines(episode_values))?;
     let demonstration = &item["demonstration"];
     Ok(Some(Fetched {
+        // Named in the review log and on screen: nothing the server sends moves the cursor.
+        reviewer: printable(&text(&item["reviewer"])).into_owned(),
         episode_id: text(&demonstration["episode_id"]),
         person: text(&demonstration["person"]),
         task: text(&demonstration["task"]),
@@ -225,7 +220,6 @@ pub async fn fetch_review(
 /// nothing is sent and None comes back: the demonstration goes back to the queue.
 pub async fn submit_review(
     sessions: &Sessions,
-    name: &str,
     dir: &Path,
     fetched: &Fetched,
 ) -> anyhow::Result<Option<bool>> {
@@ -262,8 +256,8 @@ pub async fn submit_review(
     sessions
         .post(
             "/campaign/review",
-            &json!({"episode_id": fetched.episode_id, "name": name, "accepted": accepted,
-                    "note": note, "events": events}),
+            &json!({"episode_id": fetched.episode_id, "accepted": accepted, "note": note,
+                    "events": events}),
         )
         .await?;
     Ok(Some(accepted))

@@ -36,7 +36,8 @@ pub struct Cli {
     /// embedded server and the offline demo site start in this process.
     #[arg(long, env = "BROWSERENV_SERVER", global = true)]
     pub server: Option<String>,
-    /// Bearer token of a server started with BROWSER_API_TOKEN.
+    /// Bearer token of a server started with BROWSER_API_TOKEN; for `collect` and `review`, your
+    /// own token of the campaign (`browserenv-server campaign add-person`), which says who you are.
     #[arg(long, env = "BROWSER_API_TOKEN", hide_env_values = true, global = true)]
     pub token: Option<String>,
     /// Where each episode starts (default: the demo site's home page).
@@ -129,21 +130,15 @@ pub enum Command {
         action: TasksCommand,
     },
     /// Collect demonstrations for the server's campaign (`--campaign DIR` on the server; needs
-    /// --server): the server hands you your next task; finish it, then P (done as asked) or F
-    /// (not) saves it and the next one comes; S skips with a reason; V shows the progress.
-    Collect {
-        /// The name you collect under (letters, digits, '.', '_', '-').
-        #[arg(long)]
-        name: String,
-    },
-    /// Review the campaign's demonstrations (needs --server): the next one not yours and not
-    /// reviewed opens in the review mode (`view`'s keys); G (good) accepts it, B (bad) sends its
-    /// task back to the queue; then the next one. U or no quality leaves it for someone else.
-    Review {
-        /// The name you review under.
-        #[arg(long)]
-        name: String,
-    },
+    /// --server and your own --token, which says who you are): the server hands you your next
+    /// task; finish it, then P (done as asked) or F (not) saves it and the next one comes; S skips
+    /// with a reason; V shows the progress.
+    Collect,
+    /// Review the campaign's demonstrations (needs --server and your own --token): the next one
+    /// not yours and not reviewed opens in the review mode (`view`'s keys); G (good) accepts it,
+    /// B (bad) sends its task back to the queue; then the next one. U or no quality leaves it for
+    /// someone else.
+    Review,
     /// Follow a session an agent drives (needs --server). Without SESSION, the first live one
     /// (waiting for one); when it ends, the next. Tab moves to the next; c takes control and hands
     /// it back. With --record, what is watched is recorded, each step with its actor.
@@ -282,21 +277,25 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 std::process::exit(1);
             }
         },
-        Some(Command::Review { name }) => {
+        Some(Command::Review) => {
             let server = cli.server.as_ref().context("review needs --server URL")?;
-            return review_command(server, cli.token.clone(), name, cli.graphics).await;
+            let token = cli
+                .token
+                .clone()
+                .context("review needs your own --token (browserenv-server campaign add-person)")?;
+            return review_command(server, token, cli.graphics).await;
         }
-        Some(Command::Collect { .. }) => {
+        Some(Command::Collect) => {
+            cli.token.as_ref().context(
+                "collect needs your own --token (browserenv-server campaign add-person)",
+            )?;
             cli.server
                 .as_ref()
                 .context("collect needs --server URL: the server runs the campaign")?;
         }
         Some(Command::Watch { .. }) | None => {}
     }
-    let collect = match &cli.command {
-        Some(Command::Collect { name }) => Some(name.clone()),
-        _ => None,
-    };
+    let collect = matches!(&cli.command, Some(Command::Collect));
     // Without a session the watch link waits for the first one (and says so).
     let watch = match &cli.command {
         Some(Command::Watch { session }) => {
@@ -576,15 +575,15 @@ fn stop_requests() -> std::pin::Pin<Box<dyn std::future::Future<Output = Exit> +
     })
 }
 
-/// `review --name NAME`: fetch the next demonstration into a folder of its own, show it in the
-/// review mode, send the verdict back; until none is left or the reviewer leaves one undecided.
+/// `review --token TOKEN`: fetch the next demonstration for the token's person into a folder of
+/// its own, show it in the review mode, send the verdict back; until none is left or the
+/// reviewer leaves one undecided.
 async fn review_command(
     server: &str,
-    token: Option<String>,
-    name: &str,
+    token: String,
     graphics: crate::graphics::GraphicsChoice,
 ) -> anyhow::Result<()> {
-    let sessions = crate::sessions::Sessions::new(server, token)?;
+    let sessions = crate::sessions::Sessions::new(server, Some(token))?;
     let mut reviewed = 0;
     loop {
         let dir = std::env::temp_dir().join(format!(
@@ -592,15 +591,12 @@ async fn review_command(
             std::process::id(),
             uuid::Uuid::new_v4()
         ));
-        let fetched = crate::campaign::fetch_review(&sessions, name, &dir).await;
+        let fetched = crate::campaign::fetch_review(&sessions, &dir).await;
         let fetched = match fetched {
             Ok(Some(fetched)) => fetched,
             Ok(None) => {
                 let _ = std::fs::remove_dir_all(&dir);
-                println!(
-                    "nothing left for {} to review ({reviewed} reviewed now)",
-                    printable(name)
-                );
+                println!("nothing left for you to review ({reviewed} reviewed now)");
                 return Ok(());
             }
             Err(err) => {
@@ -618,14 +614,14 @@ async fn review_command(
             eprintln!("warning: {}", printable(problem));
         }
         let shown = {
-            let (dir, name) = (dir.clone(), name.to_string());
+            let (dir, name) = (dir.clone(), fetched.reviewer.clone());
             tokio::task::spawn_blocking(move || {
                 crate::viewer::run_viewer(&dir, graphics, Some(name))
             })
             .await?
         };
         let sent = match shown {
-            Ok(()) => crate::campaign::submit_review(&sessions, name, &dir, &fetched).await,
+            Ok(()) => crate::campaign::submit_review(&sessions, &dir, &fetched).await,
             Err(err) => Err(err),
         };
         let _ = std::fs::remove_dir_all(&dir);

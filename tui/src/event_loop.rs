@@ -120,8 +120,9 @@ pub struct LoopOptions {
     /// Watch mode: follow this session (None: the first live one, waiting for one) instead of
     /// driving one of the UI's own.
     pub watch: Option<Option<String>>,
-    /// Collect for the server's campaign under this name (`browserenv-tui collect`).
-    pub collect: Option<String>,
+    /// Collect for the server's campaign (`browserenv-tui collect`), as the person the token
+    /// names.
+    pub collect: bool,
     /// Where demonstrations go (`--record DIR`), with the recorder's error reports.
     pub recorder: Option<(
         browserenv::trajectory::RecorderHandle,
@@ -200,11 +201,8 @@ async fn drive<B: Backend>(
         mut stop,
     } = options;
     app.watch_mode = watch.is_some();
-    if let Some(name) = &collect {
-        app.collect = Some(crate::app::Collecting {
-            name: name.clone(),
-            ..Default::default()
-        });
+    if collect {
+        app.collect = Some(crate::app::Collecting::default());
     }
     // The campaign's answers (one call at a time, made off the loop).
     let (campaign_tx, mut campaign_rx) = mpsc::unbounded_channel::<crate::app::CampaignReply>();
@@ -416,9 +414,8 @@ async fn drive<B: Backend>(
                     }
                     Effect::Campaign(call) => {
                         let (sessions, done) = (sessions.clone(), campaign_tx.clone());
-                        let name = collect.clone().unwrap_or_default();
                         tokio::spawn(async move {
-                            let _ = done.send(crate::campaign::call(&sessions, &name, call).await);
+                            let _ = done.send(crate::campaign::call(&sessions, call).await);
                         });
                     }
                     Effect::Quit => return Ok(Exit::Quit),

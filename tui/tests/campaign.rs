@@ -2,13 +2,14 @@
 //! by scripts, as `tui/examples/take_over.rs` drives a hand-off), against a real server on real
 //! Chromium with the demo site's tasks, each wanting two demonstrations: three people at once,
 //! one who drops mid-task, a server restart half-way, a reviewer's "wrong" putting a task back,
-//! and the export of what was accepted.
+//! and the export of what was accepted. Each person collects and reviews with a token of their
+//! own (`browserenv-server campaign add-person`), which is who they are.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use browserenv::campaign::{Campaign, CONFIG_FILE};
+use browserenv::campaign::{Campaign, People, CONFIG_FILE};
 use browserenv::models::BrowserAction;
 use browserenv::tasks::TaskSet;
 use browserenv_server::chromium::{ChromiumConfig, ChromiumLauncher};
@@ -67,7 +68,7 @@ async fn until(
     }
 }
 
-/// One person at `browserenv-tui collect --name NAME`.
+/// One person at `browserenv-tui collect --token TOKEN`.
 struct Person {
     name: String,
     input: mpsc::UnboundedSender<Event>,
@@ -75,19 +76,22 @@ struct Person {
     task: tokio::task::JoinHandle<()>,
 }
 
-fn collect(server: &ServerHandle, name: &str) -> Person {
+/// Each person's own token, by name.
+type Tokens = BTreeMap<String, String>;
+
+fn collect(server: &ServerHandle, tokens: &Tokens, name: &str) -> Person {
     let (input, mut input_rx) = mpsc::unbounded_channel::<Event>();
     let events = Box::pin(stream::poll_fn(move |cx| input_rx.poll_recv(cx)));
     let (frames_tx, frames) = mpsc::unbounded_channel();
     let options = LoopOptions {
         server: server.base_url(),
-        token: None,
+        token: Some(tokens[name].clone()),
         graphics: GraphicsSource::Ready(Graphics::halfblocks()),
         out: None,
         frames: Some(frames_tx),
         recorder: None,
         watch: None,
-        collect: Some(name.to_string()),
+        collect: true,
         stop: None,
     };
     let label = server.base_url();
@@ -171,8 +175,9 @@ impl Person {
     }
 }
 
-/// The demo task set in a campaign folder, each task wanting two demonstrations.
-fn campaign_dir() -> PathBuf {
+/// The demo task set in a campaign folder, each task wanting two demonstrations, and its people's
+/// tokens.
+fn campaign_dir() -> (PathBuf, Tokens) {
     let dir = std::env::temp_dir().join(format!("browserenv-tui-campaign-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -182,7 +187,11 @@ fn campaign_dir() -> PathBuf {
         r#"{"tasks": "demo.jsonl", "demos_wanted": 2, "lease_idle_seconds": 600}"#,
     )
     .unwrap();
-    dir
+    let tokens = ["ana", "bo", "cy", "dee"]
+        .iter()
+        .map(|name| People::add(&dir, name).unwrap())
+        .collect();
+    (dir, tokens)
 }
 
 async fn server(dir: &Path, site: &SiteHandle) -> ServerHandle {
@@ -221,7 +230,7 @@ fn demonstrations(dir: &Path) -> Vec<(String, String)> {
 #[tokio::test]
 async fn a_team_collects_every_task_twice_through_the_ui() {
     let site = serve_dir(format!("{ASSETS}/site")).await.unwrap();
-    let dir = campaign_dir();
+    let (dir, tokens) = campaign_dir();
     let ids: Vec<String> = TaskSet::load(&dir.join("demo.jsonl"))
         .unwrap()
         .tasks
@@ -231,7 +240,7 @@ async fn a_team_collects_every_task_twice_through_the_ui() {
     let first = server(&dir, &site).await;
 
     // dee takes the first task and drops mid-task: her lease ends with her connection.
-    let mut dee = collect(&first, "dee");
+    let mut dee = collect(&first, &tokens, "dee");
     let (_, dee_task) = dee
         .next_task(&BTreeSet::new())
         .await
@@ -242,7 +251,7 @@ async fn a_team_collects_every_task_twice_through_the_ui() {
     // Three people at once, three demonstrations each; then the server stops.
     let people: Vec<Person> = ["ana", "bo", "cy"]
         .iter()
-        .map(|name| collect(&first, name))
+        .map(|name| collect(&first, &tokens, name))
         .collect();
     let runs = people.into_iter().map(|mut person| {
         tokio::spawn(async move {
@@ -267,7 +276,7 @@ async fn a_team_collects_every_task_twice_through_the_ui() {
     let second = server(&dir, &site).await;
     let people: Vec<Person> = ["ana", "bo", "cy"]
         .iter()
-        .map(|name| collect(&second, name))
+        .map(|name| collect(&second, &tokens, name))
         .collect();
     let runs = people.into_iter().map(|mut person| {
         tokio::spawn(async move {
@@ -298,14 +307,15 @@ async fn a_team_collects_every_task_twice_through_the_ui() {
 
     // bo reviews ana's first demonstration as wrong: its task wants one more, which cy (who has
     // not done it, if anyone has not) or the one free person gets.
-    let sessions = Sessions::new(&second.base_url(), None).unwrap();
+    let sessions = Sessions::new(&second.base_url(), Some(tokens["bo"].clone())).unwrap();
     let mut reviewed = None;
     for _ in 0..all.len() {
         let folder = dir.join(format!("review-{}", uuid::Uuid::new_v4()));
-        let fetched = browserenv_tui::campaign::fetch_review(&sessions, "bo", &folder)
+        let fetched = browserenv_tui::campaign::fetch_review(&sessions, &folder)
             .await
             .unwrap()
             .expect("a demonstration to review");
+        assert_eq!(fetched.reviewer, "bo", "the token's person");
         assert_ne!(fetched.person, "bo", "nobody reviews their own");
         let quality = if fetched.person == "ana" && reviewed.is_none() {
             browserenv_tui::review::Quality::Bad
@@ -319,7 +329,7 @@ async fn a_team_collects_every_task_twice_through_the_ui() {
             browserenv_tui::review::Change::Quality(Some(quality)),
         )
         .unwrap();
-        let accepted = browserenv_tui::campaign::submit_review(&sessions, "bo", &folder, &fetched)
+        let accepted = browserenv_tui::campaign::submit_review(&sessions, &folder, &fetched)
             .await
             .unwrap();
         assert_eq!(
@@ -341,7 +351,7 @@ async fn a_team_collects_every_task_twice_through_the_ui() {
     assert_eq!((task.done, task.rejected), (1, 1), "{task:?}");
     // Whoever has not done it gets it: ana did, so dee (who did nothing) is handed it first
     // unless an earlier task needs her; she works until nothing is left.
-    let mut dee = collect(&second, "dee");
+    let mut dee = collect(&second, &tokens, "dee");
     let done = dee.work(usize::MAX).await;
     dee.quit().await;
     assert_eq!(done, [back], "the task put back is the only one open");

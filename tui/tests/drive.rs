@@ -105,7 +105,7 @@ fn spawn_ui(
             frames: Some(frames_tx),
             recorder,
             watch,
-            collect: None,
+            collect: false,
             stop: None,
         };
         let exit = run(&mut terminal, &mut app, events, options).await.unwrap();

@@ -102,6 +102,8 @@ pub struct Session<L: Launcher> {
     /// Where each reset and step goes besides its caller. Closing lets go of the registration,
     /// then the recorder, then the slot, in this order.
     outlets: outlets::Outlets,
+    /// Who opened the session (`caller.rs`): a campaign person's session starts their leases.
+    caller: crate::caller::Caller,
     slot: Option<Slot>,
     handoff: handoff::HandOff,
     /// The newest observation (of either actor), as everyone but the person at the wheel sees
@@ -185,12 +187,26 @@ impl<L: Launcher> Sessions<L> {
     /// A new session, if a slot is free: listed in the registry from now on, answering text-layer
     /// requests whenever its transport does not hold it.
     pub fn open(&self, transport: Transport, peer: String) -> Result<SharedSession<L>, AtCapacity> {
+        self.open_as(transport, peer, crate::caller::Caller::Shared)
+    }
+
+    /// A new session opened by `caller`, whose token it keeps acting under (a campaign person's
+    /// session is theirs: it starts their leases, and only they read its text).
+    pub fn open_as(
+        &self,
+        transport: Transport,
+        peer: String,
+        caller: crate::caller::Caller,
+    ) -> Result<SharedSession<L>, AtCapacity> {
         if self.lifecycle.is_draining() {
             return Err(self.capacity.draining());
         }
         let slot = self.capacity.try_acquire()?;
         let id = format!("{}{}", transport.id_prefix(), uuid::Uuid::new_v4());
-        let registration = self.registry.register(id.clone(), transport.as_str(), peer);
+        let person = caller.person().map(str::to_string);
+        let registration = self
+            .registry
+            .register(id.clone(), transport.as_str(), peer, person);
         let text_requests = registration.serve_text();
         let human_actions = registration.serve_human();
         let env = Environment::new(self.pool.clone(), self.settings.clone())
@@ -215,6 +231,7 @@ impl<L: Launcher> Sessions<L> {
             },
             id,
             env,
+            caller,
             slot: Some(slot),
             last: None,
             lifecycle: self.lifecycle.clone(),
@@ -348,13 +365,14 @@ impl<L: Launcher> Session<L> {
     }
 
     /// The campaign seat a reset asks for (`campaign_lease`) and its keywords with the lease's
-    /// task; a seat held until now and not asked for again goes back to the campaign.
+    /// task, for the session's caller (a lease is started by its own person's session only); a
+    /// seat held until now and not asked for again goes back to the campaign.
     fn take_seat(
         &mut self,
         kwargs: &Map<String, Value>,
     ) -> Result<Option<crate::campaign::Seated>, EnvError> {
         let seated = match &self.outlets.campaign {
-            Some(hub) => hub.seat(kwargs, &self.id).map_err(EnvError)?,
+            Some(hub) => hub.seat(kwargs, &self.id, &self.caller).map_err(EnvError)?,
             None if kwargs.contains_key(crate::campaign::LEASE_KWARG) => {
                 return Err(EnvError(
                     "this server runs no campaign (start it with --campaign DIR)".into(),

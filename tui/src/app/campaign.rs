@@ -1,4 +1,4 @@
-//! Collecting for a campaign (`browserenv-tui collect --name ana`): the server hands this person
+//! Collecting for a campaign (`browserenv-tui collect --token TOKEN`): the server hands this person
 //! their next task (a lease), they do it, and after the episode ends they mark it (`P` done as
 //! asked, `F` not); `S` skips a task with a reason, `V` shows where the campaign stands. The next
 //! task follows by itself; the server records everything (`docs/campaigns.md`).
@@ -8,7 +8,8 @@ use super::{App, Effect, LineKind, Request, TaskView};
 /// This UI's part in a campaign.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Collecting {
-    /// The name this person collects under.
+    /// The name this person collects under: the one their token stands for, as the server says
+    /// with each lease.
     pub name: String,
     /// The lease of the task in hand.
     pub lease: Option<String>,
@@ -44,8 +45,12 @@ pub enum CampaignCall {
 /// What the campaign answered.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CampaignReply {
-    /// A lease and its task; None when nothing is left for this person.
-    Leased(Option<(String, TaskView)>),
+    /// Whose token asked (`person`), and a lease and its task; None when nothing is left for
+    /// them.
+    Leased {
+        person: String,
+        lease: Option<(String, TaskView)>,
+    },
     /// The demonstration of `task` was saved; `check` is the task's check (None: no check).
     Saved {
         task: String,
@@ -191,8 +196,14 @@ impl App {
             return Vec::new();
         };
         collect.waiting = false;
+        if let CampaignReply::Leased { person, .. } = &reply {
+            collect.name = person.clone();
+        }
         match reply {
-            CampaignReply::Leased(Some((lease, task))) => {
+            CampaignReply::Leased {
+                lease: Some((lease, task)),
+                ..
+            } => {
                 collect.lease = Some(lease.clone());
                 collect.ended = false;
                 collect.finished = false;
@@ -202,7 +213,7 @@ impl App {
                 self.notice(format!("your next task: {id}"));
                 self.request(Request::ResetLease { lease, task: id })
             }
-            CampaignReply::Leased(None) => {
+            CampaignReply::Leased { lease: None, .. } => {
                 collect.lease = None;
                 collect.ended = false;
                 collect.finished = true;

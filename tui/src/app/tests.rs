@@ -518,10 +518,7 @@ fn a_watched_page_error_clears_with_the_next_good_frame_or_another_session() {
 #[test]
 fn collecting_for_a_campaign_takes_a_mark_before_the_next_task() {
     let mut app = App::new(String::new(), "test".into());
-    app.collect = Some(Collecting {
-        name: "ana".into(),
-        ..Default::default()
-    });
+    app.collect = Some(Collecting::default());
     assert_eq!(
         app.update(Msg::Connected),
         vec![Effect::Campaign(CampaignCall::Lease)]
@@ -531,10 +528,15 @@ fn collecting_for_a_campaign_takes_a_mark_before_the_next_task() {
         category: "information".into(),
         instruction: "When?".into(),
     };
-    let leased = app.update(Msg::Campaign(CampaignReply::Leased(Some((
-        "lease-1".into(),
-        task,
-    )))));
+    let leased = app.update(Msg::Campaign(CampaignReply::Leased {
+        person: "ana".into(),
+        lease: Some(("lease-1".into(), task)),
+    }));
+    assert_eq!(
+        app.collect.as_ref().unwrap().name,
+        "ana",
+        "the name the token stands for"
+    );
     let start = Request::ResetLease {
         lease: "lease-1".into(),
         task: "info-founded".into(),
@@ -580,7 +582,10 @@ fn collecting_for_a_campaign_takes_a_mark_before_the_next_task() {
     );
     assert_eq!(app.collect.as_ref().unwrap().saved, 1);
     assert!(app
-        .update(Msg::Campaign(CampaignReply::Leased(None)))
+        .update(Msg::Campaign(CampaignReply::Leased {
+            person: "ana".into(),
+            lease: None
+        }))
         .is_empty());
     assert!(app.collect.as_ref().unwrap().finished);
     assert!(app

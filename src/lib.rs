@@ -11,6 +11,7 @@ pub mod client;
 pub mod models;
 pub mod observation_error;
 pub mod protocol;
+pub mod solutions;
 pub mod tasks;
 pub mod text_layer;
 pub mod trajectory;

@@ -65,6 +65,8 @@ pub(super) struct OpenEpisode {
     last: Option<StepRecord>,
     /// The task's whole verdict, once judged (`RecordEvent::Verdict`).
     verdict: Option<crate::tasks::Verdict>,
+    /// The episode's web archive, as the newest observation names it.
+    archive: Option<ArchiveRef>,
 }
 
 /// What a recorder is told. `session` keys the episode; everything else is what the wire carried,
@@ -160,6 +162,7 @@ impl Recorder {
                         steps: 0,
                         last: None,
                         verdict: None,
+                        archive: ArchiveRef::from_metadata(&observation.observation.metadata),
                     },
                 );
                 Ok(())
@@ -232,6 +235,9 @@ impl Recorder {
             };
         episode.steps += 1;
         let metadata = &observation.observation.metadata;
+        if let Some(archive) = ArchiveRef::from_metadata(metadata) {
+            episode.archive = Some(archive);
+        }
         // Whatever goes into a password field never reaches the disk.
         let mut wire = shown_action(&action, &observation, false);
         if let Some(text) = recorded_text {
@@ -323,6 +329,7 @@ impl Recorder {
             answer,
             reward: episode.last.as_ref().and_then(|l| l.reward),
             verdict: episode.verdict,
+            archive: episode.archive,
         };
         self.writer.append_episode(&record)
     }

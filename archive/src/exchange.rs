@@ -51,6 +51,14 @@ impl Response {
         }
     }
 
+    /// The reason phrase to send: the recorded one, else the status's standard one.
+    pub fn reason_phrase(&self) -> &str {
+        match self.reason.trim() {
+            "" => standard_reason(self.status),
+            reason => reason,
+        }
+    }
+
     /// Statuses whose responses have no body (a redirect's is never shown).
     pub fn has_no_body(&self) -> bool {
         matches!(self.status, 101 | 204 | 304) || self.redirect().is_some()

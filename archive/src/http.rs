@@ -4,7 +4,7 @@
 
 use std::io::Read;
 
-use crate::exchange::{clean_header, is_transfer_header, standard_reason, Header};
+use crate::exchange::{clean_header, is_transfer_header, Header};
 use crate::{Request, Response};
 
 /// Headers one HTTP message may have in an archive; more is refused (a page's responses carry a
@@ -13,11 +13,7 @@ const MAX_HEADERS: usize = 256;
 
 /// The response as an HTTP/1.1 message. The transfer headers are replaced by the body's length.
 pub(crate) fn response_block(response: &Response) -> Vec<u8> {
-    let reason = if response.reason.trim().is_empty() {
-        standard_reason(response.status)
-    } else {
-        response.reason.trim()
-    };
+    let reason = response.reason_phrase();
     let mut block = format!(
         "HTTP/1.1 {} {}\r\n",
         response.status,

@@ -11,6 +11,7 @@
 pub mod access;
 pub mod api_error;
 pub mod app;
+pub mod archive;
 pub mod browser;
 pub mod campaign;
 pub mod capacity;
@@ -93,6 +94,8 @@ pub struct ServerConfig {
     /// `--campaign DIR`: hand a team's people their tasks and record their demonstrations there
     /// (`campaign.rs`).
     pub campaign: Option<std::path::PathBuf>,
+    /// Web archives: recording episodes into them, replaying episodes from them (`archive/`).
+    pub archive: archive::ArchiveConfig,
 }
 
 impl Default for ServerConfig {
@@ -113,6 +116,7 @@ impl Default for ServerConfig {
             drain: drain::DEFAULT_DRAIN,
             peers: Vec::new(),
             campaign: None,
+            archive: archive::ArchiveConfig::default(),
         }
     }
 }
@@ -265,6 +269,7 @@ struct Core<L: Launcher> {
     /// The campaign (`--campaign`) and the recorder of its demonstrations.
     campaign: Option<Arc<campaign::Hub>>,
     campaign_recorder: Option<RecorderHandle>,
+    archives: Arc<archive::Archives>,
 }
 
 impl<L: Launcher> Core<L> {
@@ -284,6 +289,10 @@ impl<L: Launcher> Core<L> {
             }
             None => (None, None),
         };
+        let archives = Arc::new(archive::Archives::start(
+            config.archive.clone(),
+            config.settings.server_port,
+        )?);
         let pool = Arc::new(WarmPool::new(launcher, config.warm_spare));
         pool.warm_up().await;
         let sessions = Arc::new(
@@ -296,7 +305,8 @@ impl<L: Launcher> Core<L> {
             )
             .with_handoff_wait(config.timeouts.handoff_wait)
             .with_lifecycle(lifecycle)
-            .with_campaign(campaign.clone()),
+            .with_campaign(campaign.clone())
+            .with_archives(archives.clone()),
         );
         Ok(Core {
             pool,
@@ -304,6 +314,7 @@ impl<L: Launcher> Core<L> {
             sessions,
             campaign,
             campaign_recorder,
+            archives,
         })
     }
 
@@ -312,6 +323,9 @@ impl<L: Launcher> Core<L> {
         drop(self.sessions);
         drop(self.campaign);
         self.pool.drain().await;
+        self.archives
+            .finish(std::time::Duration::from_secs(10))
+            .await;
         for recorder in [self.recorder, self.campaign_recorder]
             .into_iter()
             .flatten()

@@ -91,6 +91,8 @@ pub struct Sessions<L: Launcher> {
     lifecycle: Lifecycle,
     /// The campaign (`--campaign`): a reset naming a lease makes the session a person's work.
     campaign: Option<Arc<crate::campaign::Hub>>,
+    /// The server's archives (`archive/`).
+    archives: Option<Arc<crate::archive::Archives>>,
 }
 
 /// The server log's line for a judged task episode: its whole verdict, details included (the
@@ -166,7 +168,14 @@ impl<L: Launcher> Sessions<L> {
             handoff_wait: DEFAULT_HANDOFF_WAIT,
             lifecycle: Lifecycle::serving(),
             campaign: None,
+            archives: None,
         }
+    }
+
+    /// Record episodes into archives, and replay them from archives (`archive/`).
+    pub fn with_archives(mut self, archives: Arc<crate::archive::Archives>) -> Self {
+        self.archives = Some(archives);
+        self
     }
 
     /// Run this campaign's sessions (`--campaign`).
@@ -227,7 +236,8 @@ impl<L: Launcher> Sessions<L> {
         let text_requests = registration.serve_text();
         let human_actions = registration.serve_human();
         let env = Environment::new(self.pool.clone(), self.settings.clone())
-            .with_tasks(self.tasks.clone());
+            .with_tasks(self.tasks.clone())
+            .with_archives(self.archives.clone());
         let episode_ended = Arc::new(Notify::new());
         let session = Arc::new(Mutex::new(Session {
             recorder: Some(SessionRecorder::new(id.clone(), self.recorder.clone())),
@@ -423,6 +433,8 @@ impl<L: Launcher> Session<L> {
         self.seat = seat;
         let kwargs = seat_kwargs.as_ref().unwrap_or(kwargs);
         let mut result = self.env.reset(kwargs).await?;
+        // The episode that ended leaves its archive with its secrets hidden.
+        self.env.store_archive(&self.secrets);
         // The person's steps and secrets belonged to the episode that just ended.
         self.human_steps.clear();
         self.secrets = crate::secrets::Secrets::default();
@@ -578,6 +590,7 @@ impl<L: Launcher> Session<L> {
         }
         self.observe_text(&mut result).await;
         self.secrets.hide_in_result(&mut result);
+        self.env.store_archive(&self.secrets);
         let shown = shown_action(action, &result, secret);
         // A finished task episode's whole verdict goes to the log and the recording only, with
         // what was typed as a secret hidden in its details (they quote what the page holds).
@@ -694,6 +707,7 @@ impl<L: Launcher> Session<L> {
             hub.leave(&seat, &self.id);
         }
         self.env.close().await;
+        self.env.store_archive(&self.secrets);
         self.recorder = None;
         self.slot = None;
     }

@@ -198,6 +198,7 @@ async fn server(dir: &Path, site: &SiteHandle) -> ServerHandle {
             tasks: Some(std::sync::Arc::new(TaskCatalog {
                 tasks: TaskSet::load(&dir.join("demo.jsonl")).unwrap(),
                 base_url: Some(url::Url::parse(&site.url("")).unwrap()),
+                folder: None,
             })),
             campaign: Some(dir.to_path_buf()),
             ..ServerConfig::default()

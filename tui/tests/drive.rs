@@ -222,6 +222,7 @@ async fn tasks_and_recording_through_the_ui() {
                     tasks: chosen.clone(),
                 },
                 base_url: Some(url::Url::parse(&site.url("")).unwrap()),
+                folder: None,
             })),
             ..ServerConfig::default()
         },

@@ -89,6 +89,7 @@ fn collect(server: &ServerHandle, name: &str) -> Person {
         watch: None,
         collect: Some(name.to_string()),
         stop: None,
+        typed_secrets: None,
     };
     let label = server.base_url();
     let task = tokio::spawn(async move {

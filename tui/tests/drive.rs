@@ -107,6 +107,7 @@ fn spawn_ui(
             watch,
             collect: None,
             stop: None,
+            typed_secrets: None,
         };
         let exit = run(&mut terminal, &mut app, events, options).await.unwrap();
         (exit, app, format!("{}", terminal.backend()))

@@ -235,6 +235,9 @@ impl Archives {
     /// Wait (at most `bound`) until every archive handed to the writer is on disk: at the
     /// server's stop, once the sessions are gone.
     pub async fn finish(&self, bound: std::time::Duration) {
+        if let Some(files) = &self.files {
+            files.stop();
+        }
         let writer = self.writer.lock().ok().and_then(|mut w| w.take());
         if let Some(writer) = writer {
             let joined = tokio::task::spawn_blocking(move || writer.join());

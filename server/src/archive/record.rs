@@ -303,6 +303,8 @@ pub(super) enum FileJob {
     Finish {
         path: PathBuf,
     },
+    /// Everything handed over before is written: stop.
+    Stop,
 }
 
 impl ArchiveFiles {
@@ -317,6 +319,11 @@ impl ArchiveFiles {
 
     fn send(&self, job: FileJob) {
         let _ = self.0.send(job);
+    }
+
+    /// Ask the thread to stop once it has written everything handed to it so far.
+    pub fn stop(&self) {
+        self.send(FileJob::Stop);
     }
 }
 
@@ -351,6 +358,7 @@ fn write_archives(inbox: Receiver<FileJob>) {
                     }
                 }
             }
+            FileJob::Stop => break,
         }
     }
     for (path, writer) in open {

@@ -58,6 +58,7 @@ impl ArchiveSite {
             .route("/whoami", get(whoami))
             .route("/popup.html", get(popup))
             .route("/parts.html", get(parts))
+            .route("/password.html", get(password))
             .route("/frame.html", get(frame))
             .route("/worker.js", get(worker))
             .route("/from-frame", get(|| async { "from the frame" }))
@@ -152,6 +153,15 @@ async fn parts(headers: HeaderMap) -> Html<String> {
              worker.onmessage = (e) => {{ document.getElementById('worker').textContent = e.data; }};\
              </script>"
         ),
+    )
+}
+
+/// The form of the home page, with a password field: what is typed there is a secret.
+async fn password() -> Html<String> {
+    page(
+        "Password",
+        "<form method=post action=/login style='position:absolute;left:20px;top:250px'>\
+         <input type=password name=name id=name style='width:160px'></form>",
     )
 }
 

@@ -526,3 +526,87 @@ async fn bodies_and_responses_past_the_bounds_are_left_out_and_counted() {
     assert!(full.left_out.responses > 0, "{full:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Everything an archive file holds, unpacked: what its bytes could give away.
+fn unpacked(path: &Path) -> String {
+    use std::io::Read;
+    let mut text = Vec::new();
+    flate2::read::MultiGzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_end(&mut text)
+        .unwrap();
+    String::from_utf8_lossy(&text).into_owned()
+}
+
+#[tokio::test]
+async fn a_person_s_secrets_never_reach_the_archive() {
+    let dir = scratch("secrets");
+    let site = ArchiveSite::start().await;
+    let typed = browserenv_server::archive::TypedSecrets::default();
+    let harness = Harness::start_with(ServerConfig {
+        settings: test_settings(),
+        record_dir: Some(dir.clone()),
+        archive: ArchiveConfig {
+            record_into: Some(dir.clone()),
+            typed_secrets: typed.clone(),
+            ..ArchiveConfig::default()
+        },
+        ..ServerConfig::default()
+    })
+    .await;
+    let mut client = harness.client().await;
+    // Typed into a password field: the session knows it is a secret.
+    let first = client
+        .reset(ResetOptions::new(site.url("/password.html")))
+        .await
+        .unwrap();
+    let password_archive = first.observation.metadata["archive"]["file"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for action in [
+        BrowserAction::click(NAME_FIELD.0, NAME_FIELD.1),
+        BrowserAction::type_text("hunter2 p@ss"),
+        BrowserAction::key(Key::Enter),
+    ] {
+        client.step(action).await.unwrap();
+    }
+    // Typed into a plain field as a person's secret (the UI's `s`): its client says so.
+    let second = client
+        .reset(ResetOptions::new(site.url("/")))
+        .await
+        .unwrap();
+    let plain_archive = second.observation.metadata["archive"]["file"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    typed.add("Grace Hopper");
+    let done = [
+        BrowserAction::click(NAME_FIELD.0, NAME_FIELD.1),
+        BrowserAction::type_text("Grace Hopper"),
+        BrowserAction::key(Key::Enter),
+    ];
+    let mut last = None;
+    for action in done {
+        last = Some(client.step(action).await.unwrap());
+    }
+    assert!(last.unwrap().observation.url.ends_with("/whoami"));
+    client.close().await.unwrap();
+    harness.stop().await;
+    episodes(&dir, 2).await;
+    for (name, secret, encoded) in [
+        (&password_archive, "hunter2", "p%40ss"),
+        (&plain_archive, "Grace", "Grace+Hopper"),
+    ] {
+        let text = unpacked(&dir.join(name));
+        assert!(
+            text.contains("/login") && text.contains("/whoami"),
+            "{name} holds the exchanges"
+        );
+        assert!(
+            !text.contains(secret) && !text.contains(encoded),
+            "{name}: {text}"
+        );
+        assert!(text.contains("<redacted:12 characters>"), "{name}: {text}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -3,7 +3,7 @@
 //! `archive` option), with no network. The format and the matching rules are the
 //! `browserenv-archive` crate's; here are the server's side of them: the settings, where files go,
 //! what a reset asks for (`Archives::plan`), an episode's work (`EpisodeArchive`), the page's clock
-//! in a replay. The browser's part, DevTools request interception, is `chromium/archive.rs`.
+//! in a replay. The browser's part, DevTools request interception, is `server/src/chromium/archive.rs`.
 
 pub mod record;
 pub mod replay;

@@ -1,5 +1,5 @@
 //! Recording an episode's archive (`--archive`). The browser's interception hands each response
-//! over with its request (`chromium/archive.rs`); they wait in memory until the session has seen
+//! over with its request (`server/src/chromium/archive.rs`); they wait in memory until the session has seen
 //! the step that made them, so that a secret the person typed in that step is known, and are then
 //! handed to the server's archive writer thread with every secret hidden (`store`): the disk is
 //! never on a step's path. Bounded: a body longer than `BROWSER_ARCHIVE_BODY_MB` is left out, a

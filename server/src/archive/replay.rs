@@ -1,5 +1,5 @@
 //! Replaying an episode from an archive: every request a page makes is answered from it
-//! (`chromium/archive.rs` intercepts them), none reaches the network. A request the archive lacks
+//! (`server/src/chromium/archive.rs` intercepts them), none reaches the network. A request the archive lacks
 //! gets a 404 and is listed in the next observation (`metadata.archive_misses`). Recorded cookies
 //! are made fit to replay (`replayed_set_cookie`), and nothing recorded can send the page to the
 //! server's own address. With a `seed`, the page's clock and `Math.random` are fixed

@@ -51,8 +51,18 @@ impl Plan {
     }
 }
 
-/// Archives read lately: a task set's resets read the same few files again and again.
+/// Archives read lately: a task set's resets read the same few files again and again. At most
+/// this many, holding at most `BROWSER_ARCHIVE_EPISODE_MB` of bodies together.
 const ARCHIVES_KEPT: usize = 8;
+
+/// The bytes of an archive's bodies: what keeping it costs.
+fn bodies(archive: &Archive) -> u64 {
+    archive
+        .exchanges
+        .iter()
+        .map(|e| (e.response.body.len() + e.request.body.len()) as u64)
+        .sum()
+}
 
 /// An archive read lately: its path, its file's length and time of change, what it holds.
 type ReadLately = (PathBuf, u64, SystemTime, Arc<Archive>);
@@ -162,10 +172,15 @@ impl Archives {
         );
         if let Ok(mut read) = self.read.lock() {
             read.retain(|(p, ..)| p != path);
-            if read.len() >= ARCHIVES_KEPT {
+            read.push_back((path.to_path_buf(), stamp.0, stamp.1, archive.clone()));
+            let held = |read: &VecDeque<ReadLately>| -> u64 {
+                read.iter().map(|(.., archive)| bodies(archive)).sum()
+            };
+            while read.len() > ARCHIVES_KEPT
+                || (read.len() > 1 && held(&read) > self.config.limits.episode_bytes)
+            {
                 read.pop_front();
             }
-            read.push_back((path.to_path_buf(), stamp.0, stamp.1, archive.clone()));
         }
         Ok(archive)
     }

@@ -12,6 +12,7 @@ pub mod models;
 pub mod observation_error;
 pub mod protocol;
 pub mod secrets;
+pub mod solutions;
 pub mod tasks;
 pub mod text_layer;
 pub mod trajectory;

@@ -185,6 +185,10 @@ pub struct Task {
     #[serde(default = "default_max_steps")]
     pub max_steps: u64,
     pub check: Check,
+    /// A web archive of the task's pages (a WARC file, relative to the task file): the task runs
+    /// from it, with no network (docs/archives.md). `browserenv-tui tasks snapshot` writes these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive: Option<String>,
 }
 
 fn default_max_steps() -> u64 {

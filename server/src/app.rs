@@ -1,6 +1,6 @@
 //! The HTTP face of the server: the routes of the OpenEnv wire contract (docs/wire.md §3), the
 //! `/ws` upgrade, and the session routes of the terminal UI (`/sessions`, watch, text). The
-//! transports themselves are `websocket.rs` and `http_session.rs`, both over `session.rs`.
+//! transports themselves are `websocket.rs` and `http_session.rs`, both over `session/mod.rs`.
 
 use std::sync::Arc;
 

@@ -279,6 +279,24 @@ pub trait Browser: Send + 'static {
     fn take_incidents(&mut self) -> Incidents;
     /// Close the browser and remove its profile.
     fn close(self) -> impl Future<Output = ()> + Send;
+    /// Begin this episode's archive work (`archive/`) before its first navigation: record what its
+    /// pages load, or answer every request they make from an archive. A browser that cannot is
+    /// an error.
+    fn start_archive(
+        &mut self,
+        work: crate::archive::Work,
+    ) -> impl Future<Output = Result<(), PageError>> + Send {
+        drop(work);
+        async {
+            Err(PageError::ActionFailed(
+                "this browser keeps no archive".into(),
+            ))
+        }
+    }
+    /// End it: from here on nothing is recorded or answered from the archive.
+    fn stop_archive(&mut self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
     /// Whether the connection to the browser still stands (a spare can lose it while it waits,
     /// e.g. when a remote browser restarts).
     fn is_alive(&self) -> bool {

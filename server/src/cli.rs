@@ -10,8 +10,6 @@ use anyhow::Context;
 use clap::builder::FalseyValueParser;
 use clap::Parser;
 
-use browserenv::tasks::TaskSet;
-
 use crate::chromium::{self, ChromiumConfig, ChromiumLauncher};
 use crate::drain::Stop;
 use crate::environment::TaskCatalog;
@@ -274,6 +272,8 @@ pub struct Cli {
     /// reset.
     #[arg(long, env = "BROWSER_NO_WARM_SPARE", value_parser = FalseyValueParser::new())]
     pub no_warm_spare: bool,
+    #[command(flatten)]
+    pub archive: crate::archive::ArchiveArgs,
 }
 
 impl Cli {
@@ -368,7 +368,19 @@ impl Cli {
             )?,
             observe_text: self.observe_text,
         };
+        let archive = self.archive.config(self.record_dir.as_deref())?;
+        let shared = self.isolation == crate::chromium::Isolation::Context
+            || self.browser_url.as_ref().is_some_and(|url| !url.is_empty());
+        if self.archive.wanted() && (shared || self.campaign.is_some()) {
+            return Err(
+                "archives (--archive, --archive-dir) need a Chromium of each session's own \
+                 (BROWSER_ISOLATION=process, no --browser-url: DevTools intercepts requests \
+                 browser-wide) and no --campaign"
+                    .into(),
+            );
+        }
         Ok(ServerConfig {
+            archive,
             settings,
             max_sessions: self.max_sessions,
             warm_spare: !self.no_warm_spare,
@@ -599,12 +611,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         (None, None) => None,
     };
     if let Some(path) = &task_file {
-        let tasks = TaskSet::load(path).map_err(anyhow::Error::msg)?;
-        tracing::info!("{} tasks from {}", tasks.tasks.len(), path.display());
-        config.tasks = Some(std::sync::Arc::new(TaskCatalog {
-            tasks,
-            base_url: task_base,
-        }));
+        let catalog = TaskCatalog::load(path, task_base).map_err(anyhow::Error::msg)?;
+        tracing::info!(
+            "{} tasks from {}",
+            catalog.tasks.tasks.len(),
+            path.display()
+        );
+        config.tasks = Some(std::sync::Arc::new(catalog));
     }
     let result = match &cli.unix_dir {
         // stdout is the MCP channel: nothing else may be written there.

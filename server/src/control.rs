@@ -2,7 +2,7 @@
 //! control from a watch connection (`/sessions/{id}/watch`, the terminal UI's `watch`) to get the
 //! agent past a login, a cookie wall or a wrong turn.
 //!
-//! The slot holds at most one person. The session (`session.rs`) applies what it means: an agent's
+//! The slot holds at most one person. The session (`session/mod.rs`) applies what it means: an agent's
 //! request waits while a person holds it, the person's actions run through the session's own step
 //! path, and the agent's next observation lists them. The registry (`registry.rs`) keeps a
 //! session's slot beside its entry, so a watch connection reaches it by the session's id without

@@ -1,6 +1,6 @@
 //! The HTTP transport: `/reset`, `/step` and `/state` (docs/wire.md §3) drive one shared HTTP
 //! session, because the Python server's "fresh environment per request" cannot hold a browser
-//! between calls. It is a session like any other (`session.rs`): it takes a capacity slot on its
+//! between calls. It is a session like any other (`session/mod.rs`): it takes a capacity slot on its
 //! first `/reset`, is listed and watchable as `http-…`, and is recorded. It keeps the slot until no
 //! request has come for the session timeout; the next `/reset` then starts a new one.
 

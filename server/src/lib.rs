@@ -11,6 +11,7 @@
 pub mod access;
 pub mod api_error;
 pub mod app;
+pub mod archive;
 pub mod browser;
 pub mod caller;
 pub mod campaign;
@@ -91,6 +92,8 @@ pub struct ServerConfig {
     /// `--campaign DIR`: hand a team's people their tasks and record their demonstrations there
     /// (`campaign.rs`).
     pub campaign: Option<std::path::PathBuf>,
+    /// Web archives: recording episodes into them, replaying episodes from them (`archive/`).
+    pub archive: archive::ArchiveConfig,
 }
 
 impl Default for ServerConfig {
@@ -110,6 +113,7 @@ impl Default for ServerConfig {
             drain: drain::DEFAULT_DRAIN,
             peers: Vec::new(),
             campaign: None,
+            archive: archive::ArchiveConfig::default(),
         }
     }
 }
@@ -263,6 +267,7 @@ struct Core<L: Launcher> {
     /// The campaign (`--campaign`) and the recorder of its demonstrations.
     campaign: Option<Arc<campaign::Hub>>,
     campaign_recorder: Option<RecorderHandle>,
+    archives: Arc<archive::Archives>,
 }
 
 impl<L: Launcher> Core<L> {
@@ -283,6 +288,10 @@ impl<L: Launcher> Core<L> {
             }
             None => (None, None),
         };
+        let archives = Arc::new(archive::Archives::start(
+            config.archive.clone(),
+            config.settings.server_port,
+        )?);
         let pool = Arc::new(WarmPool::new(launcher, config.warm_spare));
         pool.warm_up().await;
         let sessions = Arc::new(
@@ -295,7 +304,8 @@ impl<L: Launcher> Core<L> {
             )
             .with_handoff_wait(config.timeouts.handoff_wait, config.timeouts.ask_wait)
             .with_lifecycle(lifecycle)
-            .with_campaign(campaign.clone()),
+            .with_campaign(campaign.clone())
+            .with_archives(archives.clone()),
         );
         Ok(Core {
             pool,
@@ -303,6 +313,7 @@ impl<L: Launcher> Core<L> {
             sessions,
             campaign,
             campaign_recorder,
+            archives,
         })
     }
 
@@ -311,6 +322,9 @@ impl<L: Launcher> Core<L> {
         drop(self.sessions);
         drop(self.campaign);
         self.pool.drain().await;
+        self.archives
+            .finish(std::time::Duration::from_secs(10))
+            .await;
         for recorder in [self.recorder, self.campaign_recorder]
             .into_iter()
             .flatten()

@@ -1,4 +1,4 @@
-//! The WebSocket transport (`/ws`): one socket is one session (`session.rs`).
+//! The WebSocket transport (`/ws`): one socket is one session (`session/mod.rs`).
 //!
 //! A reader task owns the receiving half and keeps reading while a step runs, so pings are answered
 //! and a vanished peer is noticed at once; the session task handles one request at a time, in order,

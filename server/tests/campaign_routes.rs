@@ -65,6 +65,7 @@ async fn server(dir: &Path) -> ServerHandle {
             tasks: Some(Arc::new(TaskCatalog {
                 tasks: TaskSet::load(&dir.join("tasks.jsonl")).unwrap(),
                 base_url: Some(url::Url::parse(SITE).unwrap()),
+                folder: None,
             })),
             campaign: Some(dir.to_path_buf()),
             token: Some(TOKEN.into()),

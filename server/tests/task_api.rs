@@ -35,6 +35,7 @@ async fn server(tasks: Option<TaskSet>, token: Option<&str>) -> ServerHandle {
                 Arc::new(TaskCatalog {
                     tasks,
                     base_url: Some(url::Url::parse(SITE).unwrap()),
+                    folder: None,
                 })
             }),
             token: token.map(str::to_string),

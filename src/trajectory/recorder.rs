@@ -37,6 +37,8 @@ pub(super) struct OpenEpisode {
     pending_notes: Vec<String>,
     /// A step of it could not be written: it is not on disk whole.
     lost_step: bool,
+    /// The episode's web archive, as the newest observation names it.
+    archive: Option<ArchiveRef>,
 }
 
 /// What a recorder is told. `session` keys the episode; everything else is what the wire carried,
@@ -136,6 +138,7 @@ impl Recorder {
                         verdict: None,
                         pending_notes: Vec::new(),
                         lost_step: false,
+                        archive: ArchiveRef::from_metadata(&observation.observation.metadata),
                     },
                 );
                 Ok(())
@@ -230,6 +233,9 @@ impl Recorder {
         };
         episode.steps += 1;
         let metadata = &observation.observation.metadata;
+        if let Some(archive) = ArchiveRef::from_metadata(metadata) {
+            episode.archive = Some(archive);
+        }
         // Whatever goes into a password field never reaches the disk.
         let mut wire = crate::secrets::shown_action(&action, &observation, false);
         if let Some(text) = recorded_text {
@@ -325,6 +331,7 @@ impl Recorder {
             answer,
             reward: episode.last.as_ref().and_then(|l| l.reward),
             verdict: episode.verdict,
+            archive: episode.archive,
         };
         self.writer.append_episode(&record)?;
         if whole {

@@ -94,6 +94,39 @@ pub struct EpisodeRecord {
     /// (`Verdict::shown`): only a recorder told it (the server's) writes one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<crate::tasks::Verdict>,
+    /// The web archive of what the episode's pages loaded (`--archive`), as of its last
+    /// observation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive: Option<ArchiveRef>,
+}
+
+/// An episode's web archive (docs/archives.md): where it is, how many responses it holds, and what
+/// its bounds left out. The server says so in every observation's `metadata.archive`; the episode
+/// line keeps the last.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArchiveRef {
+    /// The WARC file, relative to the recording folder (`archives/<episode>.warc.gz`).
+    pub file: String,
+    /// Responses kept, with their requests.
+    pub responses: u64,
+    #[serde(default)]
+    pub left_out: ArchiveLeftOut,
+}
+
+/// What an archive's bounds left out (`BROWSER_ARCHIVE_BODY_MB`, `BROWSER_ARCHIVE_EPISODE_MB`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArchiveLeftOut {
+    /// Responses kept without their body: longer than a body may be, or unreadable (a stream).
+    pub bodies: u64,
+    /// Responses not kept at all: the episode's archive was full.
+    pub responses: u64,
+}
+
+impl ArchiveRef {
+    /// The archive an observation's metadata names, if any.
+    pub fn from_metadata(metadata: &serde_json::Map<String, Value>) -> Option<ArchiveRef> {
+        serde_json::from_value(metadata.get("archive")?.clone()).ok()
+    }
 }
 
 /// RFC 3339 UTC with milliseconds: `2026-11-30T02:15:46.123Z`.
@@ -122,4 +155,33 @@ pub fn timestamp(at: SystemTime) -> String {
 
 pub fn now() -> String {
     timestamp(SystemTime::now())
+}
+
+#[cfg(test)]
+mod archive_tests {
+    use super::*;
+
+    #[test]
+    fn an_archive_named_in_metadata_is_kept_as_the_server_said_it() {
+        let metadata = serde_json::json!({
+            "title": "t",
+            "archive": {"file": "archives/e1.warc.gz", "responses": 7, "left_out": {"bodies": 1, "responses": 2}},
+        });
+        let found = ArchiveRef::from_metadata(metadata.as_object().unwrap()).unwrap();
+        assert_eq!(found.file, "archives/e1.warc.gz");
+        assert_eq!(
+            (found.responses, found.left_out),
+            (
+                7,
+                ArchiveLeftOut {
+                    bodies: 1,
+                    responses: 2
+                }
+            )
+        );
+        // A replay's metadata names the archive it answers from, not a file of the recording.
+        let replay = serde_json::json!({"archive": {"replay": "pack/a.warc.gz", "answered": 3}});
+        assert_eq!(ArchiveRef::from_metadata(replay.as_object().unwrap()), None);
+        assert_eq!(ArchiveRef::from_metadata(&serde_json::Map::new()), None);
+    }
 }

@@ -107,6 +107,7 @@ fn steps_and_episodes_round_trip() {
             failed: vec![],
             details: vec!["answer \"42\" matches \"42\" (Exact)".into()],
         }),
+        archive: None,
     };
     writer.append_episode(&episode).unwrap();
     let recording = read(&dir).unwrap();

@@ -98,6 +98,7 @@ impl TrajectoryWriter {
                 answer: None,
                 reward: last.reward,
                 verdict: None,
+                archive: None,
             });
         }
         for repair in repairs {

@@ -8,6 +8,8 @@
 //! At the end, every figure is compared with the one recorded last (`regressions.rs`).
 
 // Each part lives in `bench/` (the binary's root is this file, so the path is said).
+#[path = "bench/archive.rs"]
+mod archive;
 #[path = "bench/chart.rs"]
 mod chart;
 #[path = "bench/common.rs"]
@@ -65,11 +67,13 @@ enum Part {
     Tui,
     /// Replicas behind the balancer, and the image's cold start.
     Replicas,
+    /// Web archives: a reset and a scroll step live, recording and replaying; an archive's size.
+    Archive,
 }
 
 impl Part {
     /// Every part, in the order a full run takes them (`scroll` is in `steps`).
-    const ALL: [Part; 8] = [
+    const ALL: [Part; 9] = [
         Part::Floor,
         Part::Reset,
         Part::Steps,
@@ -78,6 +82,7 @@ impl Part {
         Part::Throughput,
         Part::Tui,
         Part::Replicas,
+        Part::Archive,
     ];
 
     fn name(self) -> &'static str {
@@ -91,6 +96,7 @@ impl Part {
             Part::Throughput => "throughput",
             Part::Tui => "tui",
             Part::Replicas => "replicas",
+            Part::Archive => "archive",
         }
     }
 
@@ -141,6 +147,7 @@ impl Part {
                 tui::frames(&frames)
             }
             Part::Replicas => replicas::run(rounds).await,
+            Part::Archive => archive::run(rounds).await,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! Chromium, the test pages on their own listener, and PNG helpers. "The seed" in comments is the
 //! original Python environment (`docs/ARCHITECTURE.md`, "Terms").
 
+pub mod archive_site;
 pub mod raw_cdp;
 pub mod watch;
 
@@ -135,6 +136,7 @@ impl Harness {
         let catalog = browserenv_server::environment::TaskCatalog {
             tasks,
             base_url: Some(url::Url::parse(&site.url("")).expect("site URL")),
+            folder: None,
         };
         let harness = Self::start_with(ServerConfig {
             tasks: Some(std::sync::Arc::new(catalog)),

@@ -176,6 +176,7 @@ async fn a_secret_spelled_otherwise_stays_out_of_a_checks_details() {
     let catalog = TaskCatalog {
         tasks,
         base_url: Some(url::Url::parse(&pages.url("")).unwrap()),
+        folder: None,
     };
     let harness = Harness::start_with(ServerConfig {
         settings: test_settings(),

@@ -426,6 +426,7 @@ async fn checks_read_the_page_with_the_browser_s_own_functions_and_within_bounds
             browserenv_server::environment::TaskCatalog {
                 tasks,
                 base_url: Some(url::Url::parse(&pages.url("")).unwrap()),
+                folder: None,
             },
         )),
         ..ServerConfig::default()

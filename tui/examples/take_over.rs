@@ -91,6 +91,7 @@ async fn main() -> anyhow::Result<()> {
         watch: Some(args.session.clone()),
         collect: false,
         stop: None,
+        typed_secrets: None,
     };
     let ui = tokio::spawn(async move {
         let mut terminal = Terminal::new(TestBackend::new(120, 40))?;

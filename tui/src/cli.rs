@@ -70,6 +70,10 @@ pub struct Cli {
     /// without it.
     #[arg(long, global = true, hide = true)]
     pub redact: bool,
+    /// With --record and the embedded server: also keep what each episode's pages load, as a
+    /// WARC file in DIR/archives/ (docs/archives.md); `replay` then runs offline.
+    #[arg(long)]
+    pub archive: bool,
     /// Walk through the tasks of this JSONL file (N next, S skip). Embedded mode loads them into
     /// its server; a remote server must have been started with the same --tasks.
     #[arg(long)]
@@ -104,10 +108,14 @@ pub enum Command {
         #[arg(long)]
         unreviewed: bool,
     },
-    /// Re-run every recorded episode against a fresh environment and report where it diverged.
-    /// Exits 0 when nothing diverged, 2 when something did.
+    /// Re-run every recorded episode against a fresh environment and report where it diverged:
+    /// offline, from the episodes' web archives, when the recording has them (`--archive`);
+    /// else, or with --live, against the site. Exits 0 when nothing diverged, 2 when something did.
     Replay {
         dir: PathBuf,
+        /// Replay against the live site even when the recording has archives.
+        #[arg(long)]
+        live: bool,
         /// Replay against this server (default: an embedded server and the demo site; recorded
         /// URLs on a loopback origin are mapped onto the new site's origin).
         #[arg(long)]
@@ -150,35 +158,21 @@ pub enum TasksCommand {
     /// Check a task file as the server would load it: every problem with its line number (exit
     /// 1), or what the file holds (exit 0).
     Check { file: PathBuf },
-}
-
-/// `tasks check FILE`: the summary of a good file, or every problem of a bad one.
-fn check_tasks(file: &std::path::Path) -> Result<String, String> {
-    let set = TaskSet::load(file)?;
-    let mut categories = std::collections::BTreeMap::new();
-    let mut parts = std::collections::BTreeMap::new();
-    for task in &set.tasks {
-        *categories.entry(task.category).or_insert(0) += 1;
-        for part in task.check.parts() {
-            *parts.entry(part).or_insert(0) += 1;
-        }
-    }
-    let categories: Vec<String> = categories
-        .iter()
-        .map(|(category, n)| format!("{n} {}", format!("{category:?}").to_lowercase()))
-        .collect();
-    let parts: Vec<String> = parts
-        .iter()
-        .map(|(part, n)| format!("{} {n}", part.name()))
-        .collect();
-    Ok(format!(
-        "{}: {} tasks, split {:?} ({}); checks: {}",
-        file.display(),
-        set.tasks.len(),
-        set.name,
-        categories.join(", "),
-        parts.join(", ")
-    ))
+    /// Run each task's start page (and its reference solution, NAME-solutions.jsonl beside the
+    /// file) live, archiving what the pages load, and write PACK: tasks.jsonl with an archive per
+    /// task, the archives, the solutions. `browserenv-server --tasks PACK/tasks.jsonl` serves it
+    /// with no network.
+    Snapshot {
+        file: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        /// Reference solutions (default: NAME-solutions.jsonl beside the task file).
+        #[arg(long)]
+        solutions: Option<PathBuf>,
+        /// The live site of the tasks' relative start URLs (default: the demo site, served).
+        #[arg(long)]
+        task_base_url: Option<String>,
+    },
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -238,8 +232,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 _ => format!("{} rows", report.rows),
             };
             println!(
-                "exported {what} and {} images to {}",
+                "exported {what}, {} images and {} archives to {}",
                 report.images,
+                report.archives,
                 printable(&out.display().to_string())
             );
             if report.episodes_left_out > 0 || report.steps_left_out > 0 {
@@ -256,16 +251,47 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Some(Command::Replay {
             dir,
+            live,
             server,
             tolerance,
-        }) => return replay_command(&cli, dir, server.clone(), *tolerance).await,
+        }) => {
+            let diverged =
+                crate::replay::command(&cli, dir, server.clone(), *live, *tolerance).await?;
+            if diverged {
+                std::process::exit(2);
+            }
+            return Ok(());
+        }
         Some(Command::View { dir, reviewer }) => {
             let reviewer = crate::review::default_reviewer(reviewer.clone());
             return crate::viewer::run_viewer(dir, cli.graphics, reviewer);
         }
         Some(Command::Tasks {
+            action:
+                TasksCommand::Snapshot {
+                    file,
+                    out,
+                    solutions,
+                    task_base_url,
+                },
+        }) => {
+            let asked = crate::task_files::Snapshot {
+                file: file.clone(),
+                out: out.clone(),
+                solutions: solutions.clone(),
+                base_url: task_base_url.clone(),
+                site: cli.site.clone().unwrap_or_else(default_site_dir),
+                chromium: cli.chromium.clone(),
+            };
+            let report = crate::task_files::snapshot(&asked).await?;
+            for line in crate::task_files::summary(&asked, &report) {
+                println!("{}", printable(&line));
+            }
+            return Ok(());
+        }
+        Some(Command::Tasks {
             action: TasksCommand::Check { file },
-        }) => match check_tasks(file) {
+        }) => match crate::task_files::check(file) {
             Ok(summary) => {
                 println!("{}", printable(&summary));
                 return Ok(());
@@ -308,10 +334,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Some(path) => Some(TaskSet::load(path).map_err(anyhow::Error::msg)?),
         None => None,
     };
+    if cli.archive && (cli.record.is_none() || cli.server.is_some()) {
+        anyhow::bail!(
+            "--archive keeps the pages of a --record DIR of the embedded server (where the browser \
+             runs); a remote server archives with its own --record-dir DIR --archive"
+        );
+    }
     let recorder = match &cli.record {
         Some(dir) => Some(open_recorder(dir, watch.is_some())?),
         None => None,
     };
+    let typed_secrets = browserenv_server::archive::TypedSecrets::default();
     // Signals are caught from here on, also while the server starts (their default action would
     // leave the terminal raw and a browser running), and a terminal that goes away is noticed.
     let mut stop = stop_requests();
@@ -324,7 +357,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         let _ = graphics_tx.send(probe_graphics(choice));
     });
     let served = tokio::select! {
-        served = serve(&cli, tasks.clone()) => served,
+        served = serve(&cli, tasks.clone(), &typed_secrets) => served,
         _ = &mut stop => {
             // Ended while starting: nothing recorded yet, nothing to keep.
             browserenv_server::chromium::kill_all();
@@ -385,6 +418,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             watch,
             collect,
             stop: Some(stop),
+            typed_secrets: Some(typed_secrets),
         },
     )
     .await;
@@ -400,7 +434,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 /// The server to talk to: `--server`, or an embedded one with the demo site. Returns its URL,
 /// where episodes start, the step limit when known, the embedded server to stop at the end, and
 /// the token to use.
-async fn serve(cli: &Cli, tasks: Option<TaskSet>) -> anyhow::Result<Served> {
+async fn serve(
+    cli: &Cli,
+    tasks: Option<TaskSet>,
+    typed_secrets: &browserenv_server::archive::TypedSecrets,
+) -> anyhow::Result<Served> {
     if let Some(server) = &cli.server {
         let start = cli
             .start_url
@@ -420,6 +458,11 @@ async fn serve(cli: &Cli, tasks: Option<TaskSet>) -> anyhow::Result<Served> {
         timeouts: PeerTimeouts {
             session_timeout: None,
             ..PeerTimeouts::default()
+        },
+        archive: browserenv_server::archive::ArchiveConfig {
+            record_into: cli.record.clone().filter(|_| cli.archive),
+            typed_secrets: typed_secrets.clone(),
+            ..Default::default()
         },
         ..ServerConfig::default()
     };
@@ -450,7 +493,7 @@ type Served = (
 
 /// The embedded server listens on loopback, where every local program and every web page the
 /// person's browser (or ours) opens can reach it: a random token keeps them out of the session.
-fn embedded_token() -> String {
+pub(crate) fn embedded_token() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
@@ -507,45 +550,6 @@ fn open_recorder(
         let _ = errors_tx.send(err.to_string());
     })?;
     Ok((handle, errors, incomplete))
-}
-
-async fn replay_command(
-    cli: &Cli,
-    dir: &std::path::Path,
-    server: Option<String>,
-    tolerance: f64,
-) -> anyhow::Result<()> {
-    let mut embedded = None;
-    let (server, site_origin, token) = match server {
-        Some(server) => (server, None, cli.token.clone()),
-        None => {
-            let site = cli.site.clone().unwrap_or_else(default_site_dir);
-            let token = embedded_token();
-            let config = ServerConfig {
-                token: Some(token.clone()),
-                ..ServerConfig::default()
-            };
-            let started = start_embedded(site, cli.chromium.clone(), config, None).await?;
-            let server = started.server.base_url();
-            let origin = crate::replay::origin(&started.site.url(""));
-            embedded = Some(started);
-            (server, origin, Some(token))
-        }
-    };
-    let outcome =
-        crate::replay::replay(dir, &server, token.as_deref(), tolerance, site_origin).await;
-    if let Some(embedded) = embedded {
-        embedded.server.stop().await?;
-    }
-    let (lines, diverged) = outcome?;
-    // The lines quote the recording (episode ids, URLs, typed text) and the server.
-    for line in lines {
-        println!("{}", printable(&line));
-    }
-    if diverged {
-        std::process::exit(2);
-    }
-    Ok(())
 }
 
 /// What ends the UI from outside, the way `q` does (recording finished, terminal restored):

@@ -50,8 +50,13 @@ pub struct Link {
     pub control: Option<mpsc::Sender<ControlWish>>,
 }
 
-/// Connect in the background; the first event is `Connected` or `Disconnected`.
-pub fn connect(server: String, token: Option<String>) -> Link {
+/// Connect in the background; the first event is `Connected` or `Disconnected`. A secret the
+/// person types is also told to `typed_secrets` (an embedded server's archives hide it).
+pub fn connect(
+    server: String,
+    token: Option<String>,
+    typed_secrets: Option<browserenv_server::archive::TypedSecrets>,
+) -> Link {
     let (request_tx, mut requests) = mpsc::channel::<Request>(32);
     let (event_tx, events) = mpsc::channel::<LinkEvent>(32);
     tokio::spawn(async move {
@@ -110,9 +115,13 @@ pub fn connect(server: String, token: Option<String>) -> Link {
                     );
                     client.reset_with(kwargs).await
                 }
-                Request::Step(action) | Request::Secret { action, .. } => {
+                Request::Secret { action, .. } => {
+                    if let Some(secrets) = &typed_secrets {
+                        secrets.add(&action.text);
+                    }
                     client.step(action.clone()).await
                 }
+                Request::Step(action) => client.step(action.clone()).await,
             };
             let latency = started.elapsed();
             match reply {

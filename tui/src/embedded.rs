@@ -60,6 +60,7 @@ pub async fn start_embedded(
         config.tasks = Some(std::sync::Arc::new(TaskCatalog {
             tasks,
             base_url: url::Url::parse(&site.url("")).ok(),
+            folder: None,
         }));
     }
     let server = start(launcher, config)

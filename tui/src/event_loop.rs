@@ -131,6 +131,9 @@ pub struct LoopOptions {
     /// Ends the loop from outside (a signal, a terminal that went away) the way quitting does:
     /// the recording is finished first.
     pub stop: Option<std::pin::Pin<Box<dyn std::future::Future<Output = Exit> + Send>>>,
+    /// The embedded server's share of what the person types as secrets (`s`), so that its web
+    /// archives (`--archive`) hide them too.
+    pub typed_secrets: Option<browserenv_server::archive::TypedSecrets>,
 }
 
 /// The UI's state as of a drawn frame.
@@ -199,6 +202,7 @@ async fn drive<B: Backend>(
         watch,
         collect,
         mut stop,
+        typed_secrets,
     } = options;
     app.watch_mode = watch.is_some();
     if collect {
@@ -211,7 +215,7 @@ async fn drive<B: Backend>(
     let watch_mode = app.watch_mode;
     let open_link = |session: &Option<String>| match watch_mode {
         true => crate::watching::watch(server.clone(), token.clone(), session.clone()),
-        false => connection::connect(server.clone(), token.clone()),
+        false => connection::connect(server.clone(), token.clone(), typed_secrets.clone()),
     };
     // The name a person who takes control is shown by, to the agent and to other watchers.
     let person = crate::review::default_reviewer(None).unwrap_or_else(|| "a person".into());

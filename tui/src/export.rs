@@ -12,7 +12,9 @@
 //! same schema. The review adds `review_mark`, `quality`, `reviewer`, the reviewed `outcome` (the
 //! recorder's stays in `recorded_outcome`) and the edited `note`; `person` is who demonstrated
 //! it (a campaign's episodes). A campaign's folder exports its accepted demonstrations only. Images land in `OUT/images/`
-//! under the recording's own names, each copied once, whatever the format.
+//! under the recording's own names, each copied once, whatever the format. An episode's web
+//! archive (`--archive`, docs/archives.md) is copied to `OUT/archives/`, and named in its rows
+//! (`archive`, its path in the dataset) and in its ATIF document (`extra.archive`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -73,6 +75,8 @@ pub struct ExportReport {
     pub images: usize,
     /// ATIF documents written (one per episode).
     pub trajectories: usize,
+    /// Web archives copied (one per episode recorded with one).
+    pub archives: usize,
     /// Episodes left out because their review does not say good (`--reviewed-only`).
     pub episodes_left_out: usize,
     /// Steps left out because of their mark (`--drop-marked`), in the episodes kept.
@@ -121,7 +125,9 @@ pub fn export(
         dir: recording_dir,
         out,
         exported: BTreeMap::new(),
+        archives: BTreeMap::new(),
     };
+    copy_archives(&recording, &review, selection, &mut frames, &mut report)?;
     match format {
         ExportFormat::Hf | ExportFormat::Jsonl => write_rows(
             &recording,
@@ -136,12 +142,55 @@ pub fn export(
     Ok(report)
 }
 
+/// Copy the web archive of every episode kept to `OUT/archives/`, under the recording's name for
+/// it. The name is the recording's, so untrusted: it is taken only as `resolve_inside` does (a
+/// `.warc.gz` inside the recording's folder, no symlink out of it), else reported.
+fn copy_archives(
+    recording: &Recording,
+    review: &Review,
+    selection: &Selection,
+    frames: &mut Frames,
+    report: &mut ExportReport,
+) -> anyhow::Result<()> {
+    for episode in &recording.episodes {
+        let Some(archive) = &episode.archive else {
+            continue;
+        };
+        if !selection.keeps_episode(review, &episode.episode_id) {
+            continue;
+        }
+        let from = match browserenv_archive::resolve_inside(frames.dir, &archive.file) {
+            Ok(from) => from,
+            Err(why) => {
+                report.problems.push(format!(
+                    "episode {}: its archive is not exported: {why}",
+                    episode.episode_id
+                ));
+                continue;
+            }
+        };
+        let to = frames.out.join(&archive.file);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::copy(&from, &to).with_context(|| format!("cannot write {}", to.display()))?;
+        report.archives += 1;
+        frames
+            .archives
+            .insert(episode.episode_id.clone(), archive.file.clone());
+    }
+    Ok(())
+}
+
 /// Frames copied into `OUT/images/`, each looked at once.
 struct Frames<'a> {
     dir: &'a Path,
     out: &'a Path,
     /// Whether each frame looked at is in the export.
     exported: BTreeMap<String, bool>,
+    /// The archive exported for each episode, by its path in the export.
+    archives: BTreeMap<String, String>,
 }
 
 impl Frames<'_> {
@@ -225,6 +274,8 @@ fn write_rows(
         row_map.remove("next_file_name");
         row_map.insert(image.into(), json!(before.unwrap_or_default()));
         row_map.insert(next_image.into(), json!(after.unwrap_or_default()));
+        let archive = frames.archives.get(&step.episode_id).cloned();
+        row_map.insert("archive".into(), json!(archive.unwrap_or_default()));
         serde_json::to_writer(&mut writer, &row)?;
         writer.write_all(b"\n")?;
         report.rows += 1;
@@ -388,6 +439,7 @@ fn write_atif(
                 "quality": episode.quality,
                 "reviewer": episode.reviewer,
                 "person": episode.person,
+                "archive": frames.archives.get(&id).cloned().unwrap_or_default(),
             },
         });
         if left_out > 0 {

@@ -25,6 +25,7 @@ pub mod recording;
 pub mod replay;
 pub mod review;
 pub mod sessions;
+pub mod task_files;
 pub mod terminal;
 pub mod text_overlay;
 pub mod view;

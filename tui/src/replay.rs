@@ -1,5 +1,8 @@
 //! `browserenv-tui replay DIR`: re-run every recorded episode against a fresh environment and
-//! report, step by step, where the URL or the screenshot diverged from the recording.
+//! report, step by step, where the URL or the screenshot diverged from the recording. A recording
+//! with web archives (`--archive`) replays offline: each episode is answered from its own archive
+//! (docs/archives.md), so a divergence is the agent's or the page's code, never the site's
+//! changes; `--live` replays against the site.
 
 use std::path::Path;
 
@@ -52,13 +55,100 @@ pub fn origin(url: &str) -> Option<String> {
     Some(parsed.origin().ascii_serialization())
 }
 
-/// Replay one recording; returns the report lines and whether anything diverged.
+/// `replay DIR`: offline from the recording's archives when it has them (an embedded server
+/// answering from them), else (or `live`) against `server` or an embedded server and the demo
+/// site. Prints the report; returns whether anything diverged.
+pub async fn command(
+    cli: &crate::cli::Cli,
+    dir: &Path,
+    server: Option<String>,
+    live: bool,
+    tolerance: f64,
+) -> anyhow::Result<bool> {
+    use crate::embedded::{default_site_dir, start_embedded};
+    use browserenv_server::ServerConfig;
+    let recording = read(dir)?;
+    let archived = recording.episodes.iter().any(|e| e.archive.is_some());
+    let token = crate::cli::embedded_token();
+    let outcome = if archived && !live && server.is_none() {
+        let config = ServerConfig {
+            token: Some(token.clone()),
+            archive: browserenv_server::archive::ArchiveConfig {
+                dir: Some(dir.to_path_buf()),
+                ..Default::default()
+            },
+            ..ServerConfig::default()
+        };
+        let chromium = browserenv_server::chromium::ChromiumConfig {
+            executable: cli.chromium.clone(),
+            ..Default::default()
+        };
+        let launcher = browserenv_server::chromium::ChromiumLauncher::new(chromium);
+        let embedded = browserenv_server::start(launcher, config).await?;
+        let outcome = replay_offline(dir, &embedded.base_url(), Some(&token), tolerance).await;
+        embedded.stop().await?;
+        outcome
+    } else if let Some(server) = server {
+        replay(dir, &server, cli.token.as_deref(), tolerance, None).await
+    } else {
+        let site = cli.site.clone().unwrap_or_else(default_site_dir);
+        let config = ServerConfig {
+            token: Some(token.clone()),
+            ..ServerConfig::default()
+        };
+        let started = start_embedded(site, cli.chromium.clone(), config, None).await?;
+        let origin = origin(&started.site.url(""));
+        let server = started.server.base_url();
+        let outcome = replay(dir, &server, Some(&token), tolerance, origin).await;
+        started.server.stop().await?;
+        outcome
+    };
+    let (lines, diverged) = outcome?;
+    // The lines quote the recording (episode ids, URLs, typed text) and the server.
+    for line in lines {
+        println!("{}", crate::output::printable(&line));
+    }
+    Ok(diverged)
+}
+
+/// Replay one recording against the live site; returns the report lines and whether anything
+/// diverged.
 pub async fn replay(
     dir: &Path,
     server: &str,
     token: Option<&str>,
     tolerance: f64,
     site_origin: Option<String>,
+) -> anyhow::Result<(Vec<String>, bool)> {
+    replay_with(dir, server, token, tolerance, Against::Live(site_origin)).await
+}
+
+/// Replay one recording from its episodes' archives on `server` (whose `--archive-dir` is the
+/// recording's folder); returns the report lines and whether anything diverged. An episode
+/// recorded without an archive is reported, not replayed, and counts as diverged.
+pub async fn replay_offline(
+    dir: &Path,
+    server: &str,
+    token: Option<&str>,
+    tolerance: f64,
+) -> anyhow::Result<(Vec<String>, bool)> {
+    replay_with(dir, server, token, tolerance, Against::Archives).await
+}
+
+/// What the episodes are replayed against.
+enum Against {
+    /// The site, its recorded origin mapped onto this one (an embedded demo site's).
+    Live(Option<String>),
+    /// Each episode's own archive.
+    Archives,
+}
+
+async fn replay_with(
+    dir: &Path,
+    server: &str,
+    token: Option<&str>,
+    tolerance: f64,
+    against: Against,
 ) -> anyhow::Result<(Vec<String>, bool)> {
     let recording = read(dir)?;
     let mut lines: Vec<String> = recording
@@ -71,14 +161,36 @@ pub async fn replay(
     for episode_id in recording.episode_ids() {
         let steps = recording.episode_steps(&episode_id);
         let Some(first) = steps.first() else { continue };
-        episodes += 1;
-        let origins = OriginMap {
-            from: origin(&first.url).filter(|_| site_origin.is_some()),
-            to: site_origin.clone(),
+        let mut options = ResetOptions::new(first.url.clone());
+        let origins = match &against {
+            Against::Live(site_origin) => OriginMap {
+                from: origin(&first.url).filter(|_| site_origin.is_some()),
+                to: site_origin.clone(),
+            },
+            Against::Archives => {
+                let episode = recording
+                    .episodes
+                    .iter()
+                    .find(|e| e.episode_id == episode_id);
+                let Some(archive) = episode.and_then(|e| e.archive.as_ref()) else {
+                    lines.push(format!(
+                        "episode {episode_id}: recorded without an archive: not replayed offline \
+                         (replay it with --live)"
+                    ));
+                    diverged = true;
+                    continue;
+                };
+                options
+                    .extra
+                    .insert("archive".into(), archive.file.clone().into());
+                OriginMap::default()
+            }
         };
+        episodes += 1;
         let mut client = Client::connect_with_token(server, token).await?;
         let start = origins.apply(&first.url);
-        let reset = client.reset(ResetOptions::new(start.clone())).await?;
+        options.start_url = start.clone();
+        let reset = client.reset(options).await?;
         lines.push(format!(
             "episode {episode_id} ({} steps) from {}",
             steps.len(),

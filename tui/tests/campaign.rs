@@ -93,6 +93,7 @@ fn collect(server: &ServerHandle, tokens: &Tokens, name: &str) -> Person {
         watch: None,
         collect: true,
         stop: None,
+        typed_secrets: None,
     };
     let label = server.base_url();
     let task = tokio::spawn(async move {
@@ -207,6 +208,7 @@ async fn server(dir: &Path, site: &SiteHandle) -> ServerHandle {
             tasks: Some(std::sync::Arc::new(TaskCatalog {
                 tasks: TaskSet::load(&dir.join("demo.jsonl")).unwrap(),
                 base_url: Some(url::Url::parse(&site.url("")).unwrap()),
+                folder: None,
             })),
             campaign: Some(dir.to_path_buf()),
             ..ServerConfig::default()

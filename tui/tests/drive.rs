@@ -107,6 +107,7 @@ fn spawn_ui(
             watch,
             collect: false,
             stop: None,
+            typed_secrets: None,
         };
         let exit = run(&mut terminal, &mut app, events, options).await.unwrap();
         (exit, app, format!("{}", terminal.backend()))
@@ -222,6 +223,7 @@ async fn tasks_and_recording_through_the_ui() {
                     tasks: chosen.clone(),
                 },
                 base_url: Some(url::Url::parse(&site.url("")).unwrap()),
+                folder: None,
             })),
             ..ServerConfig::default()
         },

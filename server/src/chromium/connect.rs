@@ -180,6 +180,7 @@ impl ChromiumBrowser {
             _tasks: tasks,
             current,
             previous_pages: Vec::new(),
+            archive: None,
             incidents,
             requests,
             new_tabs,
@@ -203,6 +204,8 @@ impl ChromiumBrowser {
     /// Dispose this episode's context (its tabs, cookies, storage, cache, service workers) now
     /// rather than when the connection ends; a host no other episode holds closes with it.
     pub(super) async fn dispose(mut self) {
+        // The browser intercepts for no one any more (its next episode may start its own).
+        self.stop_interception().await;
         // A successor still opening is stopped (its context disposed as it is dropped); one that
         // is ready is disposed like this one.
         if let Some(successor) = self.successor.take() {

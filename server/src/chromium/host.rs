@@ -48,6 +48,11 @@ pub(super) struct Host {
     opened: AtomicU32,
     /// Contexts created on this host and not yet disposed (`OwnedContext`).
     held: AtomicUsize,
+    /// Episodes of more than one session open here (`BROWSER_ISOLATION=context`).
+    pub(super) shared: AtomicBool,
+    /// The episode whose archive work answers this browser's intercepted requests
+    /// (`archive.rs`); 0: none.
+    pub(super) interception: std::sync::atomic::AtomicU64,
     /// The CDP connection's handler; ends with the host.
     _handler: Tasks,
     // Declared last: dropped after the CDP connection, a local process is killed and its profile
@@ -97,6 +102,8 @@ impl Host {
             disconnected,
             opened: AtomicU32::new(0),
             held: AtomicUsize::new(0),
+            shared: AtomicBool::new(false),
+            interception: std::sync::atomic::AtomicU64::new(0),
             _handler: handler,
             endpoint,
         }))
@@ -173,6 +180,12 @@ impl Host {
             Ok(Err(err)) => tracing::warn!("cannot dispose the browser context: {err}"),
             Err(_) => tracing::warn!("the browser context was not disposed in time"),
         }
+    }
+
+    /// A browser this server launched for one session's episodes alone: what DevTools does
+    /// browser-wide (an archive's request interception) touches no one else.
+    pub(super) fn is_private(&self) -> bool {
+        matches!(self.endpoint, Endpoint::Local(_)) && !self.shared.load(Ordering::SeqCst)
     }
 
     /// The browser's process id, when we launched it.

@@ -9,10 +9,12 @@
 //! watchers and load state), `input` (commands and input events), `navigation` (history, URL,
 //! loads, settling), `tabs` (following tabs), `capture` (screenshots), `seam` (the `Browser`
 //! operations built from them),
-//! `remote` (`--browser-url`), `process` (our own Chromium processes and profiles), `sandbox`,
+//! `archive` (an episode's archive work: request interception), `remote` (`--browser-url`),
+//! `process` (our own Chromium processes and profiles), `sandbox`,
 //! `memory` (the renderer memory limit), `egress` (the private-network proxy). This file holds the
 //! settings, the launcher and the state the rooms share.
 
+mod archive;
 mod capture;
 mod connect;
 pub mod egress;
@@ -261,6 +263,7 @@ impl ChromiumLauncher {
             Some(host) if host.has_room(self.config.episodes_per_browser) => Ok(host.clone()),
             _ => {
                 let host = self.new_host().await?;
+                host.shared.store(true, Ordering::SeqCst);
                 *shared = Some(host.clone());
                 Ok(host)
             }
@@ -408,6 +411,8 @@ pub struct ChromiumBrowser {
     current: CurrentPage,
     /// Older tabs stay open, as in a person's browser (unwatched); the newest is last.
     previous_pages: Vec<Page>,
+    /// The episode's archive work, while it runs (`archive.rs`).
+    archive: Option<archive::Interception>,
     incidents: Arc<Mutex<Incidents>>,
     /// The requests this episode's pages made, for a task's `request` check.
     requests: requests::RequestLog,

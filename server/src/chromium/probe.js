@@ -9,12 +9,15 @@
   // The settle's frames: a page that replaces requestAnimationFrame with a timer (old polyfills)
   // would make them look like its own timers and changes, and no step quiet.
   const nativeRequestAnimationFrame = window.requestAnimationFrame.bind(window);
+  // The browser's clock: a replayed page's own runs as the page goes (server/src/archive/clock.js)
+  // and would stretch or shrink the settle's quiet.
+  const browserNow = performance.now.bind(performance);
   const state = {
     requests: 0,
     timers: new Set(),
     // In a document installed into before it is parsed (every new one), nothing yet; in one
     // attached late, now: what came before is unknown.
-    lastMutation: document.readyState === 'loading' ? -Infinity : performance.now(),
+    lastMutation: document.readyState === 'loading' ? -Infinity : browserNow(),
     // Orders the page's changes and the settle's frames: a counter, not a clock, whose 0.1 ms
     // steps would make a change and the frame right after it look simultaneous.
     order: 0,
@@ -134,7 +137,7 @@
   // (deferred and module scripts, DOMContentLoaded and load handlers) do. A reset's settle went
   // from 42 to 11 ms (with the navigation window closed at the load: `goto` in seam.rs).
   new MutationObserver(() => {
-    if (document.readyState !== 'loading') state.lastMutation = performance.now();
+    if (document.readyState !== 'loading') state.lastMutation = browserNow();
     changed();
   }).observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
 
@@ -211,7 +214,7 @@
     // renderer and the compositor a few milliseconds of CPU, which sessions sharing a machine
     // pay for each other. A change asks for them again.
     settle(quietMs, minMs, maxMs) {
-      const start = performance.now();
+      const start = browserNow();
       return new Promise((resolve) => {
         const startOrder = ++state.order;
         // When (in `order`) the last two frames began (requestAnimationFrame), oldest first, and
@@ -234,19 +237,19 @@
           asked = false;
           if (finished) return;
           frames.push(++state.order);
-          lastFrameAt = performance.now();
+          lastFrameAt = browserNow();
           if (frames.length > 2) frames.shift();
           if (!over() && !drawn()) wake();
         };
         const wake = () => {
           if (asked || finished) return;
           asked = true;
-          askedAt = performance.now();
+          askedAt = browserNow();
           nativeRequestAnimationFrame(frame);
         };
         // Whether the settle is over (then it has resolved).
         const over = () => {
-          const now = performance.now();
+          const now = browserNow();
           if (readyAt === null || (quiet && now - start >= maxMs)) {
             const busy =
               state.requests > 0 || state.timers.size > 0 || document.readyState !== 'complete';
@@ -275,7 +278,7 @@
         // Polled every 10 ms, or sooner when the quiet is due (quietMs after the last DOM change).
         const poll = () => {
           if (finished || over()) return;
-          const due = Math.max(state.lastMutation + quietMs, start + minMs) - performance.now();
+          const due = Math.max(state.lastMutation + quietMs, start + minMs) - browserNow();
           nativeSetTimeout(poll, readyAt === null && due > 0 ? Math.min(10, Math.ceil(due)) : 10);
         };
         state.wakers.add(wake);
@@ -332,7 +335,7 @@
     // covers is left out. A frame of another origin, whose text cannot be read from here, is a
     // run of kind 'frame' with its box and no text: shown as unreadable, not silently missing.
     textRuns(maxRuns, budgetMs) {
-      const started = performance.now();
+      const started = browserNow();
       const runs = [];
       let truncated = false;
       const SKIP = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'TEXTAREA', 'SELECT', 'OPTION']);
@@ -446,7 +449,7 @@
           let lines = 0;
           let clear = true;
           while (at < data.length) {
-            if (performance.now() - started > budgetMs) {
+            if (browserNow() - started > budgetMs) {
               truncated = true;
               break;
             }
@@ -480,7 +483,7 @@
         let match;
         let seen = 0;
         while ((match = pattern.exec(data))) {
-          if ((++seen & 63) === 0 && performance.now() - started > budgetMs) {
+          if ((++seen & 63) === 0 && browserNow() - started > budgetMs) {
             truncated = true;
             break;
           }
@@ -581,7 +584,7 @@
         const walker = doc.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
         let node = walker.nextNode();
         while (node) {
-          if (runs.length >= maxRuns || performance.now() - started > budgetMs) {
+          if (runs.length >= maxRuns || browserNow() - started > budgetMs) {
             truncated = true;
             return;
           }
@@ -621,7 +624,7 @@
     },
     // The element an action is about: under the pointer for a click, else the focused one. With
     // `mark`, the focused element is a person's secret field from now on. A focused secret field
-    // says what it holds (`held`), for the server alone (`environment.rs` takes it out).
+    // says what it holds (`held`), for the server alone (`server/src/environment/observation.rs` takes it out).
     element(x, y, mark) {
       // Into open shadow roots and same-origin frames, where the element really is (a password
       // field in a shadow root or an iframe must be known as one); dx, dy: the frame's offset.

@@ -393,6 +393,14 @@ impl Browser for ChromiumBrowser {
         }
     }
 
+    async fn start_archive(&mut self, work: crate::archive::Work) -> Result<(), PageError> {
+        self.start_interception(work).await
+    }
+
+    async fn stop_archive(&mut self) {
+        self.stop_interception().await;
+    }
+
     fn is_alive(&self) -> bool {
         !self.disconnected.load(Ordering::SeqCst)
     }

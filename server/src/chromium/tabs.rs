@@ -34,6 +34,7 @@ impl ChromiumBrowser {
         )
         .await
         .map_err(|err| PageError::ActionFailed(format!("cannot switch tabs: {err}")))?;
+        self.intercept_tab(&prepared.page).await;
         let previous = std::mem::replace(&mut self.current, prepared);
         // Only the current page is watched.
         for task in &previous.tasks {

@@ -53,6 +53,25 @@ struct Episode<B> {
 pub struct TaskCatalog {
     pub tasks: TaskSet,
     pub base_url: Option<url::Url>,
+    /// The task file's folder, where its tasks' archives are (`Task::archive`).
+    pub folder: Option<std::path::PathBuf>,
+}
+
+impl TaskCatalog {
+    /// The task file at `path`, every task's archive found inside its folder.
+    pub fn load(path: &std::path::Path, base_url: Option<url::Url>) -> Result<Self, String> {
+        let tasks = TaskSet::load(path)?;
+        let folder = path.parent().map(|dir| match dir.as_os_str().is_empty() {
+            true => std::path::PathBuf::from("."),
+            false => dir.to_path_buf(),
+        });
+        crate::archive::check_task_archives(&tasks, folder.as_deref())?;
+        Ok(TaskCatalog {
+            tasks,
+            base_url,
+            folder,
+        })
+    }
 }
 
 /// One session's environment: at most one live episode, each with its own private browser.
@@ -66,6 +85,9 @@ pub struct Environment<L: Launcher> {
     text: Option<((Option<String>, u64), TextLayer)>,
     /// The session served, for its text layers.
     session: String,
+    /// The server's archives (`archive/`), and this environment's work with them.
+    archives: Option<Arc<crate::archive::Archives>>,
+    archive: crate::archive::EpisodeArchive,
 }
 
 impl<L: Launcher> Environment<L> {
@@ -78,7 +100,15 @@ impl<L: Launcher> Environment<L> {
             state: BrowserState::default(),
             text: None,
             session: String::new(),
+            archives: None,
+            archive: Default::default(),
         }
+    }
+
+    /// Record episodes into archives, and replay them from archives, as `archives` says.
+    pub fn with_archives(mut self, archives: Option<Arc<crate::archive::Archives>>) -> Self {
+        self.archives = archives;
+        self
     }
 
     /// The session this environment serves (its text layers say so).
@@ -137,10 +167,21 @@ impl<L: Launcher> Environment<L> {
     }
 
     /// Start a new episode. Keyword arguments as on the wire: `start_url` (required), `episode_id`,
-    /// `seed` (accepted, unused: a live web page has no seed); unknown ones are ignored.
+    /// `seed` (fixes the clock and `Math.random` of an episode replayed from an archive; a live
+    /// page has none), `task_id`, `archive` (docs/archives.md); unknown ones are ignored.
     pub async fn reset(&mut self, kwargs: &Map<String, Value>) -> Result<StepResult, EnvError> {
         let started = Instant::now();
         let task = self.task_for(kwargs)?;
+        let archive = match &self.archives {
+            Some(archives) => archives
+                .plan(
+                    kwargs,
+                    task.as_ref().map(|(task, _)| task),
+                    self.tasks.as_ref().and_then(|c| c.folder.as_deref()),
+                )
+                .map_err(EnvError)?,
+            None => None,
+        };
         // A task starts where it says: starting it anywhere else (where it ends, a page of the
         // agent's own that shows the expected text) would earn its reward without doing it.
         let start_url = match (kwargs.get("start_url"), &task) {
@@ -156,6 +197,17 @@ impl<L: Launcher> Environment<L> {
             }
             (Some(Value::String(url)), _) => check_start_url(url)?,
             (None | Some(Value::Null), Some((_, task_start))) => check_start_url(task_start)?,
+            // An archive starts where its recording did.
+            (None | Some(Value::Null), None)
+                if archive.as_ref().is_some_and(|a| a.start_url().is_some()) =>
+            {
+                check_start_url(
+                    archive
+                        .as_ref()
+                        .and_then(|a| a.start_url())
+                        .unwrap_or_default(),
+                )?
+            }
             _ => {
                 return Err(EnvError(
                     "reset needs start_url: an HTTP(S) URL without credentials".into(),
@@ -173,7 +225,12 @@ impl<L: Launcher> Environment<L> {
         self.text = None;
         let browser_started = Instant::now();
         let renewed = match self.episode.take() {
-            Some(previous) => self.launcher.renew(previous.browser).await,
+            Some(mut previous) => {
+                // The episode that ended leaves its archive with its secrets hidden.
+                self.archive.end(Some(&mut previous.browser)).await;
+                self.archive.store(&previous.secrets);
+                self.launcher.renew(previous.browser).await
+            }
             None => None,
         };
         let browser = match renewed {
@@ -200,6 +257,17 @@ impl<L: Launcher> Environment<L> {
             browser: Some(browser_started.elapsed()),
             ..Timings::default()
         };
+        if let (Some(plan), Some(archives)) = (archive, &self.archives) {
+            let episode_id = self.state.episode_id.clone().unwrap_or_default();
+            let seed = kwargs.get("seed").and_then(seed_of);
+            let work = archives.work(plan, &episode_id, start_url.as_str(), seed);
+            if let Err(err) = self.archive.begin(work, &mut episode.browser).await {
+                episode.browser.close().await;
+                return Err(EnvError(format!(
+                    "the episode cannot use its archive: {err}"
+                )));
+            }
+        }
         let action_started = Instant::now();
         let load = bounded(
             self.settings.page_load_timeout + Duration::from_secs(5),
@@ -338,7 +406,10 @@ impl<L: Launcher> Environment<L> {
             episode_id: self.state.episode_id.as_deref(),
             step: self.state.step_count,
         };
-        let (result, layer) = observation::observe(episode, place, done).await;
+        let (mut result, layer) = observation::observe(episode, place, done).await;
+        self.archive.describe(&mut result.observation.metadata);
+        // What the archive recorded so far goes to the disk with the episode's secrets hidden.
+        self.archive.store(&episode.secrets);
         if let Some(layer) = layer {
             self.text = Some((
                 (self.state.episode_id.clone(), self.state.step_count),
@@ -380,10 +451,17 @@ impl<L: Launcher> Environment<L> {
 
     /// End the current episode and release its browser.
     pub async fn close(&mut self) {
-        if let Some(episode) = self.episode.take() {
+        if let Some(mut episode) = self.episode.take() {
+            self.archive.end(Some(&mut episode.browser)).await;
+            self.archive.store(&episode.secrets);
             episode.browser.close().await;
         }
     }
+}
+
+/// A reset's `seed`: an integer (OpenEnv's clients send one or none); anything else is no seed.
+fn seed_of(seed: &Value) -> Option<u64> {
+    seed.as_u64().or_else(|| seed.as_i64().map(|n| n as u64))
 }
 
 #[cfg(test)]

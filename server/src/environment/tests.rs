@@ -252,6 +252,7 @@ async fn task_resets_use_the_tasks_start_url_and_step_limit() {
     let catalog = TaskCatalog {
         tasks,
         base_url: Some(url::Url::parse("https://site.example/").unwrap()),
+        folder: None,
     };
     let (base, _) = self::env(FakeScript::default());
     let mut tasked = Environment {
@@ -344,6 +345,7 @@ async fn a_task_starts_at_its_own_start_url_only() {
     let catalog = TaskCatalog {
         tasks,
         base_url: Some(url::Url::parse("https://site.example/").unwrap()),
+        folder: None,
     };
     let (base, _) = self::env(FakeScript::default());
     let mut tasked = base.with_tasks(Some(Arc::new(catalog)));

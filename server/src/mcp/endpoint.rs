@@ -176,7 +176,7 @@ async fn entry<L: Launcher>(
         Err(_) => return Json(openenv::parse_error()).into_response(),
     };
     let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
-    // A call naming a session another replica holds went there already (`replicas/routing.rs`).
+    // A call naming a session another replica holds went there already (`../replicas/routing.rs`).
     if is_openenv(&parts.headers, parsed.as_ref()) {
         let answer = match parsed {
             Some(request) => mcp.openenv.answer(&request, None, &peer).await,

@@ -1,5 +1,5 @@
 //! The standard MCP face (rmcp): one `BrowserTools` per MCP session, over Streamable HTTP at
-//! `/mcp` or over stdio. The session (`session.rs`) is opened at `initialize`, so an MCP session
+//! `/mcp` or over stdio. The session (`../session/mod.rs`) is opened at `initialize`, so an MCP session
 //! holds a capacity slot, is listed in `/sessions` and recorded like any other; it is closed when
 //! the MCP session ends (the client's DELETE, its idle timeout, the end of stdin).
 

@@ -20,7 +20,7 @@ use crate::browser::Launcher;
 use crate::session::SharedSession;
 
 /// Arguments `reset` takes; the environment checks their values.
-const RESET_ARGUMENTS: [&str; 3] = ["start_url", "task_id", "episode_id"];
+const RESET_ARGUMENTS: [&str; 5] = ["start_url", "task_id", "episode_id", "archive", "seed"];
 
 /// The tool that reads the page's visible text: it neither steps the episode nor touches the page.
 pub const READ_PAGE: &str = "read_page";
@@ -112,6 +112,8 @@ pub fn tools() -> Vec<Tool> {
                 "start_url": {"type": "string", "description": "The page to start on (http or https)"},
                 "task_id": {"type": "string", "description": "A task of the server's task set, instead of start_url"},
                 "episode_id": {"type": "string", "description": "An id for the episode (the server makes one up otherwise)"},
+                "archive": {"type": "string", "description": "A web archive in the server's --archive-dir to answer the episode from, with no network (docs/archives.md)"},
+                "seed": {"type": "integer", "description": "With an archive: fixes the page's clock and Math.random"},
             },
             "additionalProperties": false,
         }),

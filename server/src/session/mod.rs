@@ -2,7 +2,7 @@
 //! environment (and so its browsers and the episode's secrets), a capacity slot, and its outlets
 //! (`outlets.rs`: the watchers, the recording, the log, a campaign); `reset` and `step` are the
 //! one path of every episode and action, the agent's and a person's, and delegate: the
-//! environment makes the observation (`environment/observation.rs`), the outlets take it, the
+//! environment makes the observation (`../environment/observation.rs`), the outlets take it, the
 //! hand-off rules (`handoff.rs`) decide who may act. The transports (`websocket.rs`,
 //! `http_session.rs`, `mcp/`) only turn their frames into these calls and the results back.
 //!
@@ -91,6 +91,8 @@ pub struct Sessions<L: Launcher> {
     lifecycle: Lifecycle,
     /// The campaign (`--campaign`): a reset naming a lease makes the session a person's work.
     campaign: Option<Arc<crate::campaign::Hub>>,
+    /// The server's archives (`archive/`).
+    archives: Option<Arc<crate::archive::Archives>>,
 }
 
 /// A session behind the lock its transport and its text-layer requests share.
@@ -133,7 +135,14 @@ impl<L: Launcher> Sessions<L> {
             ask_wait: crate::settings::DEFAULT_ASK_WAIT,
             lifecycle: Lifecycle::serving(),
             campaign: None,
+            archives: None,
         }
+    }
+
+    /// Record episodes into archives, and replay them from archives (`archive/`).
+    pub fn with_archives(mut self, archives: Arc<crate::archive::Archives>) -> Self {
+        self.archives = Some(archives);
+        self
     }
 
     /// Run this campaign's sessions (`--campaign`).
@@ -211,6 +220,7 @@ impl<L: Launcher> Sessions<L> {
         let human_actions = registration.serve_human();
         let env = Environment::new(self.pool.clone(), self.settings.clone())
             .with_tasks(self.tasks.clone())
+            .with_archives(self.archives.clone())
             .for_session(&id);
         let episode_ended = Arc::new(Notify::new());
         let control = registration.control().clone();

@@ -1,33 +1,15 @@
-# The server image: build the Rust binary, then a slim Debian with Chromium's headless shell.
-# Build: `make image` (or a plain `docker build -t browserenv .`).
+# The server image: a slim Debian with Chromium's headless shell (the runtime stage), and the Rust
+# binary built in a stage of its own and copied onto it.
+# Build: `make image` (the runtime stage and the server built on the host, which is Debian bookworm
+# too: deploy/docker/prebuilt.Dockerfile), or a plain `docker build -t browserenv .`, which builds
+# every stage here, the server compiled inside.
 # Run: docker run -p 8000:8000 -e BROWSER_API_TOKEN=... IMAGE
 #  (binding 0.0.0.0 needs a token, or BROWSER_INSECURE=1 behind a proxy that authenticates).
 # What takes the space, and why it is built this way: deploy/docker/README.md.
 
-FROM rust:1-slim-bookworm AS build
-WORKDIR /src
-# The dependencies first, in a layer of their own: the workspace's manifests and lock file with
-# empty crates, so that a change to the sources alone does not compile them again.
-COPY Cargo.toml Cargo.lock ./
-COPY server/Cargo.toml server/Cargo.toml
-COPY tui/Cargo.toml tui/Cargo.toml
-COPY tests/Cargo.toml tests/Cargo.toml
-RUN mkdir -p src server/src tui/src tests/src \
- && touch src/lib.rs server/src/lib.rs tui/src/lib.rs tests/src/lib.rs \
- && for main in server/src/main.rs tui/src/main.rs tests/src/bench.rs; do echo 'fn main() {}' > "$main"; done \
- && cargo build --release --locked -p browserenv-server \
- && rm -rf src server/src target/release/browserenv-server*
-# Then the two crates the server is built from (the UI and the tests keep their empty stand-ins:
-# the server does not depend on them). COPY keeps the files' times, which may be older than the
-# stand-ins' build: touched, so that cargo builds them.
-COPY src src
-COPY server server
-COPY README.md README.md
-RUN touch src/lib.rs server/src/lib.rs server/src/main.rs \
- && cargo build --release --locked -p browserenv-server \
- && strip target/release/browserenv-server
-
-FROM debian:bookworm-slim
+# The runtime stage comes first: Docker's classic builder (what these machines have; no BuildKit)
+# builds every stage up to the one asked for, so `docker build --target runtime` builds it alone.
+FROM debian:bookworm-slim AS runtime
 # Chromium's headless shell and the fonts pages get: DejaVu (sans-serif, serif and monospace; the
 # test pages and the demo site ask for these and system-ui, and the CI machines draw sans-serif and
 # serif with it too) and Liberation (2 MB: pages that ask for Arial, Helvetica, Times or Courier
@@ -75,8 +57,8 @@ RUN useradd --create-home --uid 10001 browserenv
 COPY deploy/docker/healthcheck.sh /usr/local/bin/browserenv-healthcheck
 COPY --chown=browserenv assets/site /opt/browserenv/site
 COPY --chown=browserenv assets/tasks /opt/browserenv/tasks
-COPY --from=build /src/target/release/browserenv-server /usr/local/bin/browserenv-server
-# `server` is what the HF Sandbox launcher (and OpenEnv's tooling) runs.
+# The server comes last (the final stage below, or deploy/docker/prebuilt.Dockerfile); `server` is
+# what the HF Sandbox launcher (and OpenEnv's tooling) runs.
 RUN ln -s /usr/local/bin/browserenv-server /usr/local/bin/server
 
 # The seed's settings, with their defaults (the seed: docs/ARCHITECTURE.md, "Terms").
@@ -94,4 +76,32 @@ EXPOSE 8000
 # bash's /dev/tcp, not curl (see deploy/docker/healthcheck.sh).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["/usr/local/bin/browserenv-healthcheck"]
+CMD ["server"]
+
+FROM rust:1-slim-bookworm AS build
+WORKDIR /src
+# The dependencies first, in a layer of their own: the workspace's manifests and lock file with
+# empty crates, so that a change to the sources alone does not compile them again.
+COPY Cargo.toml Cargo.lock ./
+COPY server/Cargo.toml server/Cargo.toml
+COPY tui/Cargo.toml tui/Cargo.toml
+COPY tests/Cargo.toml tests/Cargo.toml
+RUN mkdir -p src server/src tui/src tests/src \
+ && touch src/lib.rs server/src/lib.rs tui/src/lib.rs tests/src/lib.rs \
+ && for main in server/src/main.rs tui/src/main.rs tests/src/bench.rs; do echo 'fn main() {}' > "$main"; done \
+ && cargo build --release --locked -p browserenv-server \
+ && rm -rf src server/src target/release/browserenv-server*
+# Then the two crates the server is built from (the UI and the tests keep their empty stand-ins:
+# the server does not depend on them). COPY keeps the files' times, which may be older than the
+# stand-ins' build: touched, so that cargo builds them.
+COPY src src
+COPY server server
+COPY README.md README.md
+RUN touch src/lib.rs server/src/lib.rs server/src/main.rs \
+ && cargo build --release --locked -p browserenv-server \
+ && strip target/release/browserenv-server
+
+# The image: the runtime stage and the server built above.
+FROM runtime
+COPY --from=build /src/target/release/browserenv-server /usr/local/bin/browserenv-server
 CMD ["server"]

@@ -25,29 +25,48 @@
 # proxy, and cargo in the build stage fails with "self-signed certificate in certificate chain"
 # without them. An image made here is labelled org.browserenv.stand-in=1.
 #
-# Usage: deploy/docker/base-images.sh [DOCKERFILE]     (default: the repository's Dockerfile)
-# Needs: root (mmdebstrap, docker), mmdebstrap (installed when missing), and for the Rust image a
-# rustc on PATH. MIRROR overrides http://deb.debian.org.
+# Usage: deploy/docker/base-images.sh [--target STAGE] [DOCKERFILE]
+#   DOCKERFILE   default: the repository's Dockerfile
+#   --target     only the images of the stages up to STAGE, as `docker build --target STAGE`
+#                (Docker's classic builder) builds them: `make image` builds the runtime stage
+#                alone, so it needs no Rust image
+# Needs: root (mmdebstrap, docker; sudo otherwise), mmdebstrap (installed when missing, with
+# scripts/apt-install.sh), and for the Rust image a rustc on PATH. MIRROR overrides
+# http://deb.debian.org.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
+target=""
+if [ "${1:-}" = --target ]; then
+  target="$2"
+  shift 2
+fi
 dockerfile="${1:-$here/../../Dockerfile}"
 mirror="${MIRROR:-http://deb.debian.org}"
 suite=bookworm
 extra_cas=/usr/local/share/ca-certificates
 docker=(docker)
-[ "$(id -u)" = 0 ] || docker=(sudo docker)
+mmdebstrap=(mmdebstrap)
+if [ "$(id -u)" != 0 ]; then
+  docker=(sudo docker)
+  mmdebstrap=(sudo mmdebstrap)
+fi
 
 say() { echo "base-images: $*" >&2; }
 
-# The images FROM lines name (not the build's own stages).
-mapfile -t images < <(awk '
+# The images FROM lines name (not the build's own stages), up to the --target stage.
+mapfile -t images < <(awk -v target="$target" '
   toupper($1) == "FROM" {
+    if (done) exit
     image = ""
     for (i = 2; i <= NF; i++) if ($i !~ /^--/) { image = $i; break }
     if (!(image in stages)) print image
-    for (i = 2; i < NF; i++) if (toupper($i) == "AS") stages[$(i + 1)] = 1
+    for (i = 2; i < NF; i++) if (toupper($i) == "AS") {
+      stages[$(i + 1)] = 1
+      if (target != "" && $(i + 1) == target) done = 1
+    }
   }' "$dockerfile" | awk '!seen[$0]++')
+[ "${#images[@]}" -gt 0 ] || { say "no FROM line${target:+ up to stage $target} in $dockerfile"; exit 1; }
 
 present() {
   "${docker[@]}" image inspect "$1" >/dev/null 2>&1 && return 0
@@ -64,10 +83,7 @@ trap cleanup EXIT
 bootstrap() {
   local tarball="$1" include="$2"
   shift 2
-  command -v mmdebstrap >/dev/null || {
-    say "installing mmdebstrap"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap >/dev/null
-  }
+  "$here/../../scripts/apt-install.sh" "the base images' stand-ins" mmdebstrap=mmdebstrap >&2
   [ -n "$work" ] || work="$(mktemp -d /var/tmp/base-images.XXXXXX)"
   # The official slim image's apt settings (debuerreotype-minimizing-config).
   cat >"$work/docker-clean" <<'EOF'
@@ -97,7 +113,7 @@ EOF
   fi
   # merged-usr: /usr merged by the hook, as debuerreotype does, not by the usrmerge package (which
   # would bring perl).
-  if ! mmdebstrap --variant=minbase --include="$include" \
+  if ! "${mmdebstrap[@]}" --variant=minbase --include="$include" \
     --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
     "${keep[@]}" \
     --customize-hook="upload $work/docker-clean /etc/apt/apt.conf.d/docker-clean" \

@@ -38,6 +38,8 @@ mod sessions_chart;
 mod steps;
 #[path = "bench/throughput.rs"]
 mod throughput;
+#[path = "bench/transport.rs"]
+mod transport;
 #[path = "bench/tui.rs"]
 mod tui;
 #[path = "bench/watchers.rs"]
@@ -51,6 +53,8 @@ use sessions_chart::Figures;
 enum Part {
     /// Raw CDP on the same Chromium: the floor under the reset and step rows.
     Floor,
+    /// The DevTools bridge's cost per command, beside the pipe read directly.
+    Transport,
     /// Resets in each isolation mode, with their floors, and where a reset's time goes.
     Reset,
     /// Each kind of step alone, recording on, a remote browser, watchers; the PNG's size.
@@ -73,8 +77,9 @@ enum Part {
 
 impl Part {
     /// Every part, in the order a full run takes them (`scroll` is in `steps`).
-    const ALL: [Part; 9] = [
+    const ALL: [Part; 10] = [
         Part::Floor,
+        Part::Transport,
         Part::Reset,
         Part::Steps,
         Part::Frames,
@@ -88,6 +93,7 @@ impl Part {
     fn name(self) -> &'static str {
         match self {
             Part::Floor => "floor",
+            Part::Transport => "transport",
             Part::Reset => "reset",
             Part::Steps => "steps",
             Part::Scroll => "scroll",
@@ -110,6 +116,7 @@ impl Part {
     async fn run(self, rounds: usize, figures: &mut Figures) -> anyhow::Result<()> {
         match self {
             Part::Floor => floor::run(rounds).await,
+            Part::Transport => transport::run(rounds).await,
             Part::Reset => {
                 print_measure_header();
                 resets::new_chromium_per_episode(rounds).await?;

@@ -23,7 +23,8 @@ mod input;
 mod memory;
 mod navigation;
 mod page_events;
-mod pipe;
+/// Public for the tests and the bench's `transport` part, which measure the bridge.
+pub mod pipe;
 mod process;
 mod remote;
 mod requests;

@@ -85,6 +85,11 @@ impl BrowserEnds {
     pub fn raw(&self) -> (RawFd, RawFd) {
         (self.commands.as_raw_fd(), self.answers.as_raw_fd())
     }
+
+    /// Where commands come from and where answers go: for a stand-in browser in a test.
+    pub fn into_fds(self) -> (OwnedFd, OwnedFd) {
+        (self.commands, self.answers)
+    }
 }
 
 /// In the forked child, before exec: the browser's ends become its fds 3 and 4 (`dup2` clears
@@ -105,6 +110,12 @@ pub fn install(commands: RawFd, answers: RawFd) -> io::Result<()> {
 }
 
 impl ServerEnds {
+    /// Where commands go and where answers come from: for reading the pipe without the bridge
+    /// (the bench's `transport` part).
+    pub fn into_fds(self) -> (OwnedFd, OwnedFd) {
+        (self.commands, self.answers)
+    }
+
     /// Ask the browser for its version and wait for the answer: the browser is up and speaks
     /// DevTools on the pipe. An early exit (the pipe closes) or silence past `timeout` is an error.
     /// Blocking.
@@ -551,91 +562,6 @@ mod tests {
         assert_eq!(
             response.result.unwrap()["result"]["value"]["t"],
             "aaa\u{fffd}"
-        );
-    }
-
-    /// A stand-in browser on the pipe's far ends: for each command, a screencast frame of
-    /// `frame_bytes` and the command's answer, written back to back, as Chromium answers a
-    /// screenshot's acknowledgement.
-    fn browser_answering_with_frames(ends: BrowserEnds, frame_bytes: usize) {
-        let BrowserEnds { commands, answers } = ends;
-        std::thread::spawn(move || {
-            let mut commands = std::io::BufReader::new(std::fs::File::from(commands));
-            let mut answers = std::fs::File::from(answers);
-            let data = "A".repeat(frame_bytes);
-            loop {
-                let mut command = Vec::new();
-                match std::io::BufRead::read_until(&mut commands, 0, &mut command) {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {}
-                }
-                command.pop();
-                let command: serde_json::Value = serde_json::from_slice(&command).unwrap();
-                let event = serde_json::json!({
-                    "method": "Page.screencastFrame",
-                    "params": {
-                        "data": data,
-                        "metadata": {"offsetTop": 0, "pageScaleFactor": 1, "deviceWidth": 800,
-                            "deviceHeight": 600, "scrollOffsetX": 0, "scrollOffsetY": 0},
-                        "sessionId": 1,
-                    },
-                });
-                let answer = serde_json::json!({"id": command["id"], "result": {}});
-                // Two writes, as Chromium makes them: one message, then the next.
-                let sent = answers
-                    .write_all(format!("{event}\0").as_bytes())
-                    .and_then(|()| answers.write_all(format!("{answer}\0").as_bytes()));
-                if sent.is_err() {
-                    return;
-                }
-            }
-        });
-    }
-
-    /// The bridge between chromiumoxide and the pipe adds no TCP delay: a command whose answer
-    /// comes right after a large event (a screenshot's frame) gets it at once. With Nagle's
-    /// algorithm on the bridge's socket, the small answer waits for chromiumoxide's delayed ACK,
-    /// 40 ms on Linux: a bound from TCP, not from how busy the machine is. The frame is a
-    /// screenshot's size (36-60 KiB of base64), less than one loopback segment: the case that
-    /// stalls (three frames of 150 KiB get their ACK at once and would not show it).
-    #[tokio::test]
-    async fn an_answer_right_after_a_large_event_is_not_held_back() {
-        use chromiumoxide::cdp::CdpEventMessage;
-        use chromiumoxide::types::Message as CdpMessage;
-        let (server, browser) = pipes().unwrap();
-        let url = server.serve().await.unwrap();
-        browser_answering_with_frames(browser, 48 * 1024);
-        // chromiumoxide's own connection, as the server's handler uses it.
-        let mut connection = chromiumoxide::Connection::<CdpEventMessage>::connect(&url)
-            .await
-            .unwrap();
-        let mut round_trips = Vec::new();
-        for _ in 0..30 {
-            let started = Instant::now();
-            let id = connection
-                .submit_command(
-                    "Page.screencastFrameAck".into(),
-                    None,
-                    serde_json::json!({}),
-                )
-                .unwrap();
-            loop {
-                let message = tokio::time::timeout(Duration::from_secs(5), connection.next())
-                    .await
-                    .expect("an answer within 5 s")
-                    .expect("the bridge open")
-                    .expect("a message chromiumoxide reads");
-                if matches!(message, CdpMessage::Response(response) if response.id == id) {
-                    break;
-                }
-            }
-            round_trips.push(started.elapsed());
-        }
-        round_trips.sort();
-        let median = round_trips[round_trips.len() / 2];
-        assert!(
-            median < Duration::from_millis(15),
-            "median round trip {median:?} (all: {round_trips:?}): the answer waits for a delayed ACK"
         );
     }
 

@@ -6,17 +6,18 @@
 
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use serde_json::{json, Value};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use browserenv_server::fake::{FakeLauncher, FakeScript};
 use browserenv_server::settings::EnvSettings;
 use browserenv_server::{start, ServerConfig, ServerHandle};
 
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+#[path = "../../tests/src/socket.rs"]
+mod socket;
+use socket::*;
 
 async fn server(max_sessions: usize, drain: Duration) -> ServerHandle {
     let config = ServerConfig {
@@ -31,31 +32,6 @@ async fn server(max_sessions: usize, drain: Duration) -> ServerHandle {
     start(FakeLauncher::new(FakeScript::default()), config)
         .await
         .unwrap()
-}
-
-async fn connect(server: &ServerHandle) -> Socket {
-    let url = format!("ws://{}/ws", server.addr);
-    tokio_tungstenite::connect_async(url).await.unwrap().0
-}
-
-/// The next text frame as JSON, or `{"closed": code, "reason": …}` for the close frame.
-async fn next(socket: &mut Socket) -> Value {
-    loop {
-        match tokio::time::timeout(Duration::from_secs(10), socket.next()).await {
-            Ok(Some(Ok(Message::Text(text)))) => return serde_json::from_str(&text).unwrap(),
-            Ok(Some(Ok(Message::Close(frame)))) => {
-                let frame = frame.unwrap();
-                return json!({"closed": u16::from(frame.code), "reason": frame.reason.as_str()});
-            }
-            Ok(Some(Ok(_))) => {}
-            other => panic!("no frame: {other:?}"),
-        }
-    }
-}
-
-async fn request(socket: &mut Socket, frame: Value) -> Value {
-    socket.send(Message::text(frame.to_string())).await.unwrap();
-    next(socket).await
 }
 
 async fn reset(socket: &mut Socket) {
@@ -80,13 +56,13 @@ async fn ready(server: &ServerHandle) -> (u16, String) {
 async fn readiness_is_off_while_every_slot_is_taken() {
     let server = server(1, Duration::from_secs(5)).await;
     assert_eq!(ready(&server).await, (200, "ready".into()));
-    let mut only = connect(&server).await;
+    let mut only = connect(server.addr).await;
     reset(&mut only).await;
     assert_eq!(ready(&server).await, (503, "at_capacity".into()));
     only.send(Message::text(r#"{"type":"close"}"#))
         .await
         .unwrap();
-    assert_eq!(next(&mut only).await["closed"], 1000);
+    assert_eq!(next_json(&mut only).await["closed"], 1000);
     // The slot is given back as the session closes.
     let deadline = Instant::now() + Duration::from_secs(5);
     while ready(&server).await.0 != 200 {
@@ -100,9 +76,9 @@ async fn readiness_is_off_while_every_slot_is_taken() {
 async fn a_drain_lets_the_running_episode_end_and_refuses_new_work() {
     let drain = Duration::from_secs(20);
     let server = server(4, drain).await;
-    let mut running = connect(&server).await;
+    let mut running = connect(server.addr).await;
     reset(&mut running).await;
-    let mut idle = connect(&server).await;
+    let mut idle = connect(server.addr).await;
     // The idle session has its socket but no episode yet.
     assert_eq!(
         request(&mut idle, json!({"type": "state"})).await["type"],
@@ -118,11 +94,11 @@ async fn a_drain_lets_the_running_episode_end_and_refuses_new_work() {
         assert!(Instant::now() < deadline, "readiness stayed on");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let closed = next(&mut idle).await;
+    let closed = next_json(&mut idle).await;
     assert_eq!(closed["closed"], 1001, "{closed}");
     assert!(closed["reason"].as_str().unwrap().contains("draining"));
-    let mut late = connect(&server).await;
-    let refused = next(&mut late).await;
+    let mut late = connect(server.addr).await;
+    let refused = next_json(&mut late).await;
     assert_eq!(refused["data"]["code"], "CAPACITY_REACHED", "{refused}");
     assert_eq!(refused["data"]["reason"], "DRAINING");
     let http = reqwest::Client::new()
@@ -147,7 +123,7 @@ async fn a_drain_lets_the_running_episode_end_and_refuses_new_work() {
     )
     .await;
     assert_eq!(last["data"]["done"], true, "{last}");
-    assert_eq!(next(&mut running).await["closed"], 1001);
+    assert_eq!(next_json(&mut running).await["closed"], 1001);
 
     // No session left: the server stops well before the drain time is over.
     tokio::time::timeout(drain, server.finished())
@@ -160,7 +136,7 @@ async fn a_drain_lets_the_running_episode_end_and_refuses_new_work() {
 #[tokio::test]
 async fn an_episode_still_running_when_the_drain_time_is_over_is_ended_with_a_frame() {
     let server = server(2, Duration::from_millis(500)).await;
-    let mut running = connect(&server).await;
+    let mut running = connect(server.addr).await;
     reset(&mut running).await;
     // A reset during the drain is refused: no new episode starts.
     server.drain();
@@ -176,10 +152,10 @@ async fn an_episode_still_running_when_the_drain_time_is_over_is_ended_with_a_fr
         .unwrap()
         .contains("draining"));
     // The episode is still the old one, and still running: the drain time ends it.
-    let ended = next(&mut running).await;
+    let ended = next_json(&mut running).await;
     assert_eq!(ended["data"]["code"], "SESSION_ERROR", "{ended}");
     assert_eq!(ended["data"]["reason"], "SERVER_SHUTDOWN");
-    assert_eq!(next(&mut running).await["closed"], 1001);
+    assert_eq!(next_json(&mut running).await["closed"], 1001);
     tokio::time::timeout(Duration::from_secs(15), server.finished())
         .await
         .unwrap()
@@ -258,7 +234,7 @@ async fn trickling_clients_cannot_hold_a_draining_server() {
 #[tokio::test]
 async fn asked_again_a_draining_server_stops_at_once() {
     let server = server(2, Duration::from_secs(60)).await;
-    let mut running = connect(&server).await;
+    let mut running = connect(server.addr).await;
     reset(&mut running).await;
     let body = trickle(
         &server,
@@ -274,7 +250,7 @@ async fn asked_again_a_draining_server_stops_at_once() {
         .expect("a second stop waited")
         .unwrap();
     assert!(started.elapsed() < browserenv_server::connection::SHUTDOWN_GRACE);
-    let ended = next(&mut running).await;
+    let ended = next_json(&mut running).await;
     assert_eq!(ended["data"]["reason"], "SERVER_SHUTDOWN", "{ended}");
     body.abort();
 }

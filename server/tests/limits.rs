@@ -13,13 +13,15 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tokio_tungstenite::MaybeTlsStream;
 
 use browserenv_server::fake::{FakeLauncher, FakeScript};
 use browserenv_server::settings::{EnvSettings, PeerTimeouts};
 use browserenv_server::{start, ServerConfig, ServerHandle};
 
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+#[path = "../../tests/src/socket.rs"]
+mod socket;
+use socket::*;
 
 async fn server(config: ServerConfig) -> ServerHandle {
     start(FakeLauncher::new(FakeScript::default()), config)
@@ -33,36 +35,6 @@ fn quick() -> EnvSettings {
         explicit_wait: Duration::from_millis(10),
         ..EnvSettings::default()
     }
-}
-
-async fn connect(server: &ServerHandle) -> Socket {
-    let url = format!("ws://{}/ws", server.addr);
-    tokio_tungstenite::connect_async(url).await.unwrap().0
-}
-
-async fn request(socket: &mut Socket, frame: Value) -> Value {
-    socket.send(Message::text(frame.to_string())).await.unwrap();
-    next_json(socket).await
-}
-
-async fn next_json(socket: &mut Socket) -> Value {
-    loop {
-        match socket.next().await.expect("a reply").unwrap() {
-            Message::Text(text) => return serde_json::from_str(&text).unwrap(),
-            Message::Close(frame) => panic!("closed: {frame:?}"),
-            _ => continue,
-        }
-    }
-}
-
-/// The close frame after any other frames: its code and reason.
-async fn close_frame(socket: &mut Socket) -> Option<(CloseCode, String)> {
-    while let Some(message) = socket.next().await {
-        if let Ok(Message::Close(frame)) = message {
-            return frame.map(|f| (f.code, f.reason.to_string()));
-        }
-    }
-    None
 }
 
 /// One HTTP/1.1 request on a kept-alive connection: the status and the JSON body.
@@ -162,7 +134,7 @@ async fn a_connection_over_the_cap_gets_503_and_the_open_ones_keep_working() {
     assert_eq!(get(&mut first, "/health").await.0, 200);
     assert_eq!(get(&mut second, "/health").await.0, 200);
     // A WebSocket session holds its connection's place for as long as it is open.
-    let mut session = connect(&server).await;
+    let mut session = connect(server.addr).await;
     assert_eq!(
         request(&mut session, json!({"type": "state"})).await["type"],
         "state"
@@ -399,14 +371,14 @@ async fn a_peer_that_answers_no_pings_is_dropped_and_one_that_answers_stays() {
     })
     .await;
     // A socket nobody reads: tungstenite answers pings only while it is read.
-    let mut deaf = connect(&server).await;
+    let mut deaf = connect(server.addr).await;
     assert_eq!(
         request(&mut deaf, json!({"type": "state"})).await["type"],
         "state"
     );
     let started = Instant::now();
     // A socket read all along, in a task, so its pings are answered while it sends nothing.
-    let alive = connect(&server).await;
+    let alive = connect(server.addr).await;
     let (mut alive_tx, mut alive_rx) = alive.split();
     let (replies_tx, mut replies) = tokio::sync::mpsc::channel::<Value>(4);
     let reading = tokio::spawn(async move {
@@ -421,7 +393,7 @@ async fn a_peer_that_answers_no_pings_is_dropped_and_one_that_answers_stays() {
     let mut third = None;
     while started.elapsed() < Duration::from_secs(10) {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let mut ws = connect(&server).await;
+        let mut ws = connect(server.addr).await;
         let reply = request(&mut ws, json!({"type": "state"})).await;
         if reply["type"] == "state" {
             third = Some(ws);
@@ -476,7 +448,7 @@ async fn the_session_timeout_counts_from_the_last_answer_and_never_cuts_a_reques
         ..ServerConfig::default()
     })
     .await;
-    let mut ws = connect(&server).await;
+    let mut ws = connect(server.addr).await;
     let reset = json!({"type": "reset", "data": {"start_url": "https://example.com/"}});
     assert_eq!(request(&mut ws, reset).await["type"], "observation");
     // A step longer than the timeout is answered.

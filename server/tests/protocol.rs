@@ -5,17 +5,17 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use browserenv_server::fake::{FakeLauncher, FakeScript};
 use browserenv_server::settings::EnvSettings;
 use browserenv_server::{start, ServerConfig, ServerHandle};
 
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+#[path = "../../tests/src/socket.rs"]
+mod socket;
+use socket::*;
 
 async fn server(settings: EnvSettings, max_sessions: usize) -> ServerHandle {
     start(
@@ -38,48 +38,10 @@ fn quick() -> EnvSettings {
     }
 }
 
-/// Like the Python client: frames up to 100 MiB (an error frame echoes its input).
-async fn connect(server: &ServerHandle) -> Socket {
-    let limit = 100 * 1024 * 1024;
-    let config = WebSocketConfig::default()
-        .max_message_size(Some(limit))
-        .max_frame_size(Some(limit));
-    let url = format!("ws://{}/ws", server.addr);
-    let (socket, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), false)
-        .await
-        .unwrap();
-    socket
-}
-
-async fn request(socket: &mut Socket, frame: Value) -> Value {
-    socket.send(Message::text(frame.to_string())).await.unwrap();
-    next_json(socket).await
-}
-
-async fn next_json(socket: &mut Socket) -> Value {
-    loop {
-        match socket.next().await.expect("a reply").unwrap() {
-            Message::Text(text) => return serde_json::from_str(&text).unwrap(),
-            Message::Close(frame) => panic!("closed: {frame:?}"),
-            _ => continue,
-        }
-    }
-}
-
-/// The close frame's code, after any other frames.
-async fn close_code(socket: &mut Socket) -> Option<CloseCode> {
-    while let Some(message) = socket.next().await {
-        if let Ok(Message::Close(frame)) = message {
-            return frame.map(|f| f.code);
-        }
-    }
-    None
-}
-
 #[tokio::test]
 async fn reset_step_state_frames_have_the_exact_shape() {
     let server = server(quick(), 2).await;
-    let mut ws = connect(&server).await;
+    let mut ws = connect_like_python(server.addr).await;
     let state = request(&mut ws, json!({"type": "state"})).await;
     assert_eq!(
         state,
@@ -124,7 +86,7 @@ async fn reset_step_state_frames_have_the_exact_shape() {
 #[tokio::test]
 async fn bad_frames_get_their_codes_and_the_session_goes_on() {
     let server = server(quick(), 2).await;
-    let mut ws = connect(&server).await;
+    let mut ws = connect_like_python(server.addr).await;
     ws.send(Message::text("{not json")).await.unwrap();
     assert_eq!(next_json(&mut ws).await["data"]["code"], "INVALID_JSON");
     let unknown = request(&mut ws, json!({"type": "dance"})).await;
@@ -169,7 +131,7 @@ async fn bad_frames_get_their_codes_and_the_session_goes_on() {
 #[tokio::test]
 async fn large_frames_are_accepted() {
     let server = server(quick(), 2).await;
-    let mut ws = connect(&server).await;
+    let mut ws = connect_like_python(server.addr).await;
     let text = "x".repeat(16 * 1024 * 1024);
     let reply = request(
         &mut ws,
@@ -184,33 +146,33 @@ async fn large_frames_are_accepted() {
 #[tokio::test]
 async fn close_frame_ends_the_session_with_1000_and_no_reply() {
     let server = server(quick(), 2).await;
-    let mut ws = connect(&server).await;
+    let mut ws = connect_like_python(server.addr).await;
     ws.send(Message::text(r#"{"type":"close"}"#)).await.unwrap();
-    assert_eq!(close_code(&mut ws).await, Some(CloseCode::Normal));
+    assert_eq!(close_code_of(&mut ws).await, Some(CloseCode::Normal));
     server.stop().await.unwrap();
 }
 
 #[tokio::test]
 async fn binary_frames_are_a_session_error_then_close() {
     let server = server(quick(), 2).await;
-    let mut ws = connect(&server).await;
+    let mut ws = connect_like_python(server.addr).await;
     ws.send(Message::binary(vec![1, 2, 3])).await.unwrap();
     assert_eq!(next_json(&mut ws).await["data"]["code"], "SESSION_ERROR");
-    assert_eq!(close_code(&mut ws).await, Some(CloseCode::Normal));
+    assert_eq!(close_code_of(&mut ws).await, Some(CloseCode::Normal));
     server.stop().await.unwrap();
 }
 
 #[tokio::test]
 async fn over_capacity_gets_capacity_reached_then_close() {
     let server = server(quick(), 1).await;
-    let _first = connect(&server).await;
+    let _first = connect_like_python(server.addr).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let mut second = connect(&server).await;
+    let mut second = connect_like_python(server.addr).await;
     let frame = next_json(&mut second).await;
     assert_eq!(frame["data"]["code"], "CAPACITY_REACHED");
     assert_eq!(frame["data"]["active_sessions"], 1);
     assert_eq!(frame["data"]["max_sessions"], 1);
-    assert_eq!(close_code(&mut second).await, Some(CloseCode::Normal));
+    assert_eq!(close_code_of(&mut second).await, Some(CloseCode::Normal));
     server.stop().await.unwrap();
 }
 
@@ -221,7 +183,7 @@ async fn slow_step_in_flight(wait: Duration, max_sessions: usize) -> (ServerHand
         ..quick()
     };
     let server = server(settings, max_sessions).await;
-    let mut ws = connect(&server).await;
+    let mut ws = connect_like_python(server.addr).await;
     let reset = json!({"type": "reset", "data": {"start_url": "https://example.com/"}});
     request(&mut ws, reset).await;
     let step = json!({"type": "step", "data": {"op": "wait"}});
@@ -251,7 +213,7 @@ async fn a_peer_that_vanishes_mid_step_frees_its_slot() {
     let mut next = None;
     for _ in 0..40 {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let mut ws = connect(&server).await;
+        let mut ws = connect_like_python(server.addr).await;
         let reply = request(&mut ws, json!({"type": "state"})).await;
         if reply["type"] == "state" {
             next = Some(reply);
@@ -564,7 +526,7 @@ async fn watcher(server: &ServerHandle, id: &str) -> Socket {
 #[tokio::test]
 async fn sessions_are_listed_and_watched_read_only() {
     let server = server(quick(), 3).await;
-    let mut controller = connect(&server).await;
+    let mut controller = connect_like_python(server.addr).await;
     request(&mut controller, json!({"type": "reset", "data": {"start_url": "https://example.com/", "episode_id": "watched"}})).await;
     let (status, sessions) = get_json(&server, "/sessions").await;
     assert_eq!(status, 200);
@@ -622,7 +584,7 @@ async fn sessions_are_listed_and_watched_read_only() {
         .as_str()
         .unwrap()
         .contains("no session"));
-    assert_eq!(close_code(&mut unknown).await, Some(CloseCode::Normal));
+    assert_eq!(close_code_of(&mut unknown).await, Some(CloseCode::Normal));
     server.stop().await.unwrap();
 }
 
@@ -633,7 +595,7 @@ async fn a_watcher_that_never_reads_does_not_slow_the_session() {
         ..quick()
     };
     let server = server(settings, 3).await;
-    let mut controller = connect(&server).await;
+    let mut controller = connect_like_python(server.addr).await;
     request(
         &mut controller,
         json!({"type": "reset", "data": {"start_url": "https://example.com/"}}),
@@ -662,4 +624,9 @@ async fn a_watcher_that_never_reads_does_not_slow_the_session() {
         }
     }
     server.stop().await.unwrap();
+}
+
+/// The close frame's code, after any other frames.
+async fn close_code_of(socket: &mut Socket) -> Option<CloseCode> {
+    close_frame(socket).await.map(|(code, _)| code)
 }

@@ -5,19 +5,15 @@
 
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use serde_json::{json, Value};
 use tokio::net::{TcpListener, TcpStream};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use browserenv_server::fake::{FakeLauncher, FakeScript};
 use browserenv_server::replicas::PeerEntry;
 use browserenv_server::settings::{EnvSettings, PeerTimeouts};
 use browserenv_server::{start_on, ServerConfig, ServerHandle};
-
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 const TOKEN: &str = "shared-secret";
 
@@ -59,27 +55,6 @@ async fn replicas_with(
         .collect()
 }
 
-async fn socket(url: String) -> Socket {
-    let mut request = url.into_client_request().unwrap();
-    request
-        .headers_mut()
-        .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
-    tokio_tungstenite::connect_async(request).await.unwrap().0
-}
-
-async fn next_json(socket: &mut Socket) -> Value {
-    loop {
-        match tokio::time::timeout(Duration::from_secs(10), socket.next()).await {
-            Ok(Some(Ok(Message::Text(text)))) => return serde_json::from_str(&text).unwrap(),
-            Ok(Some(Ok(Message::Close(frame)))) => {
-                return json!({"closed": frame.map(|f| u16::from(f.code))})
-            }
-            Ok(Some(Ok(_))) => {}
-            other => panic!("no frame: {other:?}"),
-        }
-    }
-}
-
 /// A watch socket's answer to `frame`: the events watchers get meanwhile are passed over.
 async fn reply_to(socket: &mut Socket, frame: Value) -> Value {
     socket.send(Message::text(frame.to_string())).await.unwrap();
@@ -98,7 +73,7 @@ async fn request(socket: &mut Socket, frame: Value) -> Value {
 
 /// A /ws session on `server` with an episode, and its id as the server lists it.
 async fn agent(server: &ServerHandle, episode: &str) -> (Socket, String) {
-    let mut ws = socket(format!("ws://{}/ws", server.addr)).await;
+    let mut ws = connect_with_token(&format!("ws://{}/ws", server.addr), TOKEN).await;
     let reset = request(
         &mut ws,
         json!({"type": "reset", "data": {"start_url": "https://example.com/", "episode_id": episode}}),
@@ -190,7 +165,11 @@ async fn every_replica_lists_every_session_and_reaches_each_one() {
     );
 
     // Watched through replica 0: the newest event, then a hand-off to a person and back.
-    let mut watcher = socket(format!("ws://{}/sessions/{far}/watch", servers[0].addr)).await;
+    let mut watcher = connect_with_token(
+        &format!("ws://{}/sessions/{far}/watch", servers[0].addr),
+        TOKEN,
+    )
+    .await;
     let first = next_json(&mut watcher).await;
     assert_eq!(
         (
@@ -268,7 +247,11 @@ async fn a_replica_that_does_not_answer_is_reported_and_the_rest_served() {
     assert_eq!(status, 200);
 
     // Its owner stops: a watcher relayed to it is told, and the session is no longer found.
-    let mut watcher = socket(format!("ws://{}/sessions/{id}/watch", servers[0].addr)).await;
+    let mut watcher = connect_with_token(
+        &format!("ws://{}/sessions/{id}/watch", servers[0].addr),
+        TOKEN,
+    )
+    .await;
     next_json(&mut watcher).await;
     let mut servers = servers;
     servers.pop().unwrap().stop().await.unwrap();
@@ -345,7 +328,11 @@ async fn an_openenv_mcp_session_is_reached_through_any_replica() {
     let scrolled = post_mcp(&servers[2], call("scroll", json!({"dy": 200}))).await;
     assert_eq!(scrolled["result"]["data"]["step"], 1, "{scrolled}");
     // A WebSocket attached to it through another replica drives the same episode.
-    let mut attached = socket(format!("ws://{}/ws?session_id={id}", servers[2].addr)).await;
+    let mut attached = connect_with_token(
+        &format!("ws://{}/ws?session_id={id}", servers[2].addr),
+        TOKEN,
+    )
+    .await;
     let state = request(&mut attached, json!({"type": "state"})).await;
     assert_eq!(state["data"]["step_count"], 1, "{state}");
     drop(attached);
@@ -417,7 +404,11 @@ async fn a_peer_that_floods_or_freezes_is_cut_off() {
 
     // A watcher relayed to it hears that it stopped answering, within the ping bounds.
     let id = "67e55044-10b1-426f-9247-bb680e5fe0c8";
-    let mut watcher = socket(format!("ws://{}/sessions/{id}/watch", servers[0].addr)).await;
+    let mut watcher = connect_with_token(
+        &format!("ws://{}/sessions/{id}/watch", servers[0].addr),
+        TOKEN,
+    )
+    .await;
     let started = std::time::Instant::now();
     let told = next_json(&mut watcher).await;
     assert_eq!(told["data"]["reason"], "REPLICA_GONE", "{told}");
@@ -581,6 +572,10 @@ async fn redirecting_peer(trap: String, asked: Asked) -> String {
 }
 
 use axum::response::IntoResponse;
+
+#[path = "../../tests/src/socket.rs"]
+mod socket;
+use socket::*;
 
 /// A replica signs what it asks its peers (the token never leaves it), follows no redirect, and
 /// a signature is good once, for the replica and request it was made for.

@@ -344,7 +344,12 @@ impl Check {
 
     /// Judge every part; the details of each go to `details` (prefixed with where the part sits),
     /// and the parts that failed are returned.
-    pub(super) fn judge(&self, ending: &Ending, at: &str, details: &mut Vec<String>) -> Vec<CheckPart> {
+    pub(super) fn judge(
+        &self,
+        ending: &Ending,
+        at: &str,
+        details: &mut Vec<String>,
+    ) -> Vec<CheckPart> {
         let mut failed = Vec::new();
         for part in self.parts() {
             let (ok, detail) = self.judge_part(part, ending, at, details);
@@ -636,4 +641,3 @@ fn not_found(what: &str, found: Option<&Lookup>) -> String {
         _ => format!("{what}: no such element on the final page"),
     }
 }
-

@@ -108,4 +108,3 @@ impl Default for Ending<'_> {
         }
     }
 }
-

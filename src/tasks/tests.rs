@@ -27,8 +27,7 @@ fn answer_checks_match_exact_normalized_and_regex() {
     assert!(loose.judge(&end("129.00", "", "")).passed);
     assert!(loose.judge(&end(" $129.00 ", "", "")).passed);
     assert!(!loose.judge(&end("129", "", "")).passed);
-    let pattern =
-        task(r#"{"answer":{"match":"regex","value":"(?i)^\\s*(10|10:00|10 am)\\s*$"}}"#);
+    let pattern = task(r#"{"answer":{"match":"regex","value":"(?i)^\\s*(10|10:00|10 am)\\s*$"}}"#);
     assert!(pattern.judge(&end("10:00", "", "")).passed);
     assert!(!pattern.judge(&end("11:00", "", "")).passed);
 }
@@ -200,9 +199,8 @@ fn all_of_and_any_of_combine_checks_and_name_themselves_when_they_fail() {
     );
     assert_eq!(all.failed, [CheckPart::AllOf]);
     assert!(
-        all.details.contains(
-            &"all_of[1]: element \"#gone\": no such element on the final page".into()
-        ),
+        all.details
+            .contains(&"all_of[1]: element \"#gone\": no such element on the final page".into()),
         "{all:?}"
     );
     assert!(all.details.contains(&"all_of: 1 of 2 checks passed".into()));

@@ -4,6 +4,7 @@
 
 pub mod archive_site;
 pub mod raw_cdp;
+pub mod socket;
 pub mod stand_in_browser;
 pub mod watch;
 

@@ -10,8 +10,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::Harness;
 
-pub type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+pub use crate::socket::Socket;
 
 pub async fn watch(harness: &Harness, id: &str, token: Option<&str>) -> Result<Socket, String> {
     let url = format!("ws://{}/sessions/{id}/watch", harness.server.addr);

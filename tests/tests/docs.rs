@@ -467,3 +467,40 @@ fn links_and_anchors_are_read_as_github_does() {
         ]
     );
 }
+
+/// The key names as a doc lists them (`ENTER TAB ...`, or `` `ENTER`, `TAB`, ... ``, across line
+/// breaks): every list of five names or more that starts with the first key is the whole list,
+/// in `Key::ALL`'s order. A shorter one (the keys the terminal UI binds) is a choice, not a copy.
+#[test]
+fn every_list_of_key_names_in_the_docs_is_key_all() {
+    use browserenv::models::Key;
+    let names: Vec<&str> = Key::ALL.iter().map(|key| key.name()).collect();
+    let is_name = |word: &str| names.contains(&word);
+    let mut wrong = Vec::new();
+    for file in markdown_files(&repo_root()) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let words: Vec<&str> = text
+            .split(|c: char| c.is_whitespace() || matches!(c, '`' | ',' | '(' | ')' | '|' | ':'))
+            .filter(|word| !word.is_empty())
+            .collect();
+        for (at, word) in words.iter().enumerate() {
+            if *word != names[0] || (at > 0 && is_name(words[at - 1])) {
+                continue;
+            }
+            let listed: Vec<&str> = words[at..]
+                .iter()
+                .copied()
+                .take_while(|word| is_name(word))
+                .collect();
+            if listed.len() >= 5 && listed != names {
+                wrong.push(format!("{}: {}", file.display(), listed.join(" ")));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "key lists that are not Key::ALL ({}):\n{}",
+        names.join(" "),
+        wrong.join("\n")
+    );
+}

@@ -8,15 +8,14 @@ use std::time::{Duration, Instant};
 use browserenv::{BrowserAction, Client};
 use browserenv_server::settings::{EnvSettings, PeerTimeouts};
 use browserenv_server::ServerConfig;
+use browserenv_tests::socket::*;
 use browserenv_tests::{test_settings, Harness, Hold, Tether};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use serde_json::{json, Value};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::net::TcpSocket;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
-
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+use tokio_tungstenite::MaybeTlsStream;
 
 /// Long enough for every step these tests take.
 fn settings() -> EnvSettings {
@@ -34,35 +33,6 @@ async fn harness(max_sessions: usize, timeouts: PeerTimeouts) -> Harness {
         ..ServerConfig::default()
     })
     .await
-}
-
-async fn connect(harness: &Harness) -> Socket {
-    let url = format!("ws://{}/ws", harness.server.addr);
-    tokio_tungstenite::connect_async(url).await.unwrap().0
-}
-
-async fn request(socket: &mut Socket, frame: Value) -> Value {
-    socket.send(Message::text(frame.to_string())).await.unwrap();
-    next_json(socket).await
-}
-
-async fn next_json(socket: &mut Socket) -> Value {
-    loop {
-        match socket.next().await.expect("a frame").unwrap() {
-            Message::Text(text) => return serde_json::from_str(&text).unwrap(),
-            Message::Close(frame) => panic!("closed: {frame:?}"),
-            _ => continue,
-        }
-    }
-}
-
-async fn close_frame(socket: &mut Socket) -> Option<(CloseCode, String)> {
-    while let Some(message) = socket.next().await {
-        if let Ok(Message::Close(frame)) = message {
-            return frame.map(|f| (f.code, f.reason.to_string()));
-        }
-    }
-    None
 }
 
 fn reset_to(url: &str) -> Value {
@@ -121,7 +91,7 @@ async fn a_silent_session_is_ended_and_its_slot_reused_while_an_active_one_goes_
     let tether = Tether::start().await;
     // The active session steps all along, from before the silent one starts until the end.
     let checks = async {
-        let mut silent = connect(&harness).await;
+        let mut silent = connect(harness.server.addr).await;
         let first = request(&mut silent, reset_to(&tether.url())).await;
         assert_eq!(first["type"], "observation", "{first}");
         let quiet = Instant::now();
@@ -130,7 +100,7 @@ async fn a_silent_session_is_ended_and_its_slot_reused_while_an_active_one_goes_
             "the page did not call"
         );
         // Both slots are taken.
-        let mut third = connect(&harness).await;
+        let mut third = connect(harness.server.addr).await;
         let refused = next_json(&mut third).await;
         assert_eq!(refused["data"]["code"], "CAPACITY_REACHED", "{refused}");
 
@@ -220,7 +190,7 @@ async fn the_http_session_is_released_after_the_same_idle_time() {
     }
     assert_eq!(tether.state(), Hold::Held);
     // It holds the only slot.
-    let mut refused = connect(&harness).await;
+    let mut refused = connect(harness.server.addr).await;
     assert_eq!(
         next_json(&mut refused).await["data"]["code"],
         "CAPACITY_REACHED"

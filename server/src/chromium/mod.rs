@@ -30,6 +30,7 @@ mod remote;
 mod requests;
 pub mod sandbox;
 mod seam;
+mod settle;
 mod tabs;
 
 use std::collections::{HashMap, HashSet};
@@ -90,11 +91,6 @@ use host::{Endpoint, Host, OwnedContext};
 use page_events::{evaluate, prepare_page, probe};
 
 const PROBE_JS: &str = include_str!("probe.js");
-/// How long the DOM must be unchanged to count as quiet.
-const QUIET_MS: u64 = 30;
-/// A click or key that navigates starts its navigation within ~10-25 ms (measured); wait this long
-/// before believing that it did not.
-const NAVIGATION_WINDOW: Duration = Duration::from_millis(40);
 /// Cap on the page text read for the bot-verification check.
 const MAX_TEXT_CHARS: usize = 20_000;
 /// How long a failed command waits for news that its tab was closed (the events come ~ms apart).

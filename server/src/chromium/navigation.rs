@@ -1,5 +1,4 @@
-//! Where the page is and whether it is loading: history, the URL, and waiting for loads and
-//! for the page to settle.
+//! Where the page is and whether it is loading: history, the URL, and waiting for loads.
 
 use super::*;
 
@@ -28,41 +27,6 @@ impl ChromiumBrowser {
     pub(super) fn document_changing(&self, commits: u64, navigations: u64) -> bool {
         let state = self.current.load.borrow();
         state.loading || state.commits != commits || state.navigation_events != navigations
-    }
-
-    /// One settle attempt on the current document; `None` when a navigation replaced it.
-    pub(super) async fn settle_once(
-        &self,
-        deadline: Instant,
-        window: Duration,
-    ) -> Option<SettleOutcome> {
-        if self.current.load.borrow().loading && !self.wait_load(deadline, |s| !s.loading).await {
-            return Some(SettleOutcome::Bounded);
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return Some(SettleOutcome::Bounded);
-        }
-        let before = self.current.load.borrow().navigation_events;
-        let min_ms = window
-            .saturating_sub(now.duration_since(self.last_action))
-            .as_millis();
-        let max_ms = deadline.duration_since(now).as_millis();
-        let call = format!("settle({QUIET_MS}, {min_ms}, {max_ms})");
-        let result = probe(&self.current.page, &call, true).await;
-        let navigated = self.current.load.borrow().navigation_events != before;
-        match result {
-            Ok(value) if !navigated => Some(if value["bounded"] == Value::Bool(true) {
-                SettleOutcome::Bounded
-            } else {
-                SettleOutcome::Quiet
-            }),
-            // A navigation replaced the document under the probe: settle the new one.
-            _ => {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-                None
-            }
-        }
     }
 
     /// Wait (at most until `deadline`) for the current page's load state to satisfy `done`.

@@ -156,12 +156,6 @@
   window.addEventListener('click', stopForbidden, true);
   window.addEventListener('auxclick', stopForbidden, true);
 
-  // A page whose frames stop must not hold a settle for long: its facts and screenshot share the
-  // step's budget. On a loaded machine frames can come 100-200 ms apart (eight Chromiums on two
-  // cores): waiting that long gives the settled picture, not the half-drawn one. A hidden page
-  // draws none.
-  const NO_FRAMES_MS = 300;
-
   // A field whose value is a secret: a password field, one drawn as discs by CSS (a PIN), or one
   // the page marks as a one-time code, a card secret or a password (autocomplete). The one rule of
   // the recordings' masks (--redact), the text layer's bullets and the typing kept from watchers,
@@ -200,24 +194,25 @@
   // The most characters of a held secret read back: a `type` action's own limit.
   const MAX_HELD_CHARS = 2000;
   const api = {
-    // Resolves once the page is quiet (no requests, no short timers, loaded, no DOM change for
-    // quietMs, at least minMs after the start) and drawn: two frames have begun since the start
-    // and since its last change (DOM change, timer callback, request end), so the frame that
-    // painted the change has gone to the compositor. The two waits overlap: a change quietMs ago
-    // is usually drawn already. A change once the page was found quiet (a scroll handler setting
-    // the title, rendering that goes on frame by frame on a slow machine) needs two frames more,
-    // not quietMs more. Past maxMs it resolves `bounded` once two frames have begun since; with
-    // no frames for NO_FRAMES_MS it resolves `bounded` at once (the last change may not be drawn);
-    // with none to come (a hidden page), as it was.
+    // The in-page part of the settle rule (server/src/chromium/settle.rs says the whole rule and
+    // gives the numbers). Resolves once the page is quiet (no requests, no short timers, loaded,
+    // no DOM change for quietMs, at least minMs after the start) and drawn: `frameCount` frames
+    // have begun since the start and since its last change (DOM change, timer callback, request
+    // end), so the frame that painted the change has gone to the compositor. The two waits
+    // overlap: a change quietMs ago is usually drawn already. A change once the page was found
+    // quiet (a scroll handler setting the title, rendering that goes on frame by frame on a slow
+    // machine) needs the frames again, not quietMs more. Past maxMs it resolves `bounded` once
+    // the frames have begun since; with no frames for noFramesMs it resolves `bounded` at once
+    // (the last change may not be drawn); with none to come (a hidden page), as it was.
     //
     // Frames are asked for only while the last change is not yet drawn: each one costs the
     // renderer and the compositor a few milliseconds of CPU, which sessions sharing a machine
     // pay for each other. A change asks for them again.
-    settle(quietMs, minMs, maxMs) {
+    settle(quietMs, frameCount, noFramesMs, minMs, maxMs) {
       const start = browserNow();
       return new Promise((resolve) => {
         const startOrder = ++state.order;
-        // When (in `order`) the last two frames began (requestAnimationFrame), oldest first, and
+        // When (in `order`) the last `frameCount` frames began (requestAnimationFrame), oldest first, and
         // when (in time) the last one did.
         const frames = [];
         let lastFrameAt = 0;
@@ -232,13 +227,13 @@
         let askedAt = start;
         // What the frames count from.
         const since = () => (readyAt !== null && !quiet ? readyOrder : Math.max(startOrder, state.lastChange));
-        const drawn = () => frames.length === 2 && frames[0] > since();
+        const drawn = () => frames.length === frameCount && frames[0] > since();
         const frame = () => {
           asked = false;
           if (finished) return;
           frames.push(++state.order);
           lastFrameAt = browserNow();
-          if (frames.length > 2) frames.shift();
+          if (frames.length > frameCount) frames.shift();
           if (!over() && !drawn()) wake();
         };
         const wake = () => {
@@ -263,12 +258,12 @@
             readyAt = now;
             readyOrder = ++state.order;
           }
-          // Past here with the change undrawn only when no frame came for NO_FRAMES_MS.
+          // Past here with the change undrawn only when no frame came for noFramesMs.
           const undrawn = !drawn() && !document.hidden;
           if (undrawn) {
             wake();
             const lastFrame = Math.max(readyAt, askedAt, lastFrameAt);
-            if (now - lastFrame < NO_FRAMES_MS) return false;
+            if (now - lastFrame < noFramesMs) return false;
           }
           finished = true;
           state.wakers.delete(wake);

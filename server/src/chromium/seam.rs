@@ -107,33 +107,7 @@ impl Browser for ChromiumBrowser {
     }
 
     async fn settle(&mut self, bound: Duration) -> Result<SettleOutcome, PageError> {
-        let deadline = Instant::now() + bound;
-        let window = if self.expect_navigation {
-            NAVIGATION_WINDOW
-        } else {
-            Duration::ZERO
-        };
-        loop {
-            if self.is_closed(self.current.page.target_id()) {
-                // The tab closed itself: settle the one a person would be looking at now.
-                self.follow_tabs().await?;
-                if self.is_closed(self.current.page.target_id()) {
-                    return Ok(SettleOutcome::Bounded);
-                }
-            }
-            self.page()?;
-            let mut load = self.current.load.clone();
-            tokio::select! {
-                outcome = self.settle_once(deadline, window) => {
-                    if let Some(outcome) = outcome {
-                        return Ok(outcome);
-                    }
-                }
-                // A page being closed may never answer the probe. (The sender lives as long as
-                // the browser, so this never ends early.)
-                _ = load.wait_for(|s| s.closed) => {}
-            }
-        }
+        self.settle_page(bound).await
     }
 
     async fn follow_tabs(&mut self) -> Result<(), PageError> {

@@ -19,14 +19,14 @@ use browserenv::models::{action_schema, observation_schema, state_schema};
 use crate::api_error::ApiError;
 use crate::api_error::ErrorBody;
 use crate::browser::Launcher;
-use crate::caller::Caller;
-use crate::connection::{Peer, MAX_INCOMING_BYTES};
-use crate::http_session::HttpSession;
 use crate::openapi::{Health, Metadata, Readiness, Schemas};
+use crate::operations::caller::Caller;
+use crate::operations::connection::{Peer, MAX_INCOMING_BYTES};
 use crate::registry::SessionInfo;
 use crate::replicas::Replicas;
 use crate::session::Sessions;
 use crate::settings::PeerTimeouts;
+use crate::transports::http_session::HttpSession;
 
 /// How long a text-layer request waits for its session (which may be in the middle of a step).
 const TEXT_ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
@@ -34,19 +34,19 @@ const TEXT_ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 pub struct AppState<L: Launcher> {
     pub sessions: Arc<Sessions<L>>,
     pub http: Arc<HttpSession<L>>,
-    pub mcp: Arc<crate::mcp::endpoint::Mcp<L>>,
+    pub mcp: Arc<crate::transports::mcp::endpoint::Mcp<L>>,
     /// Turns true when the server shuts down: sessions end their episodes and close their sockets.
     pub shutdown: watch::Receiver<bool>,
     /// The token, and which pages and host names may reach the server.
-    pub access: Arc<crate::access::Access>,
+    pub access: Arc<crate::operations::access::Access>,
     /// How long sessions may go without a request, and how WebSocket peers are kept to time.
     pub timeouts: PeerTimeouts,
     /// The other replicas behind the same address (`BROWSER_PEERS`), if any.
     pub replicas: Arc<Replicas>,
     /// The loaded task sets, for OpenEnv's Task API (`task_api.rs`).
-    pub tasks: Arc<crate::task_api::TaskApi>,
+    pub tasks: Arc<crate::features::task_api::TaskApi>,
     /// The campaign (`--campaign DIR`), if the server runs one (`campaign.rs`).
-    pub campaign: Option<Arc<crate::campaign::Hub>>,
+    pub campaign: Option<Arc<crate::features::campaign::Hub>>,
 }
 
 /// `?local=true`: this replica's own answer, never passed on to a peer (what peers ask each other).
@@ -80,11 +80,11 @@ pub fn router<L: Launcher>(state: Arc<AppState<L>>) -> Router {
         .layer(DefaultBodyLimit::max(MAX_INCOMING_BYTES))
         .layer(axum::middleware::from_fn_with_state(
             state.timeouts.header_read_timeout,
-            crate::connection::body_deadline,
+            crate::operations::connection::body_deadline,
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.access.clone(),
-            crate::access::check_origin_and_host,
+            crate::operations::access::check_origin_and_host,
         ))
         .with_state(state)
 }
@@ -108,10 +108,10 @@ fn routes<L: Launcher>(state: &Arc<AppState<L>>) -> OpenApiRouter<Arc<AppState<L
         .routes(routes!(metadata))
         .routes(routes!(schema))
         .routes(routes!(openapi))
-        .merge(crate::mcp::endpoint::routes(state.mcp.clone()))
-        .merge(crate::http_session::routes(state.http.clone()))
-        .merge(crate::task_api::routes(state.tasks.clone()))
-        .merge(crate::campaign::routes(state.campaign.clone()))
+        .merge(crate::transports::mcp::endpoint::routes(state.mcp.clone()))
+        .merge(crate::transports::http_session::routes(state.http.clone()))
+        .merge(crate::features::task_api::routes(state.tasks.clone()))
+        .merge(crate::features::campaign::routes(state.campaign.clone()))
         .routes(routes!(ws_upgrade))
         .routes(routes!(list_sessions))
         .routes(routes!(replica))
@@ -126,7 +126,7 @@ fn routes<L: Launcher>(state: &Arc<AppState<L>>) -> OpenApiRouter<Arc<AppState<L
         ))
         .route_layer(axum::middleware::from_fn_with_state(
             state.access.clone(),
-            crate::access::require_token,
+            crate::operations::access::require_token,
         ));
     OpenApiRouter::with_openapi(crate::openapi::ApiDoc::openapi())
         .routes(routes!(health))
@@ -183,7 +183,7 @@ async fn ready<L: Launcher>(State(app): State<Arc<AppState<L>>>) -> (StatusCode,
 async fn metadata() -> Json<Metadata> {
     Json(Metadata {
         // Also the environment's name on the Task API.
-        name: crate::task_api::ENV_NAME,
+        name: crate::features::task_api::ENV_NAME,
         description: "A real headless Chromium behind the OpenEnv reset/step/state protocol: \
             800x600 screenshots, trusted pointer and key events, one private browser per session.",
         readme_content: include_str!("../../README.md"),
@@ -253,7 +253,7 @@ async fn ws_upgrade<L: Launcher>(
     axum::extract::Query(query): axum::extract::Query<WsQuery>,
     upgrade: WebSocketUpgrade,
 ) -> Response {
-    let context = crate::websocket::Context {
+    let context = crate::transports::websocket::Context {
         sessions: app.sessions.clone(),
         openenv: app.mcp.openenv.clone(),
         attach_to: query.session_id,
@@ -264,7 +264,7 @@ async fn ws_upgrade<L: Launcher>(
     upgrade
         .max_message_size(MAX_INCOMING_BYTES)
         .max_frame_size(MAX_INCOMING_BYTES)
-        .on_upgrade(move |socket| crate::websocket::run(socket, context, peer))
+        .on_upgrade(move |socket| crate::transports::websocket::run(socket, context, peer))
 }
 
 #[utoipa::path(
@@ -499,7 +499,7 @@ async fn watch_session<L: Launcher>(
             let (registry, shutdown) = (app.sessions.registry().clone(), app.shutdown.clone());
             let timeouts = app.timeouts.clone();
             Ok(upgrade.on_upgrade(move |socket| {
-                crate::watcher::run(socket, registry, id, timeouts, shutdown)
+                crate::transports::watcher::run(socket, registry, id, timeouts, shutdown)
             }))
         }
         None if app.sessions.registry().get(&id).is_none() => Err(ApiError::unknown_session(&id)),

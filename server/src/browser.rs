@@ -284,7 +284,7 @@ pub trait Browser: Send + 'static {
     /// an error.
     fn start_archive(
         &mut self,
-        work: crate::archive::Work,
+        work: crate::features::archive::Work,
     ) -> impl Future<Output = Result<(), PageError>> + Send {
         drop(work);
         async {

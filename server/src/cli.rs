@@ -11,8 +11,8 @@ use clap::builder::FalseyValueParser;
 use clap::Parser;
 
 use crate::chromium::{self, ChromiumConfig, ChromiumLauncher};
-use crate::drain::Stop;
 use crate::environment::TaskCatalog;
+use crate::operations::drain::Stop;
 use crate::settings::{
     max_steps_in_range, seconds_in_range, EnvSettings, PeerTimeouts, SettleMode,
 };
@@ -144,7 +144,7 @@ pub struct Cli {
     /// Seconds running episodes may go on after SIGTERM (readiness is 503 and new sessions are
     /// refused at once); then what still runs is ended with a frame saying why, 0..=3600. A
     /// second signal stops at once.
-    #[arg(long, env = "BROWSER_DRAIN_SECONDS", default_value_t = crate::drain::DEFAULT_DRAIN.as_secs_f64())]
+    #[arg(long, env = "BROWSER_DRAIN_SECONDS", default_value_t = crate::operations::drain::DEFAULT_DRAIN.as_secs_f64())]
     pub drain_seconds: f64,
     /// The replicas behind the same address (comma-separated `http://host:port`; a name whose
     /// DNS records are the replicas, such as a Kubernetes headless Service, stands for all of
@@ -273,7 +273,7 @@ pub struct Cli {
     #[arg(long, env = "BROWSER_NO_WARM_SPARE", value_parser = FalseyValueParser::new())]
     pub no_warm_spare: bool,
     #[command(flatten)]
-    pub archive: crate::archive::ArchiveArgs,
+    pub archive: crate::features::archive::ArchiveArgs,
 }
 
 impl Cli {

@@ -8,39 +8,31 @@
 //! lives; it also defines "the seed" (the original Python environment, whose settings, actions,
 //! error codes and end conditions this server keeps). The wire contract is `docs/wire.md`.
 
-pub mod access;
 pub mod api_error;
 pub mod app;
-pub mod archive;
 pub mod browser;
-pub mod caller;
-pub mod campaign;
-pub mod capacity;
 pub mod chromium;
 pub mod cli;
-pub mod connection;
 pub mod control;
-pub mod drain;
 pub mod environment;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
-pub mod http_session;
-pub mod init;
-pub mod mcp;
+pub mod features;
 pub mod openapi;
+pub mod operations;
 pub mod outcome;
 pub mod pool;
-pub mod recording;
 pub mod registry;
 pub mod replicas;
-
 pub mod session;
 pub mod settings;
 pub mod site;
-pub mod task_api;
+pub mod transports;
 pub mod verification;
-pub mod watcher;
-pub mod websocket;
+
+use features::{archive, campaign, task_api};
+use operations::{access, connection, drain};
+use transports::mcp;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -52,11 +44,11 @@ use tokio::task::JoinHandle;
 
 use crate::app::AppState;
 use crate::browser::Launcher;
-use crate::drain::{Lifecycle, Phase, Stop};
-use crate::http_session::HttpSession;
+use crate::operations::drain::{Lifecycle, Phase, Stop};
 use crate::pool::WarmPool;
 use crate::session::Sessions;
 use crate::settings::{EnvSettings, PeerTimeouts};
+use crate::transports::http_session::HttpSession;
 use browserenv::trajectory::{Actor, Recorder, RecorderHandle, TrajectoryWriter};
 
 /// Everything about a server except where it listens and how it makes browsers.

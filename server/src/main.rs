@@ -2,7 +2,7 @@ use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     // Before the runtime starts any thread: as a container's pid 1 this forks a reaper.
-    browserenv_server::init::reap_if_pid_1();
+    browserenv_server::operations::init::reap_if_pid_1();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

@@ -221,7 +221,8 @@ async fn trickling_clients_cannot_hold_a_draining_server() {
     let started = Instant::now();
     server.drain();
     // The drain time, the grace for requests in flight, and a margin to close the rest.
-    let bound = drain + browserenv_server::connection::SHUTDOWN_GRACE + Duration::from_secs(3);
+    let bound =
+        drain + browserenv_server::operations::connection::SHUTDOWN_GRACE + Duration::from_secs(3);
     tokio::time::timeout(bound, server.finished())
         .await
         .expect("the trickling clients held the server")
@@ -249,7 +250,7 @@ async fn asked_again_a_draining_server_stops_at_once() {
         .await
         .expect("a second stop waited")
         .unwrap();
-    assert!(started.elapsed() < browserenv_server::connection::SHUTDOWN_GRACE);
+    assert!(started.elapsed() < browserenv_server::operations::connection::SHUTDOWN_GRACE);
     let ended = next_json(&mut running).await;
     assert_eq!(ended["data"]["reason"], "SERVER_SHUTDOWN", "{ended}");
     body.abort();

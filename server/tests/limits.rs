@@ -105,7 +105,7 @@ async fn health_answers_through_a_flood_of_silent_connections_over_the_cap() {
             .map(Result::unwrap)
             .collect();
     let mut flood = Vec::new();
-    for _ in 0..browserenv_server::connection::REFUSALS_AT_ONCE / 2 {
+    for _ in 0..browserenv_server::operations::connection::REFUSALS_AT_ONCE / 2 {
         flood.push(TcpStream::connect(server.addr).await.unwrap());
     }
     let mut probe = TcpStream::connect(server.addr).await.unwrap();

@@ -80,7 +80,7 @@ async fn a_replayed_recording_matches_and_a_changed_one_is_reported() {
 /// step where it shows. The export carries the archives.
 #[tokio::test]
 async fn a_recording_with_archives_replays_offline_and_a_changed_page_is_reported() {
-    use browserenv_server::archive::ArchiveConfig;
+    use browserenv_server::features::archive::ArchiveConfig;
     use browserenv_server::ServerConfig;
     use browserenv_tests::archive_site::{ArchiveSite, GO_LINK};
     use browserenv_tui::replay::replay_offline;

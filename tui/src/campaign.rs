@@ -1,4 +1,4 @@
-//! The terminal UI's side of a campaign over HTTP (`server/src/campaign/routes.rs` has the
+//! The terminal UI's side of a campaign over HTTP (`server/src/features/campaign/routes.rs` has the
 //! routes): the calls `collect` makes for the event loop (`CampaignCall` -> `CampaignReply`), the
 //! progress as lines for `V`, and `review`: the next demonstration fetched into a folder of its
 //! own, shown in the review mode, and the review sent back. Every call goes with the person's own

@@ -344,7 +344,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Some(dir) => Some(open_recorder(dir, watch.is_some())?),
         None => None,
     };
-    let typed_secrets = browserenv_server::archive::TypedSecrets::default();
+    let typed_secrets = browserenv_server::features::archive::TypedSecrets::default();
     // Signals are caught from here on, also while the server starts (their default action would
     // leave the terminal raw and a browser running), and a terminal that goes away is noticed.
     let mut stop = stop_requests();
@@ -437,7 +437,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 async fn serve(
     cli: &Cli,
     tasks: Option<TaskSet>,
-    typed_secrets: &browserenv_server::archive::TypedSecrets,
+    typed_secrets: &browserenv_server::features::archive::TypedSecrets,
 ) -> anyhow::Result<Served> {
     if let Some(server) = &cli.server {
         let start = cli
@@ -459,7 +459,7 @@ async fn serve(
             session_timeout: None,
             ..PeerTimeouts::default()
         },
-        archive: browserenv_server::archive::ArchiveConfig {
+        archive: browserenv_server::features::archive::ArchiveConfig {
             record_into: cli.record.clone().filter(|_| cli.archive),
             typed_secrets: typed_secrets.clone(),
             ..Default::default()

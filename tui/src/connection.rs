@@ -55,7 +55,7 @@ pub struct Link {
 pub fn connect(
     server: String,
     token: Option<String>,
-    typed_secrets: Option<browserenv_server::archive::TypedSecrets>,
+    typed_secrets: Option<browserenv_server::features::archive::TypedSecrets>,
 ) -> Link {
     let (request_tx, mut requests) = mpsc::channel::<Request>(32);
     let (event_tx, events) = mpsc::channel::<LinkEvent>(32);

@@ -133,7 +133,7 @@ pub struct LoopOptions {
     pub stop: Option<std::pin::Pin<Box<dyn std::future::Future<Output = Exit> + Send>>>,
     /// The embedded server's share of what the person types as secrets (`s`), so that its web
     /// archives (`--archive`) hide them too.
-    pub typed_secrets: Option<browserenv_server::archive::TypedSecrets>,
+    pub typed_secrets: Option<browserenv_server::features::archive::TypedSecrets>,
 }
 
 /// The UI's state as of a drawn frame.

@@ -73,7 +73,7 @@ pub async fn command(
     let outcome = if archived && !live && server.is_none() {
         let config = ServerConfig {
             token: Some(token.clone()),
-            archive: browserenv_server::archive::ArchiveConfig {
+            archive: browserenv_server::features::archive::ArchiveConfig {
                 dir: Some(dir.to_path_buf()),
                 ..Default::default()
             },

@@ -11,8 +11,8 @@ use anyhow::Context;
 use browserenv::solutions::Solution;
 use browserenv::tasks::{Task, TaskSet};
 use browserenv::{Client, StepResult};
-use browserenv_server::archive::ArchiveConfig;
 use browserenv_server::environment::TaskCatalog;
+use browserenv_server::features::archive::ArchiveConfig;
 use browserenv_server::ServerConfig;
 use serde_json::{json, Map};
 

@@ -23,9 +23,9 @@ use chromiumoxide::cdp::browser_protocol::network::{
 };
 
 use super::*;
-use crate::archive::record::{BodyPlan, Recording};
-use crate::archive::replay::{Answer, Replaying};
-use crate::archive::Work;
+use crate::features::archive::record::{BodyPlan, Recording};
+use crate::features::archive::replay::{Answer, Replaying};
+use crate::features::archive::Work;
 
 /// Tells interceptions apart: a browser's is the one whose token it holds.
 static TOKENS: AtomicU64 = AtomicU64::new(1);

@@ -9,7 +9,7 @@
   // The settle's frames: a page that replaces requestAnimationFrame with a timer (old polyfills)
   // would make them look like its own timers and changes, and no step quiet.
   const nativeRequestAnimationFrame = window.requestAnimationFrame.bind(window);
-  // The browser's clock: a replayed page's own runs as the page goes (server/src/archive/clock.js)
+  // The browser's clock: a replayed page's own runs as the page goes (server/src/features/archive/clock.js)
   // and would stretch or shrink the settle's quiet.
   const browserNow = performance.now.bind(performance);
   const state = {

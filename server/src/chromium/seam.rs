@@ -367,7 +367,10 @@ impl Browser for ChromiumBrowser {
         }
     }
 
-    async fn start_archive(&mut self, work: crate::archive::Work) -> Result<(), PageError> {
+    async fn start_archive(
+        &mut self,
+        work: crate::features::archive::Work,
+    ) -> Result<(), PageError> {
         self.start_interception(work).await
     }
 

@@ -30,9 +30,9 @@ use tokio_tungstenite::tungstenite::Message as Up;
 
 use browserenv::protocol::{ErrorCode, ErrorFrame, ServerMessage};
 
-use crate::connection::MAX_INCOMING_BYTES;
+use crate::operations::connection::MAX_INCOMING_BYTES;
 use crate::settings::PeerTimeouts;
-use crate::websocket::Heartbeat;
+use crate::transports::websocket::Heartbeat;
 
 /// How long the owner has to accept the relayed socket.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -40,7 +40,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// "Step time"), as long as the balancer waits for a reply (deploy/haproxy/haproxy.cfg).
 const FORWARDED_TIMEOUT: Duration = Duration::from_secs(120);
 /// The most read of the owner's answer to a carried call (an observation with its PNG).
-const FORWARDED_LIMIT: usize = crate::connection::MAX_INCOMING_BYTES;
+const FORWARDED_LIMIT: usize = crate::operations::connection::MAX_INCOMING_BYTES;
 /// Calls carried to other replicas at once.
 const FORWARDS_AT_ONCE: usize = 64;
 /// How long a call waits for its turn (its session's, then one of `FORWARDS_AT_ONCE`).

@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use super::relay::{self, Busy};
 use super::Replicas;
 use crate::api_error::ApiError;
-use crate::connection::MAX_INCOMING_BYTES;
+use crate::operations::connection::MAX_INCOMING_BYTES;
 use crate::settings::PeerTimeouts;
 
 /// Whether this replica holds a session (its registry, or an OpenEnv MCP session it keeps).
@@ -60,9 +60,10 @@ impl Named {
                 ),
             )
             .into_response(),
-            Named::OpenEnv(..) => {
-                axum::Json(crate::mcp::openenv::replica_unreachable(owner, why)).into_response()
-            }
+            Named::OpenEnv(..) => axum::Json(crate::transports::mcp::openenv::replica_unreachable(
+                owner, why,
+            ))
+            .into_response(),
         }
     }
 
@@ -74,7 +75,8 @@ impl Named {
                     .into_response()
             }
             Named::OpenEnv(_, id) => {
-                axum::Json(crate::mcp::openenv::replica_busy(id, &message)).into_response()
+                axum::Json(crate::transports::mcp::openenv::replica_busy(id, &message))
+                    .into_response()
             }
         }
     }
@@ -132,7 +134,7 @@ pub async fn forward_if_elsewhere(
     // carried to a peer, their request would be the server's there.
     let person = request
         .extensions()
-        .get::<crate::caller::Caller>()
+        .get::<crate::operations::caller::Caller>()
         .is_some_and(|caller| caller.person().is_some());
     if !routing.replicas.configured() || person {
         return next.run(request).await;
@@ -146,12 +148,14 @@ pub async fn forward_if_elsewhere(
         Some(id) => (Some(Named::Route(id)), body),
         None if parts.method == Method::POST && parts.uri.path() == "/mcp" => {
             let Ok(bytes) = axum::body::to_bytes(body, MAX_INCOMING_BYTES).await else {
-                return axum::Json(crate::mcp::openenv::parse_error()).into_response();
+                return axum::Json(crate::transports::mcp::openenv::parse_error()).into_response();
             };
             let call: Option<Value> = serde_json::from_slice(&bytes).ok();
             let named = call
                 .as_ref()
-                .filter(|call| crate::mcp::endpoint::is_openenv(&parts.headers, Some(call)))
+                .filter(|call| {
+                    crate::transports::mcp::endpoint::is_openenv(&parts.headers, Some(call))
+                })
                 .and_then(|call| {
                     let id = call.get("params")?.get("session_id")?.as_str()?;
                     Some(Named::OpenEnv(id.to_string(), call["id"].clone()))

@@ -28,11 +28,11 @@ use browserenv::text_layer::TextLayer;
 use browserenv::trajectory::{Actor, RecordEvent};
 
 use crate::browser::Launcher;
-use crate::capacity::{AtCapacity, Capacity, Slot};
-use crate::drain::Lifecycle;
 use crate::environment::{EnvError, Environment, TaskCatalog};
+use crate::features::recording::SessionRecorder;
+use crate::operations::capacity::{AtCapacity, Capacity, Slot};
+use crate::operations::drain::Lifecycle;
 use crate::pool::WarmPool;
-use crate::recording::SessionRecorder;
 use crate::registry::{HumanAction, Registry, TextReply};
 use crate::settings::{EnvSettings, DEFAULT_HANDOFF_WAIT};
 
@@ -90,9 +90,9 @@ pub struct Sessions<L: Launcher> {
     /// Serving or draining (`drain.rs`): a draining server opens no session and starts no episode.
     lifecycle: Lifecycle,
     /// The campaign (`--campaign`): a reset naming a lease makes the session a person's work.
-    campaign: Option<Arc<crate::campaign::Hub>>,
+    campaign: Option<Arc<crate::features::campaign::Hub>>,
     /// The server's archives (`archive/`).
-    archives: Option<Arc<crate::archive::Archives>>,
+    archives: Option<Arc<crate::features::archive::Archives>>,
 }
 
 /// A session behind the lock its transport and its text-layer requests share.
@@ -105,7 +105,7 @@ pub struct Session<L: Launcher> {
     /// then the recorder, then the slot, in this order.
     outlets: outlets::Outlets,
     /// Who opened the session (`caller.rs`): a campaign person's session starts their leases.
-    caller: crate::caller::Caller,
+    caller: crate::operations::caller::Caller,
     slot: Option<Slot>,
     handoff: handoff::HandOff,
     /// The newest observation (of either actor), as everyone but the person at the wheel sees
@@ -140,13 +140,13 @@ impl<L: Launcher> Sessions<L> {
     }
 
     /// Record episodes into archives, and replay them from archives (`archive/`).
-    pub fn with_archives(mut self, archives: Arc<crate::archive::Archives>) -> Self {
+    pub fn with_archives(mut self, archives: Arc<crate::features::archive::Archives>) -> Self {
         self.archives = Some(archives);
         self
     }
 
     /// Run this campaign's sessions (`--campaign`).
-    pub fn with_campaign(mut self, campaign: Option<Arc<crate::campaign::Hub>>) -> Self {
+    pub fn with_campaign(mut self, campaign: Option<Arc<crate::features::campaign::Hub>>) -> Self {
         self.campaign = campaign;
         self
     }
@@ -196,7 +196,7 @@ impl<L: Launcher> Sessions<L> {
     /// A new session, if a slot is free: listed in the registry from now on, answering text-layer
     /// requests whenever its transport does not hold it.
     pub fn open(&self, transport: Transport, peer: String) -> Result<SharedSession<L>, AtCapacity> {
-        self.open_as(transport, peer, crate::caller::Caller::Shared)
+        self.open_as(transport, peer, crate::operations::caller::Caller::Shared)
     }
 
     /// A new session opened by `caller`, whose token it keeps acting under (a campaign person's
@@ -205,7 +205,7 @@ impl<L: Launcher> Sessions<L> {
         &self,
         transport: Transport,
         peer: String,
-        caller: crate::caller::Caller,
+        caller: crate::operations::caller::Caller,
     ) -> Result<SharedSession<L>, AtCapacity> {
         if self.lifecycle.is_draining() {
             return Err(self.capacity.draining());
@@ -317,7 +317,7 @@ impl<L: Launcher> Session<L> {
         if self.lifecycle.is_draining() {
             EnvError(format!(
                 "the session is closed: {}",
-                crate::drain::DRAINING_MESSAGE
+                crate::operations::drain::DRAINING_MESSAGE
             ))
         } else {
             EnvError("the session is closed".into())
@@ -352,7 +352,7 @@ impl<L: Launcher> Session<L> {
             return Err(self.closed());
         }
         if self.lifecycle.is_draining() {
-            return Err(EnvError(crate::drain::DRAINING_MESSAGE.into()));
+            return Err(EnvError(crate::operations::drain::DRAINING_MESSAGE.into()));
         }
         let (seat, seat_kwargs) = self.take_seat(kwargs)?.unzip();
         // The session holds the lease from here, even if the reset fails: its end lets it go.
@@ -380,10 +380,10 @@ impl<L: Launcher> Session<L> {
     fn take_seat(
         &mut self,
         kwargs: &Map<String, Value>,
-    ) -> Result<Option<crate::campaign::Seated>, EnvError> {
+    ) -> Result<Option<crate::features::campaign::Seated>, EnvError> {
         let seated = match &self.outlets.campaign {
             Some(hub) => hub.seat(kwargs, &self.id, &self.caller).map_err(EnvError)?,
-            None if kwargs.contains_key(crate::campaign::LEASE_KWARG) => {
+            None if kwargs.contains_key(crate::features::campaign::LEASE_KWARG) => {
                 return Err(EnvError(
                     "this server runs no campaign (start it with --campaign DIR)".into(),
                 ))

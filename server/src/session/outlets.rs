@@ -11,7 +11,7 @@ use browserenv::models::{BrowserAction, StepResult};
 use browserenv::tasks::Verdict;
 use browserenv::trajectory::{Actor, RecordEvent};
 
-use crate::recording::SessionRecorder;
+use crate::features::recording::SessionRecorder;
 use crate::registry::Registration;
 
 /// The outlets of one session.
@@ -23,9 +23,9 @@ pub(super) struct Outlets {
     /// The server's recorder (`--record-dir`), which records the session's episodes unless they
     /// are a campaign's (recorded by the campaign's, with the person's name).
     pub server_recorder: Option<Sender<RecordEvent>>,
-    pub campaign: Option<Arc<crate::campaign::Hub>>,
+    pub campaign: Option<Arc<crate::features::campaign::Hub>>,
     /// The campaign lease the current episode is done under.
-    pub seat: Option<crate::campaign::Seat>,
+    pub seat: Option<crate::features::campaign::Seat>,
     /// `recorder` writes to the campaign's recording (else to the server's).
     pub recording_campaign: bool,
 }

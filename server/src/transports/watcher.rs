@@ -23,7 +23,7 @@ use browserenv::protocol::{ClientMessage, ErrorCode, ErrorFrame, ServerMessage};
 
 use crate::registry::{Hold, HumanAction, Registry};
 use crate::settings::PeerTimeouts;
-use crate::websocket::Heartbeat;
+use crate::transports::websocket::Heartbeat;
 
 /// The name shown for a person who took control without giving one.
 const UNNAMED: &str = "a person";

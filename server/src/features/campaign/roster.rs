@@ -128,7 +128,7 @@ impl std::ops::Deref for Read {
     }
 }
 
-impl crate::access::People for Roster {
+impl crate::operations::access::People for Roster {
     fn person(&self, token: &str) -> Option<String> {
         Roster::person(self, token)
     }

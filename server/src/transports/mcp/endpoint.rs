@@ -18,12 +18,12 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::browser::Launcher;
-use crate::connection::{Peer, MAX_INCOMING_BYTES};
-use crate::mcp::handler::BrowserTools;
-use crate::mcp::openenv::{self, OpenEnvMcp};
 use crate::openapi::JsonRpcRequest;
+use crate::operations::connection::{Peer, MAX_INCOMING_BYTES};
 use crate::session::Sessions;
 use crate::settings::PeerTimeouts;
+use crate::transports::mcp::handler::BrowserTools;
+use crate::transports::mcp::openenv::{self, OpenEnvMcp};
 
 pub struct Mcp<L: Launcher> {
     service: StreamableHttpService<BrowserTools<L>, LocalSessionManager>,
@@ -176,7 +176,7 @@ async fn entry<L: Launcher>(
         Err(_) => return Json(openenv::parse_error()).into_response(),
     };
     let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
-    // A call naming a session another replica holds went there already (`../replicas/routing.rs`).
+    // A call naming a session another replica holds went there already (`server/src/replicas/routing.rs`).
     if is_openenv(&parts.headers, parsed.as_ref()) {
         let answer = match parsed {
             Some(request) => mcp.openenv.answer(&request, None, &peer).await,

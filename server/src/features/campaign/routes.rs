@@ -19,7 +19,7 @@ use browserenv::trajectory::{AppendLog, REVIEW_FILE};
 use super::review::{review_item, review_lines};
 use super::{refused, Code, Hub};
 use crate::api_error::{ApiError, ErrorBody};
-use crate::caller::Caller;
+use crate::operations::caller::Caller;
 
 /// The routes; without a campaign they answer 404 `NO_CAMPAIGN`.
 pub fn routes<S: Clone + Send + Sync + 'static>(hub: Option<Arc<Hub>>) -> OpenApiRouter<S> {

@@ -1,4 +1,4 @@
-// The page's clock in a replayed episode (server/src/archive/replay.rs), installed in every new
+// The page's clock in a replayed episode (server/src/features/archive/replay.rs), installed in every new
 // document of its tabs before the page's own scripts, after the probe (which keeps the browser's
 // own clock and timers for the settle). A replayed site sees the time it was recorded at:
 //

@@ -141,7 +141,7 @@ mod tests {
     /// docs/campaigns.md's table lists exactly these codes, in this order, with their statuses.
     #[test]
     fn the_documented_table_is_this_list() {
-        let doc = include_str!("../../../docs/campaigns.md");
+        let doc = include_str!("../../../../docs/campaigns.md");
         let table = doc
             .split("\n## Error codes\n")
             .nth(1)

@@ -1,6 +1,6 @@
 //! The HTTP transport: `/reset`, `/step` and `/state` (docs/wire.md §3) drive one shared HTTP
 //! session, because the Python server's "fresh environment per request" cannot hold a browser
-//! between calls. It is a session like any other (`session/mod.rs`): it takes a capacity slot on its
+//! between calls. It is a session like any other (`server/src/session/mod.rs`): it takes a capacity slot on its
 //! first `/reset`, is listed and watchable as `http-…`, and is recorded. It keeps the slot until no
 //! request has come for the session timeout; the next `/reset` then starts a new one.
 
@@ -22,9 +22,9 @@ use browserenv::protocol::step_result_body;
 
 use crate::api_error::{ApiError, ErrorBody, ValidationErrors};
 use crate::browser::Launcher;
-use crate::connection::Peer;
 use crate::openapi::raw::BrowserState;
 use crate::openapi::{ResetRequest, StepReply, StepRequest};
+use crate::operations::connection::Peer;
 use crate::session::{Sessions, SharedSession, Transport};
 
 pub struct HttpSession<L: Launcher> {

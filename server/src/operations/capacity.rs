@@ -97,8 +97,11 @@ impl AtCapacity {
     /// again (through a balancer) reaches another replica.
     pub fn frame(&self) -> ErrorFrame {
         let frame = if self.draining {
-            ErrorFrame::new(ErrorCode::CapacityReached, crate::drain::DRAINING_MESSAGE)
-                .with_extra("reason", json!("DRAINING"))
+            ErrorFrame::new(
+                ErrorCode::CapacityReached,
+                crate::operations::drain::DRAINING_MESSAGE,
+            )
+            .with_extra("reason", json!("DRAINING"))
         } else {
             ErrorFrame::new(ErrorCode::CapacityReached, "Server at capacity")
         };

@@ -21,7 +21,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use crate::api_error::ApiError;
-use crate::caller::Caller;
+use crate::operations::caller::Caller;
 
 /// Who a token other than the server's stands for: a campaign's people (`campaign::Roster`).
 pub trait People: Send + Sync + std::fmt::Debug {
@@ -44,7 +44,7 @@ pub struct Access {
     /// A campaign's people (`--campaign`), each known by a token of their own.
     pub people: Option<Arc<dyn People>>,
     /// Other replicas' requests carry a signature made with the token instead of the token
-    /// (`replicas/signing.rs`); each is taken once.
+    /// (`server/src/replicas/signing.rs`); each is taken once.
     pub peer_signatures: Arc<crate::replicas::signing::Verifier>,
 }
 
@@ -208,7 +208,7 @@ pub async fn check_origin_and_host(
 }
 
 /// `Authorization: Bearer <token>` on every route but `/health` and `/ready`; or, from another
-/// replica, a signature made with the token over the request (`replicas/signing.rs`). The routes
+/// replica, a signature made with the token over the request (`server/src/replicas/signing.rs`). The routes
 /// find who calls in the request's extensions (`Caller`; a replica's request is the server's).
 pub async fn require_token(
     State(access): State<Arc<Access>>,
@@ -233,7 +233,9 @@ pub async fn require_token(
         return next.run(request).await;
     };
     let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, crate::connection::MAX_INCOMING_BYTES).await else {
+    let Ok(bytes) =
+        axum::body::to_bytes(body, crate::operations::connection::MAX_INCOMING_BYTES).await
+    else {
         return unauthorized("the signed request's body could not be read").into_response();
     };
     let path_and_query = parts

@@ -1,4 +1,4 @@
-//! The WebSocket transport (`/ws`): one socket is one session (`session/mod.rs`).
+//! The WebSocket transport (`/ws`): one socket is one session (`server/src/session/mod.rs`).
 //!
 //! A reader task owns the receiving half and keeps reading while a step runs, so pings are answered
 //! and a vanished peer is noticed at once; the session task handles one request at a time, in order,
@@ -25,9 +25,9 @@ use browserenv::protocol::{ClientMessage, ErrorCode, ErrorFrame, ServerMessage};
 
 use crate::browser::Launcher;
 use crate::environment::EnvError;
-use crate::mcp::openenv::OpenEnvMcp;
 use crate::session::{Sessions, Transport};
 use crate::settings::PeerTimeouts;
+use crate::transports::mcp::openenv::OpenEnvMcp;
 
 /// Frames the reader may hold for the session while it works on a request (each up to 32 MiB).
 /// Past that the reader stops reading, and TCP flow control pushes back on a peer that floods,
@@ -164,7 +164,7 @@ pub struct Context<L: Launcher> {
     /// Drive this session of OpenEnv's (`/ws?session_id=…`) instead of a new one.
     pub attach_to: Option<String>,
     /// Who opened the socket: a new session acts under their token (`caller.rs`).
-    pub caller: crate::caller::Caller,
+    pub caller: crate::operations::caller::Caller,
     pub timeouts: PeerTimeouts,
     /// Turns true when the server shuts down.
     pub shutdown: watch::Receiver<bool>,
@@ -232,7 +232,7 @@ pub async fn run<L: Launcher>(socket: WebSocket, context: Context<L>, peer: Stri
             drain_seen = true;
             if session.lock().await.drained() {
                 outbox
-                    .farewell(None, 1001, crate::drain::DRAINED_REASON)
+                    .farewell(None, 1001, crate::operations::drain::DRAINED_REASON)
                     .await;
                 break Ending::Drained;
             }
@@ -284,7 +284,7 @@ pub async fn run<L: Launcher>(socket: WebSocket, context: Context<L>, peer: Stri
         if lifecycle.is_draining() && session.lock().await.drained() {
             // The episode is over on a draining server: this reply is the session's last.
             match outbox
-                .send_then_close(&reply, 1001, crate::drain::DRAINED_REASON)
+                .send_then_close(&reply, 1001, crate::operations::drain::DRAINED_REASON)
                 .await
             {
                 Ok(()) => break Ending::Drained,

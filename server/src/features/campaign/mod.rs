@@ -29,7 +29,7 @@ use browserenv::trajectory::{
     read, Actor, RecordEvent, Recorder, RecorderHandle, TrajectoryWriter,
 };
 
-use crate::caller::Caller;
+use crate::operations::caller::Caller;
 
 pub use codes::{refused, Code};
 pub use roster::Roster;

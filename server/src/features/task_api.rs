@@ -495,7 +495,7 @@ impl Fields {
                 Value::Null,
             )]));
         }
-        match crate::http_session::json_body(body, false)? {
+        match crate::transports::http_session::json_body(body, false)? {
             Value::Object(body) => Ok(Fields {
                 body,
                 errors: Vec::new(),

@@ -1,5 +1,5 @@
 //! The standard MCP face (rmcp): one `BrowserTools` per MCP session, over Streamable HTTP at
-//! `/mcp` or over stdio. The session (`../session/mod.rs`) is opened at `initialize`, so an MCP session
+//! `/mcp` or over stdio. The session (`server/src/session/mod.rs`) is opened at `initialize`, so an MCP session
 //! holds a capacity slot, is listed in `/sessions` and recorded like any other; it is closed when
 //! the MCP session ends (the client's DELETE, its idle timeout, the end of stdin).
 
@@ -16,9 +16,9 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
 use crate::browser::Launcher;
-use crate::connection::Peer;
-use crate::mcp::tools::{self, ToolFailure};
+use crate::operations::connection::Peer;
 use crate::session::{Sessions, SharedSession, Transport};
+use crate::transports::mcp::tools::{self, ToolFailure};
 
 const INSTRUCTIONS: &str = "A real Chromium browser with an 800x600 viewport. Call reset with a \
     start_url (or a task_id) first. Every tool returns a PNG screenshot of the page and its URL, \

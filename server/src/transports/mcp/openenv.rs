@@ -15,8 +15,8 @@ use serde_json::{json, Map, Value};
 use tokio::sync::watch;
 
 use crate::browser::Launcher;
-use crate::mcp::tools::{self, Called};
 use crate::session::{Sessions, SharedSession, Transport};
+use crate::transports::mcp::tools::{self, Called};
 
 /// JSON-RPC 2.0 error codes.
 const PARSE_ERROR: i64 = -32700;
@@ -61,7 +61,7 @@ fn error_with(id: &Value, code: i64, message: impl Into<String>, data: Value) ->
 }
 
 /// OpenEnv's answer when no session slot is free: the wire's refusal, its counts as `data`.
-fn at_capacity(id: &Value, refused: &crate::capacity::AtCapacity) -> Value {
+fn at_capacity(id: &Value, refused: &crate::operations::capacity::AtCapacity) -> Value {
     let frame = refused.frame();
     error_with(id, SERVER_ERROR, frame.message, Value::Object(frame.extra))
 }

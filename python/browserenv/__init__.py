@@ -2,12 +2,13 @@
 reset/step/state protocol).
 
 - ``BrowserAction``, ``BrowserObservation``, ``BrowserState``: the wire models (``models``).
-- ``BrowserClient``: the typed OpenEnv client, async or ``.sync()`` (``client``).
+- ``BrowserClient``: the typed OpenEnv client, async or ``.sync()`` (``client``); its
+  ``request_human`` returns a ``HumanAnswer``.
 - ``browserenv.trl.BrowserEnv``: an ``environment_factory`` class for TRL's ``GRPOTrainer``.
 - ``python -m browserenv.hf_sandbox``: the server's image in a Hugging Face Sandbox.
 """
 
-from .client import DEFAULT_IMAGE, BrowserClient, PageText
+from .client import DEFAULT_IMAGE, MAX_ASK_WAIT_S, BrowserClient, HumanAnswer, PageText
 from .models import (
     MAX_SCROLL,
     MAX_TEXT_CHARS,
@@ -28,6 +29,8 @@ __all__ = [
     "BrowserObservation",
     "BrowserState",
     "DEFAULT_IMAGE",
+    "HumanAnswer",
+    "MAX_ASK_WAIT_S",
     "MAX_SCROLL",
     "MAX_TEXT_CHARS",
     "OPS",

@@ -10,15 +10,16 @@ OpenEnv's ``EnvClient``, which gives it both ways of use:
         result = browser.reset(start_url="https://example.com")
 
 Additions: ``token`` (a server started with ``BROWSER_API_TOKEN`` wants ``Authorization: Bearer
-TOKEN``), ``read_page()`` (the page's visible text, over the session's own socket) and a
-``from_docker_image`` that starts the image with a token of its own.
+TOKEN``), ``read_page()`` (the page's visible text, over the session's own socket),
+``request_human()`` (ask the people watching the session for help, and get what they did and
+said) and a ``from_docker_image`` that starts the image with a token of its own.
 """
 
 from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from openenv.core import EnvClient
 from openenv.core.client_types import StepResult
@@ -31,6 +32,9 @@ from .models import BrowserAction, BrowserObservation, BrowserState
 DEFAULT_IMAGE = "browserenv:latest"
 #: ``read_page``'s default bound (about 2,000 tokens), as the server's MCP tool has it.
 DEFAULT_MAX_CHARS = 8000
+#: The longest ``request_human`` may ask the server to wait (its tool's ``wait_seconds`` maximum);
+#: the server holds every wait to its own ``BROWSER_ASK_WAIT_SECONDS`` too.
+MAX_ASK_WAIT_S = 3600
 #: How long ``from_docker_image`` waits for the container's ``/health``.
 DOCKER_READY_TIMEOUT_S = 60.0
 
@@ -45,6 +49,22 @@ class PageText:
     text: str
     truncated: bool
     url: str
+    episode_id: Optional[str]
+    step: int
+
+
+@dataclass(frozen=True)
+class HumanAnswer:
+    """What ``request_human`` returns once a person took control and handed back: the page as
+    they left it (``observation``, with ``done`` and ``reward``), who they were (``human``), what
+    they said (``human_note``, None when they said nothing) and what they did (``human_steps``,
+    ``[{"step", "action", "url", "error"}]``, a secret they typed shown as
+    ``<redacted:N characters>``)."""
+
+    observation: BrowserObservation
+    human: str
+    human_note: Optional[str]
+    human_steps: List[Dict[str, Any]]
     episode_id: Optional[str]
     step: int
 
@@ -104,21 +124,7 @@ class BrowserClient(EnvClient[BrowserAction, BrowserObservation, BrowserState]):
         return self._dispatch(lambda: self._read_page_async(max_chars))
 
     async def _read_page_async(self, max_chars: int = DEFAULT_MAX_CHARS) -> PageText:
-        self._mcp_id += 1
-        request = {
-            "jsonrpc": "2.0",
-            "id": self._mcp_id,
-            "method": "tools/call",
-            "params": {"name": "read_page", "arguments": {"max_chars": max_chars}},
-        }
-        response = await self._send_and_receive({"type": "mcp", "data": request})
-        reply = response.get("data") or {}
-        if response.get("type") != "mcp" or reply.get("id") != self._mcp_id:
-            raise RuntimeError(f"unexpected reply to read_page: {str(response)[:200]}")
-        if "error" in reply:
-            error = reply["error"] or {}
-            raise RuntimeError(f"read_page failed: {error.get('message', error)}")
-        facts = (reply.get("result") or {}).get("data") or {}
+        facts = await self._call_tool_async("read_page", {"max_chars": max_chars})
         return PageText(
             text=facts.get("text", ""),
             truncated=bool(facts.get("truncated", False)),
@@ -126,6 +132,72 @@ class BrowserClient(EnvClient[BrowserAction, BrowserObservation, BrowserState]):
             episode_id=facts.get("episode_id"),
             step=int(facts.get("step", 0)),
         )
+
+    # A person's help.
+
+    def request_human(self, reason: str, wait_seconds: Optional[int] = None) -> Any:
+        """Ask the people watching this session for help (a login, a captcha, a page the agent
+        cannot get past): they see ``reason``, one of them takes control (``browserenv-tui
+        watch``), acts and hands back, maybe with a note. Returns a ``HumanAnswer`` then; waits
+        at most ``wait_seconds`` (1..3600; by default, and in any case, at most the server's
+        ``BROWSER_ASK_WAIT_SECONDS``), and raises ``RuntimeError`` when nobody answered in time.
+        The server's ``request_human`` tool, through an OpenEnv ``mcp`` frame on this session's
+        WebSocket. Awaitable in async code, a value in sync code."""
+        return self._dispatch(lambda: self._request_human_async(reason, wait_seconds))
+
+    async def _request_human_async(self, reason: str, wait_seconds: Optional[int] = None) -> HumanAnswer:
+        arguments: Dict[str, Any] = {"reason": reason}
+        if wait_seconds is not None:
+            arguments["wait_seconds"] = wait_seconds
+        # The answer comes after the person (the wait), then as fast as any other.
+        waited = wait_seconds if wait_seconds is not None else MAX_ASK_WAIT_S
+        data = await self._call_tool_async("request_human", arguments, waited + self._message_timeout)
+        metadata = data.get("metadata") or {}
+        observation = BrowserObservation(
+            screenshot=data.get("screenshot", ""),
+            url=data.get("url", ""),
+            error=data.get("error", ""),
+            metadata=metadata,
+            done=bool(data.get("done", False)),
+            reward=data.get("reward"),
+        )
+        return HumanAnswer(
+            observation=observation,
+            human=metadata.get("human", ""),
+            human_note=metadata.get("human_note"),
+            human_steps=list(metadata.get("human_steps") or []),
+            episode_id=data.get("episode_id"),
+            step=int(data.get("step", 0)),
+        )
+
+    async def _call_tool_async(
+        self, name: str, arguments: Dict[str, Any], timeout_s: Optional[float] = None
+    ) -> Dict[str, Any]:
+        """Call the server's MCP tool ``name`` on this session (an OpenEnv ``mcp`` frame): its
+        ``data``. ``timeout_s``: how long its answer may take, when longer than the client's
+        ``message_timeout_s``."""
+        self._mcp_id += 1
+        request = {
+            "jsonrpc": "2.0",
+            "id": self._mcp_id,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments},
+        }
+        usual = self._message_timeout
+        # EnvClient reads every answer within message_timeout_s; a tool that waits for a person
+        # needs longer, for this one answer only.
+        self._message_timeout = max(usual, timeout_s or 0)
+        try:
+            response = await self._send_and_receive({"type": "mcp", "data": request})
+        finally:
+            self._message_timeout = usual
+        reply = response.get("data") or {}
+        if response.get("type") != "mcp" or reply.get("id") != self._mcp_id:
+            raise RuntimeError(f"unexpected reply to {name}: {str(response)[:200]}")
+        if "error" in reply:
+            error = reply["error"] or {}
+            raise RuntimeError(f"{name} failed: {error.get('message', error)}")
+        return (reply.get("result") or {}).get("data") or {}
 
     # Containers.
 
@@ -166,4 +238,4 @@ class BrowserClient(EnvClient[BrowserAction, BrowserObservation, BrowserState]):
         return _BootstrapResult(bootstrap)
 
 
-__all__ = ["BrowserClient", "DEFAULT_IMAGE", "PageText"]
+__all__ = ["BrowserClient", "DEFAULT_IMAGE", "HumanAnswer", "MAX_ASK_WAIT_S", "PageText"]

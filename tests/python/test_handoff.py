@@ -1,5 +1,7 @@
 """Hand-off: an agent (OpenEnv's Python client) steps while a person at ``browserenv-tui watch``
-takes control, acts twice and hands back.
+takes control, acts twice and hands back; and an agent on the package's ``BrowserClient`` asks for
+a person (``request_human``) whom a watch socket plays: it takes control, scrolls and hands back
+with a note.
 
 The person is the terminal UI's own event loop driven by a script (``tui/examples/take_over.rs``:
 ``c``, two ``:click`` commands, ``c``); a second watcher (``websockets``) records what watchers
@@ -10,15 +12,22 @@ from __future__ import annotations
 
 import json
 import os
+import asyncio
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from openenv.core import GenericEnvClient
 from websockets.sync.client import connect
 
+from browserenv import BrowserClient, HumanAnswer
 from conftest import REPO_ROOT, http_get, launch_server
+
+#: The server's bound on an agent's ``request_human`` wait (``--ask-wait``): every wait of the
+#: test below comes from it.
+ASK_WAIT_S = 30
 
 
 def take_over_binary() -> Path:
@@ -131,3 +140,67 @@ def test_an_agent_steps_while_a_person_takes_over_acts_twice_and_hands_back(page
     assert [s["action"]["x"] for s in steps] == [100, 200, 30]
     episodes = [json.loads(line) for line in (record_dir / "episodes.jsonl").read_text().splitlines()]
     assert [e["episode_id"] for e in episodes] == ["handoff-py"]
+
+
+def answer_the_ask(url: str, note: str, said: list, patience: float) -> None:
+    """A person at a watch socket: waits (at most ``patience`` for each frame) for the agent to
+    ask, takes control, scrolls, and hands back with ``note``. What it saw goes into ``said``
+    (an exception too, for the test to raise)."""
+    try:
+        with connect(url, max_size=None) as socket:
+
+            def next_frame(wanted):
+                deadline = time.monotonic() + patience
+                while True:
+                    frame = json.loads(socket.recv(timeout=max(0.0, deadline - time.monotonic())))
+                    if wanted(frame):
+                        return frame
+
+            asking = next_frame(lambda f: f["type"] == "event" and (f["data"].get("control") or {}).get("asking"))
+            said.append(asking["data"]["control"]["asking"])
+            socket.send(json.dumps({"type": "take", "data": {"name": "ana"}}))
+            said.append(next_frame(lambda f: f["type"] in ("control", "error"))["data"])
+            socket.send(json.dumps({"type": "step", "data": {"op": "scroll", "dy": 300}}))
+            said.append(next_frame(lambda f: f["type"] in ("observation", "error"))["type"])
+            socket.send(json.dumps({"type": "release", "data": {"note": note}}))
+            said.append(next_frame(lambda f: f["type"] == "control")["data"])
+    except Exception as err:  # noqa: BLE001 - handed to the test's thread
+        said.append(err)
+
+
+def test_the_client_asks_for_a_person_and_gets_their_note_and_steps(pages_url, tmp_path):
+    reason = "please accept the cookies for me"
+    note = "accepted\nthe cookies"
+    with launch_server(["--ask-wait", str(ASK_WAIT_S)], tmp_path) as server:
+        with BrowserClient(base_url=server).sync() as browser:
+            browser.reset(start_url=pages_url + "canvas.html", episode_id="ask-py")
+            with http_get(f"{server}/sessions") as response:
+                session = next(s["id"] for s in json.load(response) if s["episode_id"] == "ask-py")
+            said: list = []
+            person = threading.Thread(
+                target=answer_the_ask,
+                args=(f"{server.replace('http', 'ws')}/sessions/{session}/watch", note, said, ASK_WAIT_S),
+                daemon=True,
+            )
+            person.start()
+            answer = browser.request_human(reason, wait_seconds=ASK_WAIT_S)
+            person.join(timeout=ASK_WAIT_S)
+            assert not any(isinstance(s, Exception) for s in said), said
+
+            assert isinstance(answer, HumanAnswer)
+            assert said[0]["reason"] == reason
+            assert said[1] == {"control": "human", "name": "ana", "yours": True}
+            assert said[2] == "observation"
+            assert (answer.human, answer.human_note) == ("ana", "accepted the cookies")
+            assert [(s["step"], s["action"]["op"], s["action"]["dy"]) for s in answer.human_steps] == [(1, "scroll", 300)]
+            assert answer.observation.url.endswith("canvas.html") and answer.observation.screenshot
+            assert (answer.episode_id, answer.step) == ("ask-py", 1)
+            assert browser.state().step_count == 1
+
+        async def nobody_answers():
+            async with BrowserClient(base_url=server) as browser:
+                await browser.reset(start_url=pages_url + "canvas.html")
+                await browser.request_human("anyone?", wait_seconds=1)
+
+        with pytest.raises(RuntimeError, match="no person took control within 1 s"):
+            asyncio.run(asyncio.wait_for(nobody_answers(), ASK_WAIT_S))

@@ -32,6 +32,7 @@ from pydantic import ValidationError
 import browser_models
 import browserenv
 from browserenv import (
+    MAX_ASK_WAIT_S,
     MAX_SCROLL,
     MAX_TEXT_CHARS,
     OPS,
@@ -256,6 +257,8 @@ def test_the_limits_match_the_servers_tools(server):
     assert tools["finish"]["properties"]["answer"]["maxLength"] == MAX_TEXT_CHARS
     dy = tools["scroll"]["properties"]["dy"]
     assert (dy["minimum"], dy["maximum"]) == (-MAX_SCROLL, MAX_SCROLL)
+    # How long BrowserClient.request_human is ready to wait for the answer when not told.
+    assert tools["request_human"]["properties"]["wait_seconds"]["maximum"] == MAX_ASK_WAIT_S
 
 
 # --------------------------------------------------------------------------- the typed client

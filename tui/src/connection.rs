@@ -40,7 +40,8 @@ pub enum LinkEvent {
 pub enum ControlWish {
     /// Take control, under this name.
     Take(String),
-    Release,
+    /// Hand back, with the person's note for an agent that asked for one.
+    Release(Option<String>),
 }
 
 pub struct Link {

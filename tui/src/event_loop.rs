@@ -77,17 +77,11 @@ pub fn screen<B: Backend>(terminal: &mut Terminal<B>) -> anyhow::Result<ratatui:
     Ok(terminal.get_frame().area().as_size())
 }
 
-/// The live session after `current` (cycling), for watch mode's Tab.
+/// The live session Tab goes to from `current` (`asks::next_after`: one asking for a person first).
 async fn next_session(sessions: &Sessions, current: Option<&str>) -> anyhow::Result<String> {
-    let ids: Vec<String> = sessions
-        .list()
-        .await?
-        .iter()
-        .filter_map(|s| s["id"].as_str().map(str::to_string))
-        .collect();
-    anyhow::ensure!(!ids.is_empty(), "no live sessions to watch");
-    let at = current.and_then(|c| ids.iter().position(|id| id == c));
-    Ok(ids[at.map_or(0, |i| (i + 1) % ids.len())].clone())
+    let listed = sessions.list().await?;
+    crate::asks::next_after(&listed, current)
+        .ok_or_else(|| anyhow::anyhow!("no live sessions to watch"))
 }
 
 /// How the loop ended.
@@ -158,6 +152,10 @@ pub struct FrameReport {
     pub collect: Option<crate::app::Collecting>,
     /// The task of the current episode.
     pub task: Option<String>,
+    /// Watch mode: the watched session's agent asks for a person.
+    pub asking: Option<crate::asks::Ask>,
+    /// How many times the terminal's bell rang so far.
+    pub bells: u64,
 }
 
 /// The text layer's fetcher for the current link, started when text is first wanted.
@@ -224,7 +222,8 @@ async fn drive<B: Backend>(
         GraphicsSource::Probing(receiver) => (Painter::pending(), Some(receiver)),
     };
     app.text_picture = painter.graphics.is_text();
-    let report = |app: &App, painter: &Painter| {
+    let mut bells = 0u64;
+    let report = |app: &App, painter: &Painter, bells: u64| {
         if let Some(frames) = &frames {
             let _ = frames.send(FrameReport {
                 observed: app.observed.clone(),
@@ -239,6 +238,8 @@ async fn drive<B: Backend>(
                 graphics: painter.ready.then(|| painter.graphics.clone()),
                 collect: app.collect.clone(),
                 task: app.task().map(|t| t.id.clone()),
+                asking: app.asking.clone(),
+                bells,
             });
         }
     };
@@ -389,10 +390,12 @@ async fn drive<B: Backend>(
                         }
                     }
                     Effect::Record(true) => {}
-                    Effect::Control(take) => {
-                        let wish = match take {
-                            true => crate::connection::ControlWish::Take(person.clone()),
-                            false => crate::connection::ControlWish::Release,
+                    Effect::Take | Effect::HandBack { .. } => {
+                        let wish = match effect {
+                            Effect::HandBack { note } => {
+                                crate::connection::ControlWish::Release(note)
+                            }
+                            _ => crate::connection::ControlWish::Take(person.clone()),
                         };
                         let sent = match &link.control {
                             Some(control) => control.send(wish).await.is_ok(),
@@ -400,6 +403,14 @@ async fn drive<B: Backend>(
                         };
                         if !sent {
                             pending.push(Msg::Disconnected("the connection ended".into()));
+                        }
+                    }
+                    Effect::Bell => {
+                        bells += 1;
+                        // BEL: the terminal beeps or flashes, as its owner set it up. A test
+                        // backend has no terminal to ring; the count in the report stands for it.
+                        if let Some(out) = out.as_mut() {
+                            let _ = out.write_all(b"\x07");
                         }
                     }
                     Effect::NextSession => {
@@ -465,7 +476,7 @@ async fn drive<B: Backend>(
         ) {
             return terminal_gone(err);
         }
-        report(app, &painter);
+        report(app, &painter, bells);
     }
 }
 

@@ -8,6 +8,7 @@
 //! How the UI fits with the server (embedded or remote) is in `docs/ARCHITECTURE.md`.
 
 pub mod app;
+pub mod asks;
 pub mod campaign;
 pub mod cli;
 pub mod command;

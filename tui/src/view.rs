@@ -12,13 +12,17 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, Wrap};
 use ratatui::Frame;
 
-use crate::app::{App, LineKind, LinkState, Mode, BINDINGS};
+use crate::app::{App, LinkState, Mode, BINDINGS};
 use crate::graphics::Graphics;
 use crate::layout::RULER_WIDTH;
 // Where things go on the screen: shared with the painter and mouse mapping (`crate::layout`).
 use crate::layout::{layout, Areas};
 use crate::painter::Slot;
 use crate::picture::View;
+
+/// The most characters of an ask's reason on the status bar (the notice line shows it whole
+/// when the ask comes).
+const REASON_SHOWN: usize = 60;
 
 const SPINNER: [char; 8] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧'];
 
@@ -31,6 +35,8 @@ const BAR_CYAN: Color = Color::Rgb(128, 214, 236);
 const ALERT_BG: Color = Color::Rgb(176, 30, 30);
 const BADGE_BG: Color = Color::Rgb(250, 212, 96);
 const WATCH_BG: Color = Color::Rgb(206, 150, 232);
+/// An agent asking for a person: the one badge meant to pull the eye from across the room.
+const ASK_BG: Color = Color::Rgb(255, 150, 50);
 const BLACK: Color = Color::Rgb(0, 0, 0);
 const WHITE: Color = Color::Rgb(255, 255, 255);
 
@@ -245,6 +251,20 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         spans.push(badge(text, fg, bg));
         spans.push(bar(" "));
     }
+    if let Some(ask) = &app.asking {
+        let reason = ask.short_reason(REASON_SHOWN);
+        spans.push(badge(format!(" ASKING: {reason} "), BLACK, ASK_BG));
+        spans.push(bar(" "));
+    }
+    let elsewhere = app.others_asking().count();
+    if app.watch_mode && elsewhere > 0 {
+        spans.push(badge(
+            format!(" {elsewhere} asking elsewhere: Tab "),
+            BLACK,
+            ASK_BG,
+        ));
+        spans.push(bar(" "));
+    }
     if app.recording {
         spans.push(badge(" ● REC ", WHITE, ALERT_BG));
         spans.push(bar(" "));
@@ -308,10 +328,7 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
 fn draw_line(frame: &mut Frame, app: &App, area: Rect) {
     let line = match &app.mode {
         Mode::Line { kind, text } => {
-            let hint = match kind {
-                LineKind::Type => "  (Enter sends, Esc cancels)",
-                _ => "  (Enter runs, Esc cancels)",
-            };
+            let hint = kind.hint();
             Line::from(vec![
                 Span::styled(kind.prompt(), Style::default().add_modifier(Modifier::BOLD)),
                 Span::raw(kind.shown(text)),

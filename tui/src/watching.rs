@@ -6,6 +6,10 @@
 //! the usual keys, and hand it back (`c` again, or by leaving: the server hands back when the
 //! socket goes). Without a session to follow the link waits for one, and when the watched session
 //! ends it keeps the last frame and follows the next session that appears.
+//!
+//! Agents asking for a person (`request_human`): the watched session's frames carry its ask, and
+//! the list of sessions, asked every `ASKS_INTERVAL`, everyone's (`crate::asks`). Sessions are
+//! offered asking ones first.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +25,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::app::{Msg, Request};
+use crate::asks::{asks, ordered, Ask};
 // Watch links carry control wishes (`Link::control`); sent from here as the watch socket's frames.
 use crate::connection::{ControlWish, Link, LinkEvent};
 use crate::picture::decode_png;
@@ -30,6 +35,10 @@ use crate::sessions::Sessions;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often the list of sessions is asked while waiting for one.
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
+/// How often the list of sessions is asked for who asks for a person, all the time watch mode
+/// runs: a person hears of an ask elsewhere within this (the watched session's own ask comes with
+/// its frames, at once).
+const ASKS_INTERVAL: Duration = Duration::from_secs(1);
 
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -52,6 +61,7 @@ pub fn watch(server: String, token: Option<String>, session: Option<String>) -> 
                 return;
             }
         };
+        tokio::spawn(poll_asks(sessions.clone(), event_tx.clone()));
         let mut target = session;
         let mut ended: Option<String> = None;
         loop {
@@ -102,8 +112,28 @@ pub fn watch(server: String, token: Option<String>, session: Option<String>) -> 
     }
 }
 
-/// The first live session other than `ended`, asked for every `POLL_INTERVAL` (None: the UI went
-/// away). A server that does not answer is asked again: it may be starting.
+/// Tell the UI who asks for a person, each time that changes, until the UI goes away. A server
+/// that does not answer (or has no `/sessions`) is asked again later: the asks are a help, the
+/// watching goes on without them.
+async fn poll_asks(sessions: Sessions, events: mpsc::Sender<LinkEvent>) {
+    let mut told: Option<Vec<Ask>> = None;
+    while !events.is_closed() {
+        if let Ok(listed) = sessions.list().await {
+            let now = asks(&listed);
+            if told.as_ref() != Some(&now) {
+                told = Some(now.clone());
+                if events.send(LinkEvent::Msg(Msg::Asks(now))).await.is_err() {
+                    return;
+                }
+            }
+        }
+        tokio::time::sleep(ASKS_INTERVAL).await;
+    }
+}
+
+/// The first live session other than `ended`, one asking for a person first (`asks::ordered`),
+/// asked for every `POLL_INTERVAL` (None: the UI went away). A server that does not answer is
+/// asked again: it may be starting.
 async fn next_live_session(
     sessions: &Sessions,
     ended: Option<&str>,
@@ -114,12 +144,11 @@ async fn next_live_session(
             return None;
         }
         if let Ok(list) = sessions.list().await {
-            let next = list
-                .iter()
-                .filter_map(|s| s["id"].as_str())
-                .find(|id| Some(*id) != ended);
-            if let Some(id) = next {
-                return Some(id.to_string());
+            let next = ordered(&list)
+                .into_iter()
+                .find(|id| Some(id.as_str()) != ended);
+            if next.is_some() {
+                return next;
             }
         }
         tokio::time::sleep(POLL_INTERVAL).await;
@@ -189,7 +218,11 @@ async fn follow(
             }
             wish = control.recv() => match wish {
                 Some(ControlWish::Take(name)) => json!({"type": "take", "data": {"name": name}}),
-                Some(ControlWish::Release) => json!({"type": "release"}),
+                Some(ControlWish::Release(None)) => json!({"type": "release"}),
+                // The answer to the agent's `request_human`; the server keeps it to one line.
+                Some(ControlWish::Release(Some(note))) => {
+                    json!({"type": "release", "data": {"note": note}})
+                }
                 None => return Followed::UiGone,
             },
             request = requests.recv() => match request {
@@ -253,6 +286,7 @@ where
                 yours: None,
             }))
             .await
+                && send(LinkEvent::Msg(Msg::Asking(asking(data)))).await
         }
         Some("event") => event(data, send, secret).await,
         _ => true,
@@ -325,6 +359,15 @@ where
             yours: None,
         }))
         .await
+        && send(LinkEvent::Msg(Msg::Asking(asking(data)))).await
+}
+
+/// The ask of the watched session in an event's control view (None: its agent asks nothing).
+fn asking(data: &Value) -> Option<Ask> {
+    Ask::of(
+        data["session"].as_str().unwrap_or_default(),
+        &data["control"],
+    )
 }
 
 /// The frame with the action drawn on it; the PNG too when nothing was drawn.

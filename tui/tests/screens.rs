@@ -185,6 +185,52 @@ fn small_terminal_still_draws() {
     insta::assert_snapshot!(format!("{}", terminal.backend()));
 }
 
+/// A watched agent asking for a person, and one more elsewhere: the bar's badges.
+fn watching_an_ask(app: &mut App) {
+    use browserenv_tui::asks::Ask;
+    app.watch_mode = true;
+    app.update(Msg::Following("0f7c2a1e-session".into()));
+    observed(app, "", false);
+    let ask = |session: &str, reason: &str, since: &str| Ask {
+        session: session.into(),
+        reason: reason.into(),
+        since: since.into(),
+    };
+    app.update(Msg::Asking(Some(ask(
+        "0f7c2a1e-session",
+        "please sign me in: the account is in the vault",
+        "2025-05-01T12:00:00.000Z",
+    ))));
+    app.update(Msg::Asks(vec![ask(
+        "77aa-other",
+        "a captcha",
+        "2025-05-01T11:59:00.000Z",
+    )]));
+}
+
+#[test]
+fn watching_an_agent_that_asks() {
+    let mut app = app();
+    watching_an_ask(&mut app);
+    insta::assert_snapshot!(screen(&mut app, true));
+}
+
+#[test]
+fn the_hand_back_note_prompt() {
+    let mut app = app();
+    watching_an_ask(&mut app);
+    app.update(Msg::Key(KeyInput::Char('c')));
+    app.update(Msg::Control {
+        holder: Some("ana".into()),
+        yours: Some(true),
+    });
+    app.update(Msg::Key(KeyInput::Char('c')));
+    for c in "signed in".chars() {
+        app.update(Msg::Key(KeyInput::Char(c)));
+    }
+    insta::assert_snapshot!(screen(&mut app, true));
+}
+
 /// The status bar reads the same on a light and a dark terminal theme: every cell sets both its
 /// colours (none is left to the theme), at a contrast of at least 4.5:1 (WCAG AA), whatever the
 /// bar shows.
@@ -216,6 +262,9 @@ fn the_status_bar_is_readable_on_any_theme() {
         watched.in_control = mine;
         states.push(watched);
     }
+    let mut asked = app();
+    watching_an_ask(&mut asked);
+    states.push(asked);
     let mut lost = app();
     observed(&mut lost, "", false);
     lost.update(Msg::Disconnected("connection reset".into()));

@@ -206,10 +206,8 @@ pub const BINDINGS: &[(&str, &str)] = &[
         "V",
         "collect: the campaign's progress; r starts the task over",
     ),
-    (
-        "c",
-        "watch: take control of the watched session / hand it back",
-    ),
+    ("c", "watch: take control / hand back (a note if it asked)"),
+    ("Tab", "watch: next session (one asking for a person first)"),
     ("?", "this help"),
     ("q / Ctrl+C", "quit (asks if an episode is in progress)"),
     ("Esc", "leave a prompt, clear the message"),

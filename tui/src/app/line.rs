@@ -26,6 +26,8 @@ pub enum LineKind {
     },
     /// Why the campaign's task in hand is skipped.
     SkipReason,
+    /// Watch mode, handing back a session whose agent asked for a person: what to tell it.
+    HandBackNote,
 }
 
 impl LineKind {
@@ -43,6 +45,18 @@ impl LineKind {
                 format!("{name} (hidden, recorded as <secret:{name}>)> ")
             }
             LineKind::SkipReason => "skip this task, because> ".into(),
+            LineKind::HandBackNote => "note for the agent> ".into(),
+        }
+    }
+
+    /// What Enter and Esc do, shown after the text.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            LineKind::Type => "  (Enter sends, Esc cancels)",
+            LineKind::HandBackNote => {
+                "  (Enter sends it and hands back, Esc hands back without one)"
+            }
+            _ => "  (Enter runs, Esc cancels)",
         }
     }
 
@@ -81,6 +95,10 @@ impl App {
         match key {
             KeyInput::Esc => {
                 self.mode = Mode::Normal;
+                // Leaving the note's prompt still hands back: the person chose to say nothing.
+                if kind == LineKind::HandBackNote {
+                    return self.hand_back(None);
+                }
                 Vec::new()
             }
             KeyInput::Enter => {
@@ -116,6 +134,10 @@ impl App {
             LineKind::Finish => self.step(BrowserAction::finish(text)),
             LineKind::Note => self.attach_note(text),
             LineKind::SkipReason => self.skip_with(text),
+            LineKind::HandBackNote => {
+                let note = text.trim();
+                self.hand_back((!note.is_empty()).then(|| note.to_string()))
+            }
             LineKind::SecretName => {
                 let name: String = text
                     .trim()

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use browserenv::models::BrowserAction;
 
-use super::{App, Effect};
+use super::{App, Effect, LineKind};
 
 /// What the UI asks of the server connection.
 #[derive(Debug, Clone, PartialEq)]
@@ -246,15 +246,18 @@ impl App {
             return Vec::new();
         }
         if self.in_control {
-            self.notice("handing back...");
-            vec![Effect::Control(false)]
+            if self.asking.is_some() {
+                // The agent asked for a person: it gets what they say with the hand-back.
+                return self.line(LineKind::HandBackNote, String::new());
+            }
+            self.hand_back(None)
         } else {
             if let Some(name) = &self.controller {
                 self.error(format!("{name} holds control of this session"));
                 return Vec::new();
             }
             self.notice("asking for control...");
-            vec![Effect::Control(true)]
+            vec![Effect::Take]
         }
     }
 

@@ -11,9 +11,11 @@
 //! - `line`: `LineKind`, the one-line editors and what Enter does with their text;
 //! - `crosshair`: the crosshair, mouse clicks and the wheel, zoom, grid, text layer;
 //! - `tasks`: `TaskView`, the task list (N, S, the verdict), recording and notes;
+//! - `asks`: agents asking for a person: the badge's facts, the bell, the note at the hand-back;
 //! - `campaign`: collecting for a campaign (the lease, P / F, S with a reason, V);
 //! - `tests`: `update` driven message by message.
 
+mod asks;
 mod campaign;
 mod crosshair;
 mod keys;
@@ -88,6 +90,12 @@ pub struct App {
     pub controller: Option<String>,
     /// Watch mode: this UI holds control of the watched session; the driving keys act on it.
     pub in_control: bool,
+    /// Watch mode: the watched session's agent asks for a person (`request_human`).
+    pub asking: Option<crate::asks::Ask>,
+    /// Watch mode: every session asking for a person, the longest waiting first.
+    pub asks: Vec<crate::asks::Ask>,
+    /// The asks the bell rang for.
+    heard: crate::asks::Heard,
     /// Collecting for a campaign (`browserenv-tui collect`): the server hands out the tasks.
     pub collect: Option<Collecting>,
     /// The notice is an observation's page error (see `page_error`).
@@ -126,6 +134,9 @@ impl App {
             watch_mode: false,
             controller: None,
             in_control: false,
+            asking: None,
+            asks: Vec::new(),
+            heard: crate::asks::Heard::default(),
             collect: None,
             notice_from_page: false,
         }
@@ -217,11 +228,14 @@ impl App {
                 self.watching = Some(session);
                 self.controller = None;
                 self.in_control = false;
+                // The new session's frames say whether its agent asks.
+                self.asking = None;
                 Vec::new()
             }
             Msg::WatchedEnded(session) => {
                 self.in_control = false;
                 self.controller = None;
+                self.asking = None;
                 self.in_flight = None;
                 self.queue.clear();
                 self.notice(format!(
@@ -231,6 +245,8 @@ impl App {
             }
             Msg::Stepped => self.on_stepped(),
             Msg::Control { holder, yours } => self.on_control(holder, yours),
+            Msg::Asking(ask) => self.on_asking(ask),
+            Msg::Asks(asks) => self.on_asks(asks),
             Msg::RecorderError(error) => {
                 self.error(format!("recording: {error}"));
                 Vec::new()

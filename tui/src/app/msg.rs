@@ -60,6 +60,12 @@ pub enum Msg {
         holder: Option<String>,
         yours: Option<bool>,
     },
+    /// Watch mode: the watched session's agent asks for a person (`request_human`), or (None) no
+    /// longer does; from its frames, at once.
+    Asking(Option<crate::asks::Ask>),
+    /// Watch mode: every session asking for a person, the longest waiting first, as the server's
+    /// list of sessions said when it was last asked.
+    Asks(Vec<crate::asks::Ask>),
     /// Writing the recording failed (the UI goes on; the message says what was lost).
     RecorderError(String),
     /// The server offers no text layer (said once; the picture goes on alone).
@@ -96,8 +102,15 @@ pub enum Effect {
     Record(bool),
     /// Watch mode: follow the next live session.
     NextSession,
-    /// Watch mode: take control of the watched session (true) or hand it back (false).
-    Control(bool),
+    /// Watch mode: take control of the watched session.
+    Take,
+    /// Watch mode: hand the watched session back, with a note for an agent that asked for a
+    /// person (its `request_human` returns it).
+    HandBack {
+        note: Option<String>,
+    },
+    /// Ring the terminal's bell: an agent started asking for a person.
+    Bell,
     /// Re-encode the current picture (grid toggled or the picture's size changed).
     Redraw,
     Reconnect,

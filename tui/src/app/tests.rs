@@ -401,10 +401,7 @@ fn c_takes_control_of_the_watched_session_and_hands_it_back() {
     let mut app = watching_app();
     assert!(key(&mut app, KeyInput::Char('b')).is_empty());
     assert!(app.notice.as_ref().unwrap().text.contains("read-only"));
-    assert_eq!(
-        key(&mut app, KeyInput::Char('c')),
-        vec![Effect::Control(true)]
-    );
+    assert_eq!(key(&mut app, KeyInput::Char('c')), vec![Effect::Take]);
     app.update(Msg::Control {
         holder: Some("ana".into()),
         yours: Some(true),
@@ -440,7 +437,7 @@ fn c_takes_control_of_the_watched_session_and_hands_it_back() {
 
     assert_eq!(
         key(&mut app, KeyInput::Char('c')),
-        vec![Effect::Control(false)]
+        vec![Effect::HandBack { note: None }]
     );
     app.update(Msg::Control {
         holder: None,

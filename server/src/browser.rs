@@ -10,9 +10,9 @@ use std::future::Future;
 use std::time::Duration;
 
 use browserenv::models::Key;
-use browserenv::tasks::{PageState, Wants};
 use browserenv::text_layer::TextRun;
 use browserenv::ObservationError;
+use browserenv_collect::tasks::{PageState, Wants};
 
 /// What went wrong inside the page. These become the observation's `error` code; the episode goes on
 /// unless the failure means the page is gone (see [`PageError::ends_episode`]).

@@ -51,7 +51,7 @@ pub enum CampaignCommand {
 
 /// `browserenv-server campaign ...`: the people file of a campaign's folder.
 fn campaign_command(action: &CampaignCommand) -> anyhow::Result<()> {
-    use browserenv::campaign::{People, CONFIG_FILE};
+    use browserenv_collect::campaign::{People, CONFIG_FILE};
     let dir = match action {
         CampaignCommand::AddPerson { dir, .. }
         | CampaignCommand::RemovePerson { dir, .. }
@@ -604,7 +604,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         ),
         (Some(path), None) => Some(path.clone()),
         (None, Some(dir)) => Some(
-            browserenv::campaign::CampaignConfig::load(dir)
+            browserenv_collect::campaign::CampaignConfig::load(dir)
                 .map_err(anyhow::Error::msg)?
                 .task_file(dir),
         ),

@@ -127,7 +127,7 @@ impl Control {
         }
         *asking = Some(Ask {
             reason: reason.to_string(),
-            since: browserenv::trajectory::now(),
+            since: browserenv_collect::trajectory::now(),
         });
         Ok(())
     }

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use browserenv::models::Key;
-use browserenv::tasks::{PageState, Wants};
 use browserenv::text_layer::TextRun;
+use browserenv_collect::tasks::{PageState, Wants};
 
 use crate::browser::{Browser, Incidents, Launcher, PageError, PageFacts, PageText, SettleOutcome};
 

@@ -49,7 +49,7 @@ use crate::pool::WarmPool;
 use crate::session::Sessions;
 use crate::settings::{EnvSettings, PeerTimeouts};
 use crate::transports::http_session::HttpSession;
-use browserenv::trajectory::{Actor, Recorder, RecorderHandle, TrajectoryWriter};
+use browserenv_collect::trajectory::{Actor, Recorder, RecorderHandle, TrajectoryWriter};
 
 /// Everything about a server except where it listens and how it makes browsers.
 #[derive(Debug, Clone)]

@@ -18,7 +18,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use browserenv::models::{BrowserAction, StepResult};
 use browserenv::protocol::step_result_body;
 use browserenv::text_layer::TextLayer;
-use browserenv::trajectory::Actor;
+use browserenv_collect::trajectory::Actor;
 
 use crate::control::{Ask, Control, Controller};
 
@@ -131,7 +131,7 @@ fn control_frame(session: &str, control: &Control) -> Arc<str> {
         "data": {
             "session": session,
             "kind": "control",
-            "time": browserenv::trajectory::now(),
+            "time": browserenv_collect::trajectory::now(),
             "control": control.view(),
         }
     })
@@ -177,7 +177,7 @@ impl Registry {
         let info = SessionInfo {
             id: id.clone(),
             episode_id: None,
-            started: browserenv::trajectory::now(),
+            started: browserenv_collect::trajectory::now(),
             step_count: 0,
             url: String::new(),
             done: false,
@@ -373,7 +373,7 @@ impl Registration {
             session: self.id.clone(),
             episode_id,
             step: step_count,
-            time: browserenv::trajectory::now(),
+            time: browserenv_collect::trajectory::now(),
             action: action.cloned(),
             actor,
             latency_ms,

@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use browserenv::campaign::{People, CONFIG_FILE, RECORDING_DIR};
-use browserenv::tasks::TaskSet;
 use browserenv::{BrowserAction, Client};
+use browserenv_collect::campaign::{People, CONFIG_FILE, RECORDING_DIR};
+use browserenv_collect::tasks::TaskSet;
 use browserenv_server::environment::TaskCatalog;
 use browserenv_server::fake::{FakeLauncher, FakeScript};
 use browserenv_server::{start, ServerConfig, ServerHandle};
@@ -191,7 +191,7 @@ async fn a_team_fills_the_campaign_and_a_restart_loses_nothing() {
     assert_eq!(saved["check"], true, "the demo task's answer check passed");
     // Acknowledged means on disk: the episode and its last step are there already.
     let episode = saved["episode_id"].as_str().unwrap();
-    let recording = browserenv::trajectory::read(&dir.join(RECORDING_DIR)).unwrap();
+    let recording = browserenv_collect::trajectory::read(&dir.join(RECORDING_DIR)).unwrap();
     assert!(recording.episodes.iter().any(|e| e.episode_id == episode));
     assert!(recording
         .episode_steps(episode)
@@ -239,7 +239,7 @@ async fn a_team_fills_the_campaign_and_a_restart_loses_nothing() {
         (200, json!({"person": "dee", "lease": null, "task": null}))
     );
     server.stop().await.unwrap();
-    let recording = browserenv::trajectory::read(&dir.join(RECORDING_DIR)).unwrap();
+    let recording = browserenv_collect::trajectory::read(&dir.join(RECORDING_DIR)).unwrap();
     let mut people: Vec<_> = recording
         .episodes
         .iter()
@@ -258,7 +258,7 @@ async fn a_team_fills_the_campaign_and_a_restart_loses_nothing() {
     assert!(recording
         .steps
         .iter()
-        .all(|s| s.actor == browserenv::trajectory::Actor::Human));
+        .all(|s| s.actor == browserenv_collect::trajectory::Actor::Human));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -553,7 +553,7 @@ async fn the_campaign_hands_out_no_answer() {
         assert!(!part.to_string().contains(expected[0]), "{part}");
     }
     // The recording keeps the whole verdict, for the coordinator.
-    let recording = browserenv::trajectory::read(&dir.join(RECORDING_DIR)).unwrap();
+    let recording = browserenv_collect::trajectory::read(&dir.join(RECORDING_DIR)).unwrap();
     let details = &recording.episodes[0].verdict.as_ref().unwrap().details;
     assert!(!details.is_empty());
     server.stop().await.unwrap();

@@ -275,7 +275,7 @@ async fn sigterm_drains_the_running_episode_and_its_recording_is_complete() {
     let status = server.wait().unwrap();
     assert!(status.success(), "{status:?}");
     assert!(processes_using(&tmp).is_empty());
-    let recording = browserenv::trajectory::read(&record).unwrap();
+    let recording = browserenv_collect::trajectory::read(&record).unwrap();
     assert!(recording.problems.is_empty(), "{:?}", recording.problems);
     let episode = recording
         .episodes
@@ -284,7 +284,7 @@ async fn sigterm_drains_the_running_episode_and_its_recording_is_complete() {
         .expect("the drained episode is recorded");
     assert_eq!(
         (episode.outcome, episode.steps),
-        (browserenv::trajectory::Outcome::Finished, 2)
+        (browserenv_collect::trajectory::Outcome::Finished, 2)
     );
     assert_eq!(recording.episode_steps("drained").len(), 2);
     std::fs::remove_dir_all(&tmp).unwrap();
@@ -727,7 +727,7 @@ fn a_second_server_recording_into_the_same_folder_is_refused() {
     let record_dir = record.to_str().unwrap();
     let (mut first, _) = spawn_server(&tmp, &[("BROWSER_RECORD_DIR", record_dir)]);
     // The address is announced before the recorder opens the folder: wait for its lock.
-    let lock = record.join(browserenv::trajectory::LOCK_FILE);
+    let lock = record.join(browserenv_collect::trajectory::LOCK_FILE);
     eventually("the first server's recording lock", || {
         std::fs::read_to_string(&lock).is_ok_and(|pid| pid == first.id().to_string())
     });

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use browserenv::tasks::TaskSet;
+use browserenv_collect::tasks::TaskSet;
 use browserenv_server::environment::TaskCatalog;
 use browserenv_server::fake::{FakeLauncher, FakeScript};
 use browserenv_server::{start, ServerConfig, ServerHandle};

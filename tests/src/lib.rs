@@ -133,8 +133,9 @@ impl Harness {
         let site = serve_dir(assets_dir().join("site"))
             .await
             .expect("the demo site is served");
-        let tasks = browserenv::tasks::TaskSet::load(&assets_dir().join("tasks/demo.jsonl"))
-            .expect("the demo tasks load");
+        let tasks =
+            browserenv_collect::tasks::TaskSet::load(&assets_dir().join("tasks/demo.jsonl"))
+                .expect("the demo tasks load");
         let catalog = browserenv_server::environment::TaskCatalog {
             tasks,
             base_url: Some(url::Url::parse(&site.url("")).expect("site URL")),

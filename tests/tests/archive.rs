@@ -58,9 +58,9 @@ fn replay_reset(start_url: &str, archive: &str, seed: Option<i64>) -> Map<String
 }
 
 /// The recording's episodes once the recorder has written `count` of them.
-async fn episodes(dir: &Path, count: usize) -> Vec<browserenv::trajectory::EpisodeRecord> {
+async fn episodes(dir: &Path, count: usize) -> Vec<browserenv_collect::trajectory::EpisodeRecord> {
     for _ in 0..200 {
-        if let Ok(recording) = browserenv::trajectory::read(dir) {
+        if let Ok(recording) = browserenv_collect::trajectory::read(dir) {
             if recording.episodes.len() >= count {
                 return recording.episodes;
             }
@@ -482,7 +482,7 @@ async fn a_seed_fixes_the_clock_and_chance_and_without_one_the_clock_is_the_reco
 /// `YYYY-MM-DD` of a time, UTC.
 fn chrono_day(at: std::time::SystemTime) -> String {
     let days = at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() / 86_400;
-    let stamp = browserenv::trajectory::timestamp(
+    let stamp = browserenv_collect::trajectory::timestamp(
         std::time::UNIX_EPOCH + std::time::Duration::from_secs(days * 86_400),
     );
     stamp[..10].to_string()

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use browserenv::trajectory::{read, Actor};
 use browserenv::{BrowserAction, ResetOptions};
+use browserenv_collect::trajectory::{read, Actor};
 use browserenv_server::settings::PeerTimeouts;
 use browserenv_server::ServerConfig;
 use browserenv_tests::watch::{reply, send, session_id, until, watch};

@@ -1,7 +1,7 @@
 //! `--record-dir`: the server records every session as agent trajectories, with no client change.
 
-use browserenv::trajectory::{read, Actor, Outcome};
 use browserenv::{BrowserAction, ResetOptions};
+use browserenv_collect::trajectory::{read, Actor, Outcome};
 use browserenv_tests::{test_settings, Harness, Picture};
 
 #[tokio::test]

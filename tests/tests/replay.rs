@@ -20,7 +20,7 @@ async fn a_replayed_recording_matches_and_a_changed_one_is_reported() {
     client.close().await.unwrap();
     // The recorder writes on its own thread, a moment after the replies: wait for the episode.
     for _ in 0..100 {
-        if browserenv::trajectory::read(&dir).is_ok_and(|r| r.episodes.len() == 1) {
+        if browserenv_collect::trajectory::read(&dir).is_ok_and(|r| r.episodes.len() == 1) {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -114,7 +114,7 @@ async fn a_recording_with_archives_replays_offline_and_a_changed_page_is_reporte
     client.close().await.unwrap();
     harness.stop().await;
     drop(site);
-    let recording = browserenv::trajectory::read(&dir).unwrap();
+    let recording = browserenv_collect::trajectory::read(&dir).unwrap();
     let archive = recording.episodes[0].archive.clone().expect("an archive");
 
     let replaying = Harness::start_with(ServerConfig {

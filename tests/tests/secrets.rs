@@ -164,7 +164,7 @@ async fn a_secret_spelled_otherwise_stays_out_of_a_checks_details() {
     let pages = browserenv_server::site::serve_dir(browserenv_tests::assets_dir().join("pages"))
         .await
         .unwrap();
-    let tasks = browserenv::tasks::TaskSet::parse(
+    let tasks = browserenv_collect::tasks::TaskSet::parse(
         &json!({
             "id": "sign-in", "category": "interaction", "instruction": "Sign in.",
             "start_url": "pwform.html", "check": {"url": "^never$"},

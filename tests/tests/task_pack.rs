@@ -11,7 +11,7 @@ use serde_json::{json, Map};
 
 async fn run_solutions(
     client: &mut Client,
-    solutions: &[browserenv::solutions::Solution],
+    solutions: &[browserenv_collect::solutions::Solution],
 ) -> Vec<(String, Vec<StepResult>)> {
     let mut runs = Vec::new();
     for solution in solutions {
@@ -90,7 +90,7 @@ async fn the_demo_tasks_as_a_pack_are_solved_offline_twice_with_the_same_pixels(
         .all(|t| t.archive.is_some() && t.start_url.starts_with("http://127.0.0.1:")));
     let start = reqwest::get(&catalog.tasks.tasks[0].start_url).await;
     assert!(start.is_err(), "the demo site is not running");
-    let solutions = browserenv::solutions::load(&pack.join(PACK_SOLUTIONS)).unwrap();
+    let solutions = browserenv_collect::solutions::load(&pack.join(PACK_SOLUTIONS)).unwrap();
     let harness = Harness::start_with(ServerConfig {
         settings: test_settings(),
         tasks: Some(std::sync::Arc::new(catalog)),

@@ -4,9 +4,9 @@ use std::sync::{Mutex, OnceLock};
 
 use browserenv::models::Key;
 use browserenv::protocol::ErrorCode;
-use browserenv::tasks::TaskSet;
-use browserenv::trajectory::read;
 use browserenv::{BrowserAction, ClientError, StepResult};
+use browserenv_collect::tasks::TaskSet;
+use browserenv_collect::trajectory::read;
 use browserenv_server::ServerConfig;
 use browserenv_tests::{assets_dir, test_settings, Harness};
 use serde_json::{json, Map, Value};
@@ -167,7 +167,7 @@ async fn a_failed_finish_names_the_failed_check_and_never_what_it_expects() {
         }
         if *id != "act-search-clamp" {
             let task = tasks.get(id).unwrap();
-            let ending = browserenv::tasks::Ending {
+            let ending = browserenv_collect::tasks::Ending {
                 answer,
                 ..Default::default()
             };
@@ -248,7 +248,8 @@ async fn unknown_task_ids_are_execution_errors_that_name_the_known_ones() {
 /// check accepts the done state (and it is a reference demonstration for each task).
 #[tokio::test]
 async fn every_bundled_task_is_solved_by_its_reference_solution() {
-    let tasks = browserenv::tasks::TaskSet::load(&assets_dir().join("tasks/demo.jsonl")).unwrap();
+    let tasks =
+        browserenv_collect::tasks::TaskSet::load(&assets_dir().join("tasks/demo.jsonl")).unwrap();
     let file = assets_dir().join("tasks/demo-solutions.jsonl");
     let text = std::fs::read_to_string(&file).unwrap();
     let solutions: Vec<(String, Vec<BrowserAction>)> = text

@@ -11,8 +11,8 @@ use anyhow::Context;
 use base64::Engine;
 use serde_json::{json, Value};
 
-use browserenv::campaign::Progress;
-use browserenv::trajectory::{
+use browserenv_collect::campaign::Progress;
+use browserenv_collect::trajectory::{
     frame_name, is_frame_name, EpisodeRecord, StepRecord, EPISODES_FILE, REVIEW_FILE,
     SCREENSHOTS_DIR, STEPS_FILE,
 };

@@ -12,8 +12,8 @@ use browserenv_server::settings::{EnvSettings, PeerTimeouts};
 use browserenv_server::ServerConfig;
 
 use anyhow::Context;
-use browserenv::tasks::TaskSet;
-use browserenv::trajectory::{Actor, Recorder, RecorderHandle, TrajectoryWriter};
+use browserenv_collect::tasks::TaskSet;
+use browserenv_collect::trajectory::{Actor, Recorder, RecorderHandle, TrajectoryWriter};
 
 use crate::app::{App, Msg, TaskView};
 use crate::embedded::{default_site_dir, start_embedded, Embedded};
@@ -191,9 +191,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 episodes: None,
             };
             let mut recording = dir.clone();
-            if dir.join(browserenv::campaign::CONFIG_FILE).is_file() {
-                let (campaign, problems) =
-                    browserenv::campaign::Campaign::open(dir).map_err(anyhow::Error::msg)?;
+            if dir
+                .join(browserenv_collect::campaign::CONFIG_FILE)
+                .is_file()
+            {
+                let (campaign, problems) = browserenv_collect::campaign::Campaign::open(dir)
+                    .map_err(anyhow::Error::msg)?;
                 for problem in &problems {
                     eprintln!("warning: {}", printable(&problem.to_string()));
                 }

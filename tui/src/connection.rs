@@ -27,7 +27,7 @@ pub enum LinkEvent {
         request: Request,
         /// Who took the step, when the server says (a watched session's frames); else the UI's
         /// recorder decides.
-        actor: Option<browserenv::trajectory::Actor>,
+        actor: Option<browserenv_collect::trajectory::Actor>,
         result: StepResult,
         latency_ms: f64,
         /// The episode id the UI chose for a reset.

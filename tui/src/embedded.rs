@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use browserenv::tasks::TaskSet;
+use browserenv_collect::tasks::TaskSet;
 use browserenv_server::chromium::{clean_leftovers, ChromiumConfig, ChromiumLauncher};
 use browserenv_server::environment::TaskCatalog;
 use browserenv_server::site::{serve_dir, SiteHandle};

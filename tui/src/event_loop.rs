@@ -119,7 +119,7 @@ pub struct LoopOptions {
     pub collect: bool,
     /// Where demonstrations go (`--record DIR`), with the recorder's error reports.
     pub recorder: Option<(
-        browserenv::trajectory::RecorderHandle,
+        browserenv_collect::trajectory::RecorderHandle,
         mpsc::UnboundedReceiver<String>,
     )>,
     /// Ends the loop from outside (a signal, a terminal that went away) the way quitting does:

@@ -24,7 +24,9 @@ use anyhow::Context;
 use browserenv::models::{
     action_tool_argument_names, action_tool_description, action_tool_schema, Op,
 };
-use browserenv::trajectory::{frame_name, read, read_frame, EpisodeRecord, Recording, StepRecord};
+use browserenv_collect::trajectory::{
+    frame_name, read, read_frame, EpisodeRecord, Recording, StepRecord,
+};
 use serde_json::{json, Value};
 
 use crate::review::{outcome_label, Mark, Quality, Review};
@@ -426,7 +428,7 @@ fn write_atif(
             "steps": steps,
             "final_metrics": {"total_steps": recorded.len()},
             "extra": {
-                "source_schema": browserenv::trajectory::SCHEMA,
+                "source_schema": browserenv_collect::trajectory::SCHEMA,
                 "episode_id": id,
                 "task": kept[0].task.clone().unwrap_or_default(),
                 "start_url": record.map(|e| e.start_url.clone()).unwrap_or_default(),

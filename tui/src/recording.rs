@@ -2,7 +2,7 @@
 //! did, becomes `RecordEvent`s for the recorder thread, while recording is on.
 
 use browserenv::models::StepResult;
-use browserenv::trajectory::{Actor, RecordEvent, RecorderHandle};
+use browserenv_collect::trajectory::{Actor, RecordEvent, RecorderHandle};
 use tokio::sync::mpsc;
 
 use crate::app::Request;

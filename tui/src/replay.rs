@@ -7,8 +7,8 @@
 use std::path::Path;
 
 use browserenv::models::BrowserAction;
-use browserenv::trajectory::{read, read_frame, StepRecord};
 use browserenv::{Client, ResetOptions};
+use browserenv_collect::trajectory::{read, read_frame, StepRecord};
 use image::DynamicImage;
 
 use crate::picture::decode;
@@ -342,7 +342,7 @@ mod tests {
         DynamicImage::ImageRgb8(RgbImage::new(4, 4))
             .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
             .unwrap();
-        let own = browserenv::trajectory::frame_name(&png);
+        let own = browserenv_collect::trajectory::frame_name(&png);
         std::fs::write(dir.join(&own), &png).unwrap();
         std::fs::write(base.join("outside.png"), &png).unwrap();
         let linked = format!("screenshots/{}.png", "ef".repeat(32));

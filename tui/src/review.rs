@@ -14,12 +14,12 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use browserenv::trajectory::{
+use browserenv_collect::trajectory::{
     now, open_inside, read_jsonl, AppendLog, Outcome, Problem, StepRecord,
 };
 use serde::{Deserialize, Serialize};
 
-pub use browserenv::trajectory::{REVIEW_FILE, REVIEW_SCHEMA};
+pub use browserenv_collect::trajectory::{REVIEW_FILE, REVIEW_SCHEMA};
 
 /// What a reviewer says of one step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]

@@ -8,9 +8,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use browserenv::solutions::Solution;
-use browserenv::tasks::{Task, TaskSet};
 use browserenv::{Client, StepResult};
+use browserenv_collect::solutions::Solution;
+use browserenv_collect::tasks::{Task, TaskSet};
 use browserenv_server::environment::TaskCatalog;
 use browserenv_server::features::archive::ArchiveConfig;
 use browserenv_server::ServerConfig;
@@ -91,12 +91,11 @@ pub async fn snapshot(asked: &Snapshot) -> anyhow::Result<SnapshotReport> {
     for task in &mut tasks.tasks {
         task.archive = None;
     }
-    let solutions_file = asked
-        .solutions
-        .clone()
-        .or_else(|| Some(browserenv::solutions::beside(&asked.file)).filter(|s| s.is_file()));
+    let solutions_file = asked.solutions.clone().or_else(|| {
+        Some(browserenv_collect::solutions::beside(&asked.file)).filter(|s| s.is_file())
+    });
     let solutions = match &solutions_file {
-        Some(file) => browserenv::solutions::load(file).map_err(anyhow::Error::msg)?,
+        Some(file) => browserenv_collect::solutions::load(file).map_err(anyhow::Error::msg)?,
         None => Vec::new(),
     };
     if asked

@@ -19,7 +19,7 @@ use ratatui::{Frame, Terminal};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use browserenv::trajectory::{read, read_frame, Outcome, Recording, StepRecord};
+use browserenv_collect::trajectory::{read, read_frame, Outcome, Recording, StepRecord};
 
 use crate::graphics::{Graphics, GraphicsChoice};
 use crate::painter::Slot;

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use browserenv::models::{BrowserAction, StepResult};
 use browserenv::protocol::parse_step_result;
-use browserenv::trajectory::Actor;
+use browserenv_collect::trajectory::Actor;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;

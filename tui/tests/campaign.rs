@@ -9,9 +9,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use browserenv::campaign::{Campaign, People, CONFIG_FILE};
 use browserenv::models::BrowserAction;
-use browserenv::tasks::TaskSet;
+use browserenv_collect::campaign::{Campaign, People, CONFIG_FILE};
+use browserenv_collect::tasks::TaskSet;
 use browserenv_server::chromium::{ChromiumConfig, ChromiumLauncher};
 use browserenv_server::environment::{step_bound, TaskCatalog};
 use browserenv_server::site::{serve_dir, SiteHandle};
@@ -347,7 +347,7 @@ async fn a_team_collects_every_task_twice_through_the_ui() {
         }
     }
     let back = reviewed.expect("a demonstration of ana's was reviewed");
-    let progress: browserenv::campaign::Progress =
+    let progress: browserenv_collect::campaign::Progress =
         serde_json::from_value(sessions.get("/campaign").await.unwrap()).unwrap();
     let task = progress.tasks.iter().find(|t| t.id == back).unwrap();
     assert_eq!((task.done, task.rejected), (1, 1), "{task:?}");

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use browserenv::trajectory::RecorderHandle;
+use browserenv_collect::trajectory::RecorderHandle;
 use browserenv_server::chromium::{ChromiumConfig, ChromiumLauncher};
 use browserenv_server::site::serve_dir;
 use browserenv_server::{start, ServerConfig};
@@ -201,8 +201,8 @@ async fn scripted_input_drives_the_page() {
 
 #[tokio::test]
 async fn tasks_and_recording_through_the_ui() {
-    use browserenv::tasks::TaskSet;
-    use browserenv::trajectory::{read, Actor, Outcome, Recorder, TrajectoryWriter};
+    use browserenv_collect::tasks::TaskSet;
+    use browserenv_collect::trajectory::{read, Actor, Outcome, Recorder, TrajectoryWriter};
     use browserenv_server::environment::TaskCatalog;
     use browserenv_tui::app::TaskView;
 
@@ -391,7 +391,7 @@ const SECRET: &str = "hunter2-s3cret";
 /// steps of the person's own recording (actor, op, text), and its files' text.
 struct HandedOver {
     agent_saw: serde_json::Map<String, serde_json::Value>,
-    recorded: Vec<(browserenv::trajectory::Actor, String, String)>,
+    recorded: Vec<(browserenv_collect::trajectory::Actor, String, String)>,
     files: String,
 }
 
@@ -401,8 +401,8 @@ struct HandedOver {
 /// the secret entry (`s`, its name, Enter, its value, Enter) and hands back (`c`); then the agent
 /// takes `next`.
 async fn hand_over_a_secret(next: browserenv::BrowserAction) -> HandedOver {
-    use browserenv::trajectory::{read, Actor, Recorder, TrajectoryWriter};
     use browserenv::{Client, ResetOptions};
+    use browserenv_collect::trajectory::{read, Actor, Recorder, TrajectoryWriter};
 
     let pages = serve_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/pages"))
         .await
@@ -523,7 +523,7 @@ async fn hand_over_a_secret(next: browserenv::BrowserAction) -> HandedOver {
 
 #[tokio::test]
 async fn a_secret_typed_while_in_control_stays_the_persons() {
-    use browserenv::trajectory::Actor;
+    use browserenv_collect::trajectory::Actor;
     let handed = hand_over_a_secret(browserenv::BrowserAction::wait()).await;
     // The agent hears that the person typed, and how much, never what.
     let human_steps: Vec<(&str, &str)> = handed.agent_saw["human_steps"]

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use browserenv::models::{BrowserAction, BrowserObservation, StepResult};
-use browserenv::trajectory::{Actor, RecordEvent, Recorder, RecorderHandle, TrajectoryWriter};
+use browserenv_collect::trajectory::{
+    Actor, RecordEvent, Recorder, RecorderHandle, TrajectoryWriter,
+};
 use browserenv_tui::export::{export, ExportFormat, ExportReport, Selection};
 use browserenv_tui::graphics::Graphics;
 use browserenv_tui::review::{self, Change, Mark, Quality, ReviewLog, REVIEW_FILE};
@@ -316,7 +318,7 @@ fn export_copies_nothing_from_outside_the_recording() {
 #[test]
 fn export_leaves_out_a_frame_whose_bytes_are_not_what_its_name_says() {
     let dir = recording();
-    let steps = browserenv::trajectory::read(&dir).unwrap().steps;
+    let steps = browserenv_collect::trajectory::read(&dir).unwrap().steps;
     // The frame after the first step (the second step's frame before) is swapped.
     let swapped = steps[0].next_file_name.clone();
     let other = base64::engine::general_purpose::STANDARD
@@ -401,7 +403,7 @@ fn review_events_round_trip_and_the_last_one_wins() {
         (
             "episode-one",
             None,
-            Change::Outcome(Some(browserenv::trajectory::Outcome::Failed)),
+            Change::Outcome(Some(browserenv_collect::trajectory::Outcome::Failed)),
         ),
     ];
     for (episode, step, change) in changes.clone() {
@@ -430,7 +432,7 @@ fn review_events_round_trip_and_the_last_one_wins() {
 
     let read = review::read(&dir).unwrap();
     assert!(read.problems.is_empty(), "{:?}", read.problems);
-    let steps = browserenv::trajectory::read(&dir).unwrap().steps;
+    let steps = browserenv_collect::trajectory::read(&dir).unwrap().steps;
     assert_eq!(
         read.mark(&steps[0]),
         Some(Mark::Good),
@@ -443,9 +445,9 @@ fn review_events_round_trip_and_the_last_one_wins() {
     assert_eq!(
         read.outcome(
             "episode-one",
-            Some(browserenv::trajectory::Outcome::Finished)
+            Some(browserenv_collect::trajectory::Outcome::Finished)
         ),
-        Some(browserenv::trajectory::Outcome::Failed)
+        Some(browserenv_collect::trajectory::Outcome::Failed)
     );
     assert_eq!(
         read.episode("episode-one").reviewer.as_deref(),
@@ -540,7 +542,7 @@ fn review_events_round_trip_and_the_last_one_wins() {
     );
 
     // The recording's own files are never touched by a review.
-    let steps_after = browserenv::trajectory::read(&dir).unwrap().steps;
+    let steps_after = browserenv_collect::trajectory::read(&dir).unwrap().steps;
     assert_eq!(steps, steps_after);
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -702,7 +704,7 @@ fn reviewed_recording() -> PathBuf {
         (
             "episode-one",
             None,
-            Change::Outcome(Some(browserenv::trajectory::Outcome::Failed)),
+            Change::Outcome(Some(browserenv_collect::trajectory::Outcome::Failed)),
         ),
         ("episode-two", None, Change::Quality(Some(Quality::Bad))),
     ] {

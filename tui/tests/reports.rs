@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 
 use base64::Engine;
 use browserenv::models::{BrowserAction, BrowserObservation, StepResult};
-use browserenv::trajectory::{
+use browserenv_collect::trajectory::{
     read, Actor, RecordEvent, Recorder, RecorderHandle, TrajectoryWriter,
 };
 use image::{DynamicImage, Rgb, RgbImage};

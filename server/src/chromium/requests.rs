@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use base64::Engine;
-use browserenv::tasks::SeenRequest;
+use browserenv_collect::tasks::SeenRequest;
 use chromiumoxide::cdp::browser_protocol::network::Request;
 
 use crate::browser::{first_chars, REQUESTS_KEPT, REQUEST_BODY_BYTES};

@@ -5,7 +5,7 @@ use super::*;
 use crate::browser::{
     first_chars, ElementFacts, HeldSecret, COOKIES_KEPT, INCIDENT_TEXT_CHARS, STATE_TEXT_CHARS,
 };
-use browserenv::tasks::{Lookup, PageState, Wants};
+use browserenv_collect::tasks::{Lookup, PageState, Wants};
 use chromiumoxide::cdp::browser_protocol::network::GetCookiesParams;
 use chromiumoxide::cdp::browser_protocol::page::CreateIsolatedWorldParams;
 

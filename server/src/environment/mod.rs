@@ -14,8 +14,8 @@ use serde_json::{json, Map, Value};
 
 use browserenv::models::{BrowserAction, BrowserState, Op, StepResult};
 use browserenv::secrets::Secrets;
-use browserenv::tasks::{Task, TaskSet, Verdict};
 use browserenv::text_layer::TextLayer;
+use browserenv_collect::tasks::{Task, TaskSet, Verdict};
 
 use crate::browser::{Browser, Launcher, PageError};
 use crate::settings::EnvSettings;

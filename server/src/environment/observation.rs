@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use browserenv::models::{BrowserObservation, StepResult};
-use browserenv::tasks::{Ending, PageState, Task, Verdict, Wants};
 use browserenv::text_layer::{CompactText, TextLayer};
+use browserenv_collect::tasks::{Ending, PageState, Task, Verdict, Wants};
 
 use super::limits::{
     bounded, Budget, ELEMENT_TIMEOUT, OBSERVE_SLACK, SETTLE_PROBE_SLACK, STATE_TIMEOUT,

@@ -6,8 +6,8 @@
 use std::sync::mpsc::Sender;
 
 use browserenv::models::{BrowserAction, StepResult};
-use browserenv::tasks::Verdict;
-use browserenv::trajectory::{Actor, RecordEvent};
+use browserenv_collect::tasks::Verdict;
+use browserenv_collect::trajectory::{Actor, RecordEvent};
 
 /// One session's handle on the recorder (a no-op when the server does not record).
 pub struct SessionRecorder {

@@ -31,7 +31,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use browserenv::models::{pydantic_int, FieldError};
-use browserenv::tasks::{Category, CheckPart, Task};
+use browserenv_collect::tasks::{Category, CheckPart, Task};
 
 use crate::api_error::{ApiError, ErrorBody, ValidationErrors};
 use crate::environment::TaskCatalog;

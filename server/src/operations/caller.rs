@@ -1,6 +1,6 @@
 //! Who a request comes from, as its bearer token says (`access.rs` tells them apart): whoever
 //! holds the server's token (agents, coordinators), or a person of the campaign, known by a token
-//! of their own (`browserenv::campaign::people`). A person's token reaches their campaign work
+//! of their own (`browserenv_collect::campaign::people`). A person's token reaches their campaign work
 //! and nothing else: the one place that says which routes that is, `Caller::may_reach`.
 
 use axum::http::Method;

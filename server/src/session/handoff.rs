@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use browserenv::models::{BrowserAction, StepResult};
 use browserenv::secrets::shown_action;
-use browserenv::trajectory::Actor;
+use browserenv_collect::trajectory::Actor;
 
 use super::{Session, SharedSession};
 use crate::browser::Launcher;

@@ -25,7 +25,7 @@ use tokio::sync::{Mutex, Notify};
 use browserenv::models::{BrowserAction, BrowserState, StepResult};
 use browserenv::secrets::{covered, shown_action};
 use browserenv::text_layer::TextLayer;
-use browserenv::trajectory::{Actor, RecordEvent};
+use browserenv_collect::trajectory::{Actor, RecordEvent};
 
 use crate::browser::Launcher;
 use crate::environment::{EnvError, Environment, TaskCatalog};

@@ -8,8 +8,8 @@ use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
 use browserenv::models::{BrowserAction, StepResult};
-use browserenv::tasks::Verdict;
-use browserenv::trajectory::{Actor, RecordEvent};
+use browserenv_collect::tasks::Verdict;
+use browserenv_collect::trajectory::{Actor, RecordEvent};
 
 use crate::features::recording::SessionRecorder;
 use crate::registry::Registration;

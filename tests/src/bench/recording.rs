@@ -19,7 +19,7 @@ pub async fn run(rounds: usize) -> anyhow::Result<()> {
     println!("{}", scroll.row());
     client.close().await?;
     harness.stop().await;
-    let recorded = browserenv::trajectory::read(&dir)?.steps.len();
+    let recorded = browserenv_collect::trajectory::read(&dir)?.steps.len();
     anyhow::ensure!(recorded == rounds, "recorded {recorded} of {rounds} steps");
     std::fs::remove_dir_all(&dir)?;
     Ok(())

@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use browserenv::tasks::Task;
 use browserenv_archive::{resolve_inside, Archive, ArchiveInfo, ARCHIVES_DIR};
+use browserenv_collect::tasks::Task;
 use serde_json::{Map, Value};
 
 use crate::browser::{Browser, PageError};
@@ -266,7 +266,7 @@ impl Archives {
 /// Every archive a task file names is inside its folder (`folder`), a file: a task pack whose
 /// archive is missing or leads elsewhere is refused at start, each problem with its task.
 pub fn check_task_archives(
-    tasks: &browserenv::tasks::TaskSet,
+    tasks: &browserenv_collect::tasks::TaskSet,
     folder: Option<&Path>,
 ) -> Result<(), String> {
     let problems: Vec<String> = tasks

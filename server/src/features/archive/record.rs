@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Mutex;
 
-use browserenv::trajectory::{ArchiveLeftOut, ArchiveRef};
 use browserenv_archive::{ArchiveInfo, ArchiveWriter, Exchange, Header};
+use browserenv_collect::trajectory::{ArchiveLeftOut, ArchiveRef};
 
 use super::{ArchiveLimits, TypedSecrets};
 use browserenv::secrets::Secrets;

@@ -4,7 +4,7 @@
 
 use axum::http::StatusCode;
 
-use browserenv::campaign::CampaignError;
+use browserenv_collect::campaign::CampaignError;
 
 use crate::api_error::ApiError;
 

@@ -1,7 +1,7 @@
 //! `--campaign DIR` (`BROWSER_CAMPAIGN`): the server hands a team's people their next task,
 //! records what they demonstrate into the campaign's folder, and hands a second person each
 //! demonstration to review. The rules (who gets what, when a lease ends, what counts) are
-//! `browserenv::campaign`'s; this module is their place in the server: the `Hub` (the campaign,
+//! `browserenv_collect::campaign`'s; this module is their place in the server: the `Hub` (the campaign,
 //! its people and its recorder), what a session tells it (a lease's episode began, stepped, ended,
 //! or its session closed), the routes (`routes.rs`) and their error codes (`codes.rs`).
 //!
@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use browserenv::campaign::{At, Campaign, CampaignError, Demonstration, OwnMark};
-use browserenv::trajectory::{
+use browserenv_collect::campaign::{At, Campaign, CampaignError, Demonstration, OwnMark};
+use browserenv_collect::trajectory::{
     read, Actor, RecordEvent, Recorder, RecorderHandle, TrajectoryWriter,
 };
 

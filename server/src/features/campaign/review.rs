@@ -8,9 +8,9 @@ use base64::Engine;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use browserenv::campaign::Demonstration;
-use browserenv::tasks::{ShownTask, Verdict};
-use browserenv::trajectory::{read, read_frame, EpisodeRecord, StepRecord, REVIEW_SCHEMA};
+use browserenv_collect::campaign::Demonstration;
+use browserenv_collect::tasks::{ShownTask, Verdict};
+use browserenv_collect::trajectory::{read, read_frame, EpisodeRecord, StepRecord, REVIEW_SCHEMA};
 
 use super::Code;
 use crate::api_error::ApiError;

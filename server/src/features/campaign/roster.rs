@@ -1,12 +1,12 @@
 //! The campaign's people as the running server knows them: `DIR/people/people.json`
-//! (`browserenv::campaign::people`), read again whenever it changed, so `browserenv-server
+//! (`browserenv_collect::campaign::people`), read again whenever it changed, so `browserenv-server
 //! campaign add-person` and `remove-person` take effect at the next request, without a restart.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
-use browserenv::campaign::People;
+use browserenv_collect::campaign::People;
 
 /// What tells one version of the people file from another: the file is replaced whole (a new
 /// file renamed over it), so its inode changes with every change; the size and times as well, in

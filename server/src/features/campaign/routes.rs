@@ -12,9 +12,9 @@ use serde_json::{json, Map, Value};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use browserenv::campaign::{person_name, CampaignError, Lease, OwnMark};
-use browserenv::tasks::ShownTask;
-use browserenv::trajectory::{AppendLog, REVIEW_FILE};
+use browserenv_collect::campaign::{person_name, CampaignError, Lease, OwnMark};
+use browserenv_collect::tasks::ShownTask;
+use browserenv_collect::trajectory::{AppendLog, REVIEW_FILE};
 
 use super::review::{review_item, review_lines};
 use super::{refused, Code, Hub};

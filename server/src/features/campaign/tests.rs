@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 
-use browserenv::campaign::{CONFIG_FILE, RECORDING_DIR};
+use browserenv_collect::campaign::{CONFIG_FILE, RECORDING_DIR};
 use serde_json::json;
 
 use super::*;

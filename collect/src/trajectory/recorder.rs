@@ -1,5 +1,5 @@
 //! From observations to records: each session's open episode; fields holding a secret covered
-//! in saved frames (`crate::secrets`).
+//! in saved frames (`browserenv::secrets`).
 
 use super::*;
 
@@ -51,15 +51,15 @@ pub enum RecordEvent {
         task: Option<String>,
         /// The campaign's name for the person demonstrating (`EpisodeRecord::person`).
         person: Option<String>,
-        observation: crate::models::StepResult,
+        observation: browserenv::models::StepResult,
     },
     Step {
         session: String,
         /// Who took the step, when not the recorder's own actor (a person who took control of
         /// an agent's session, or the agent of a watched session the person took over).
         actor: Option<Actor>,
-        action: crate::models::BrowserAction,
-        observation: crate::models::StepResult,
+        action: browserenv::models::BrowserAction,
+        observation: browserenv::models::StepResult,
         latency_ms: f64,
         /// Replaces the action's text in the record (a secret typed into the page).
         recorded_text: Option<String>,
@@ -98,17 +98,17 @@ impl Recorder {
     /// recording is an outlet like any other, whoever's view the frame came from.
     fn save_frame(
         writer: &TrajectoryWriter,
-        observation: &crate::models::StepResult,
+        observation: &browserenv::models::StepResult,
     ) -> io::Result<String> {
         let screenshot = &observation.observation.screenshot;
-        let boxes = crate::secrets::secret_boxes(&observation.observation.metadata);
+        let boxes = browserenv::secrets::secret_boxes(&observation.observation.metadata);
         if boxes.is_empty() || screenshot.is_empty() {
             return writer.save_screenshot(screenshot);
         }
         let png = base64::engine::general_purpose::STANDARD
             .decode(screenshot)
             .map_err(|err| io::Error::new(io::ErrorKind::InvalidData, err))?;
-        writer.save_png(&crate::secrets::cover_boxes(&png, &boxes)?)
+        writer.save_png(&browserenv::secrets::cover_boxes(&png, &boxes)?)
     }
 
     pub fn record(&mut self, event: RecordEvent) -> io::Result<()> {
@@ -214,8 +214,8 @@ impl Recorder {
         &mut self,
         session: &str,
         actor: Actor,
-        action: crate::models::BrowserAction,
-        observation: crate::models::StepResult,
+        action: browserenv::models::BrowserAction,
+        observation: browserenv::models::StepResult,
         latency_ms: f64,
         recorded_text: Option<String>,
     ) -> io::Result<()> {
@@ -237,7 +237,7 @@ impl Recorder {
             episode.archive = Some(archive);
         }
         // Whatever goes into a password field never reaches the disk.
-        let mut wire = crate::secrets::shown_action(&action, &observation, false);
+        let mut wire = browserenv::secrets::shown_action(&action, &observation, false);
         if let Some(text) = recorded_text {
             wire.text = text;
         }
@@ -281,7 +281,7 @@ impl Recorder {
         // A done episode's end is recorded even when its last step could not be.
         let closed = if observation.done {
             let outcome = Outcome::of_done_step(action.op.name(), &record.error);
-            let answer = (action.op == crate::models::Op::Finish).then(|| {
+            let answer = (action.op == browserenv::models::Op::Finish).then(|| {
                 record.action["text"]
                     .as_str()
                     .unwrap_or_default()

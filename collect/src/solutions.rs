@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::models::BrowserAction;
+use browserenv::models::BrowserAction;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Solution {

@@ -61,9 +61,9 @@ pub enum Outcome {
 impl Outcome {
     /// The outcome of an episode whose last observation said `done`, from its action and error.
     pub fn of_done_step(op: &str, error: &str) -> Outcome {
-        match (op, crate::ObservationError::parse(error)) {
+        match (op, browserenv::ObservationError::parse(error)) {
             ("finish", _) => Outcome::Finished,
-            (_, Some(crate::ObservationError::BlockedByBotVerification)) => Outcome::Blocked,
+            (_, Some(browserenv::ObservationError::BlockedByBotVerification)) => Outcome::Blocked,
             (_, Some(error)) if error.page_lost() => Outcome::Failed,
             _ => Outcome::StepLimit,
         }

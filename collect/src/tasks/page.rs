@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::secrets::Secrets;
+use browserenv::secrets::Secrets;
 
 /// What a selector found on the final page.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -561,7 +561,7 @@ fn limit_file_size(bytes: Option<u64>) {
 
 #[test]
 fn a_full_disk_loses_only_the_step_in_flight_and_the_recording_stays_readable() {
-    use crate::models::BrowserAction;
+    use browserenv::models::BrowserAction;
     let click = |x| RecordEvent::Step {
         session: "s".into(),
         actor: None,
@@ -714,9 +714,9 @@ fn an_unfinished_last_line_is_skipped_with_a_warning_even_inside_a_character() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-fn observed(url: &str, done: bool) -> crate::models::StepResult {
-    crate::models::StepResult {
-        observation: crate::models::BrowserObservation {
+fn observed(url: &str, done: bool) -> browserenv::models::StepResult {
+    browserenv::models::StepResult {
+        observation: browserenv::models::BrowserObservation {
             metadata: serde_json::Map::new(),
             screenshot: PNG.into(),
             url: url.into(),
@@ -729,7 +729,7 @@ fn observed(url: &str, done: bool) -> crate::models::StepResult {
 
 #[test]
 fn the_recorder_pairs_frames_with_actions_and_closes_episodes() {
-    use crate::models::BrowserAction;
+    use browserenv::models::BrowserAction;
     let dir = scratch();
     let (writer, _) = TrajectoryWriter::open(&dir).unwrap();
     let handle =
@@ -888,13 +888,13 @@ fn masked_boxes_of_any_size_stay_inside_the_picture() {
         [0, max, 4, 1],
     ];
     assert_eq!(
-        black_pixels(&crate::secrets::cover_boxes(&png, &outside).unwrap()),
+        black_pixels(&browserenv::secrets::cover_boxes(&png, &outside).unwrap()),
         ["....", "....", "...."]
     );
     // Boxes that reach past the picture are painted up to its edge.
     let reaching = [[2, 1, max, 1], [-3, -1, 4, max], [3, 2, 1, max]];
     assert_eq!(
-        black_pixels(&crate::secrets::cover_boxes(&png, &reaching).unwrap()),
+        black_pixels(&browserenv::secrets::cover_boxes(&png, &reaching).unwrap()),
         ["#...", "#.##", "#..#"]
     );
 }
@@ -903,7 +903,7 @@ fn masked_boxes_of_any_size_stay_inside_the_picture() {
 /// (whoever asks can read it at once), false for one still open or never seen.
 #[test]
 fn the_recorder_confirms_an_episode_once_it_is_on_disk() {
-    use crate::models::BrowserAction;
+    use browserenv::models::BrowserAction;
     let dir = scratch();
     let (writer, _) = TrajectoryWriter::open(&dir).unwrap();
     let handle =

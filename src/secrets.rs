@@ -7,11 +7,18 @@
 //! those steps (the field's value, read back: typing `qwerty9`, BACKSPACE, `8Z` holds
 //! `qwerty8Z`). Kept in memory only, for one episode.
 //!
+//! A field's earlier value stays a secret when the field comes to hold another, unless it was
+//! only a step on the way to the new one (a start of it: typed in pieces, `q`, `qw`, ..., or
+//! what was left after backspacing, before typing on). So `qwerty9`, BACKSPACE, `8Z` hides
+//! `qwerty9` and `qwerty8Z` but not `qwerty`, and a page's field that held `hunter2` (sent in a
+//! URL) and now holds `hunter3` hides both; the probe numbers secret fields per document, so a
+//! new page's field can have an earlier page's number.
+//!
 //! What each outlet shows instead, written once:
 //!
 //! | outlet | typed text | the page's URL, title, text, verdict details | the picture |
 //! |---|---|---|---|
-//! | the agent (observation, `human_steps`) | `redacted` | the secret as `redacted`, in every decoded form of a URL | fields holding a secret covered (`cover_boxes`) |
+//! | the agent (observation, `human_steps`) | `redacted` | the secret as `redacted`, in every decoded form of a URL (and of every text of the metadata) | fields holding a secret covered (`cover_boxes`) |
 //! | watchers, and the person at the wheel's own view | `redacted` | as the agent's | the person at the wheel: their own page; the others: covered |
 //! | recordings | `redacted`, or `named` for a value the UI typed by name | as the agent's | covered |
 //! | the server's log, reviewers | - | as the agent's | - |
@@ -152,7 +159,7 @@ pub struct Secrets {
     /// Longest first: a secret that starts another would leave the other's tail.
     known: Vec<String>,
     /// What each secret field (by the probe's number for it) held when last read: a field's new
-    /// value replaces its old one, which was only ever a step on the way.
+    /// value replaces its old one, which stays a secret unless it starts the new one (`hold`).
     held: Vec<(u64, String)>,
 }
 
@@ -167,11 +174,14 @@ impl Secrets {
         }
     }
 
-    /// What a secret field holds now (`field`: the probe's number for it).
+    /// What a secret field holds now (`field`: the probe's number for it). What it held before
+    /// stays a secret, unless it was a step on the way to `value` (a start of it): the same
+    /// number may be a new page's field, holding a new value after the old one was sent.
     pub fn hold(&mut self, field: u64, value: &str) {
         if let Some(at) = self.held.iter().position(|(f, _)| *f == field) {
             let (_, old) = self.held.remove(at);
-            if !self.held.iter().any(|(_, v)| *v == old) {
+            let on_the_way = value.starts_with(old.as_str());
+            if on_the_way && !self.held.iter().any(|(_, v)| *v == old) {
                 self.known.retain(|known| *known != old);
             }
         }
@@ -218,6 +228,10 @@ impl Secrets {
         if self.known.is_empty() {
             return Cow::Borrowed(url);
         }
+        // Only `%` and `+` decode to something else: a text without either is its only form.
+        if !url.contains(['%', '+']) {
+            return self.hidden(url);
+        }
         let decoded = |plus_is_space: bool| {
             let text = if plus_is_space {
                 url.replace('+', " ")
@@ -244,11 +258,12 @@ impl Secrets {
         }
     }
 
-    /// Every text of an observation's metadata.
+    /// Every text of an observation's metadata, as a URL is (`shown_url`): a page puts its URLs
+    /// in many (`element`, `downloads_denied`, `navigations_blocked`, `archive_misses`, ...).
     pub fn hide_in_metadata(&self, metadata: &mut Map<String, Value>) {
         fn walk(secrets: &Secrets, value: &mut Value) {
             match value {
-                Value::String(text) => secrets.hide_in(text),
+                Value::String(text) => secrets.hide_in_url(text),
                 Value::Array(items) => items.iter_mut().for_each(|item| walk(secrets, item)),
                 Value::Object(fields) => fields.values_mut().for_each(|v| walk(secrets, v)),
                 _ => {}
@@ -318,6 +333,56 @@ mod tests {
         // A line of typing is hidden without the ENTER that ended it.
         secrets.add("hun ter2!\n");
         assert_eq!(secrets.hidden("x hun ter2!"), "x <redacted:9 characters>");
+    }
+
+    #[test]
+    fn a_field_s_earlier_value_stays_hidden_unless_it_led_to_the_new_one() {
+        let mut secrets = Secrets::default();
+        // Typed in pieces: each value starts the next; only the last is a secret.
+        for piece in ["h", "hu", "hun", "hunt", "hunte", "hunter", "hunter2"] {
+            secrets.hold(1, piece);
+        }
+        assert_eq!(secrets.hidden("hunt hunter"), "hunt hunter");
+        // Sent (the URL keeps it); the page shown again, its field (number 1 again) typed anew.
+        let sent = "https://a.example/login?pw=hunter2";
+        for piece in ["h", "hu", "hunter", "hunter3"] {
+            secrets.hold(1, piece);
+        }
+        assert_eq!(
+            secrets.shown_url(sent),
+            "https://a.example/login?pw=<redacted:7 characters>"
+        );
+        assert_eq!(
+            secrets.hidden("hunter3 hunter2"),
+            "<redacted:7 characters> <redacted:7 characters>"
+        );
+        // Cleared, the field's value stays hidden.
+        secrets.hold(1, "");
+        assert_eq!(secrets.hidden("hunter3"), "<redacted:7 characters>");
+    }
+
+    #[test]
+    fn metadata_texts_are_hidden_in_every_decoded_form() {
+        let mut secrets = Secrets::default();
+        secrets.add("p@ss word!");
+        let mut metadata = Map::new();
+        metadata.insert(
+            "downloads_denied".into(),
+            serde_json::json!(["https://a/x?pw=p%40ss+word%21"]),
+        );
+        metadata.insert(
+            "element".into(),
+            serde_json::json!({"href": "https://a/y#p%40ss%20word%21", "text": "p@ss word!"}),
+        );
+        metadata.insert("title".into(), serde_json::json!("C++ and more"));
+        secrets.hide_in_metadata(&mut metadata);
+        let shown = Value::Object(metadata).to_string();
+        assert!(
+            !shown.contains("p%40ss") && !shown.contains("p@ss") && !shown.contains("word"),
+            "{shown}"
+        );
+        assert!(shown.contains("x?pw=<redacted:10 characters>"), "{shown}");
+        assert!(shown.contains("C++ and more"), "{shown}");
     }
 
     #[test]

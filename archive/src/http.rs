@@ -199,15 +199,18 @@ fn join_chunks(mut raw: &[u8], limit: u64) -> Result<Vec<u8>, String> {
         if size == 0 {
             return Ok(body);
         }
-        if body.len() as u64 + size > limit {
+        // The size is the archive's: any u64, so no sum with it may overflow.
+        let remaining = limit.saturating_sub(body.len() as u64);
+        if size > remaining {
             return Err(format!("a chunked body is over the limit of {limit} bytes"));
         }
-        let size = size as usize;
-        if raw.len() < size + 2 || &raw[size..size + 2] != b"\r\n" {
+        let size = usize::try_from(size).map_err(|_| malformed())?;
+        let end = size.checked_add(2).ok_or_else(malformed)?;
+        if raw.len() < end || &raw[size..end] != b"\r\n" {
             return Err(malformed());
         }
         body.extend_from_slice(&raw[..size]);
-        raw = &raw[size + 2..];
+        raw = &raw[end..];
     }
 }
 
@@ -323,5 +326,20 @@ mod tests {
         assert!(parse_response(&big, 5)
             .unwrap_err()
             .contains("over the limit"));
+    }
+
+    #[test]
+    fn a_chunk_size_near_u64_max_is_refused_not_an_overflow() {
+        // A chunk size near u64::MAX after a first chunk: refused, not an overflow (a panic in a
+        // debug build, a wrapped sum and a panic slicing in a release one).
+        for size in ["fffffffffffffffe", "ffffffffffffffff"] {
+            let block = format!(
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n{size}\r\nxyz\r\n0\r\n\r\n"
+            );
+            for limit in [100, u64::MAX] {
+                let why = parse_response(block.as_bytes(), limit).unwrap_err();
+                assert!(why.contains("chunked"), "{size}, {limit}: {why}");
+            }
+        }
     }
 }

@@ -163,8 +163,24 @@ fn member(
         headers,
     };
     let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    WarcWriter::new(&mut gzip).write_raw(header, &block)?;
+    WarcWriter::new(WholeWrites(&mut gzip)).write_raw(header, &block)?;
     gzip.finish()
+}
+
+/// The warc crate writes a record with `write`, not `write_all`, and a gzip encoder takes only
+/// what fills its output buffer per call (about 32 KiB compressed): the rest of a body that does
+/// not compress well (a picture) would be lost, the record cut short. Every write here is whole.
+struct WholeWrites<W>(W);
+
+impl<W: Write> Write for WholeWrites<W> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0.write_all(bytes)?;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// `sha256:` and the digest in base32, as WARC tools write it.

@@ -31,6 +31,8 @@ pub struct FakeScript {
     pub text_runs: Vec<TextRun>,
     /// What `read_state` returns, whatever is asked.
     pub state: PageState,
+    /// Pressing ENTER goes here (a form sent with GET).
+    pub enter_goes_to: Option<String>,
 }
 
 #[derive(Default)]
@@ -70,6 +72,7 @@ impl Launcher for FakeLauncher {
             url: "about:blank".into(),
             history: Vec::new(),
             incidents_reported: false,
+            archive: None,
         })
     }
 }
@@ -81,6 +84,8 @@ pub struct FakeBrowser {
     history: Vec<String>,
     incidents_reported: bool,
     alive: bool,
+    /// The episode's archive work: a replay answers each page the browser goes to.
+    archive: Option<crate::archive::Work>,
 }
 
 impl FakeBrowser {
@@ -100,6 +105,9 @@ impl Browser for FakeBrowser {
         self.record(format!("goto {url}"));
         self.history
             .push(std::mem::replace(&mut self.url, url.to_string()));
+        if let Some(crate::archive::Work::Replay(replaying)) = &self.archive {
+            replaying.answer("GET", url, &[], None);
+        }
         if self.script.hang_goto {
             tokio::time::sleep(timeout).await;
             return Err(PageError::PageLoadTimeout);
@@ -122,6 +130,9 @@ impl Browser for FakeBrowser {
 
     async fn press(&mut self, key: Key) -> Result<(), PageError> {
         self.record(format!("press {}", key.name()));
+        if let (Key::Enter, Some(to)) = (key, self.script.enter_goes_to.clone()) {
+            return self.goto(&to, Duration::from_secs(1)).await;
+        }
         Ok(())
     }
 
@@ -203,6 +214,15 @@ impl Browser for FakeBrowser {
         } else {
             self.script.incidents.clone()
         }
+    }
+
+    async fn start_archive(&mut self, work: crate::archive::Work) -> Result<(), PageError> {
+        self.archive = Some(work);
+        Ok(())
+    }
+
+    async fn stop_archive(&mut self) {
+        self.archive = None;
     }
 
     async fn close(self) {

@@ -186,6 +186,14 @@ async fn hostile_archives_and_names_are_refused_or_contained_and_the_server_stay
     )
     .unwrap();
     std::fs::write(dir.join("bomb.warc.gz"), gzip(&vec![0u8; 300 << 20])).unwrap();
+    // A chunk whose size is near u64::MAX: once an overflow that panicked the reading.
+    let chunks = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+                   2\r\nab\r\nfffffffffffffffe\r\nxyz\r\n0\r\n\r\n";
+    std::fs::write(
+        dir.join("chunk-overflow.warc.gz"),
+        gzip(&record("http://crafted.test/", chunks, chunks.len())),
+    )
+    .unwrap();
 
     let harness = Harness::start_with(ServerConfig {
         settings: test_settings(),
@@ -223,6 +231,10 @@ async fn hostile_archives_and_names_are_refused_or_contained_and_the_server_stay
         (json!("claims-gigabytes.warc.gz"), "truncated"),
         (json!("big-body.warc.gz"), "over the limit"),
         (json!("bomb.warc.gz"), "once unpacked"),
+        (
+            json!("chunk-overflow.warc.gz"),
+            "a chunked body is over the limit",
+        ),
     ] {
         let why = error_of(&mut client, kwargs("http://crafted.test/", name.clone())).await;
         assert!(why.contains(expected), "{name}: {why}");

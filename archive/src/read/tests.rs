@@ -65,6 +65,35 @@ fn refusal(bytes: &[u8], limits: &ReadLimits) -> String {
         .to_string()
 }
 
+/// A body that does not compress (a picture) and is larger than a gzip encoder's buffer is
+/// written whole: the warc crate writes it with one `write`, which an encoder takes in part.
+#[test]
+fn a_body_that_does_not_compress_is_written_whole() {
+    let dir = temp("incompressible");
+    let path = dir.join("a.warc.gz");
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let body: Vec<u8> = (0..300_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    let mut writer = ArchiveWriter::create(&path, &ArchiveInfo::default()).unwrap();
+    writer
+        .append(&exchange("http://a.example/picture", &body))
+        .unwrap();
+    writer.finish().unwrap();
+    let archive = read(&path, &small()).unwrap();
+    assert_eq!(archive.exchanges.len(), 1);
+    assert!(
+        archive.exchanges[0].response.body == body,
+        "the body came back cut"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn what_is_written_is_read_back() {
     let dir = temp("roundtrip");

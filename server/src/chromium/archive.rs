@@ -31,6 +31,40 @@ use crate::features::archive::Work;
 static TOKENS: AtomicU64 = AtomicU64::new(1);
 /// Reading a body may take this long (a slow server) before the response goes on without it.
 const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+/// A replay's answers on their way to the browser at once: each holds a recorded body (up to
+/// `BROWSER_ARCHIVE_BODY_MB`) and its base64, so a page asking for a big resource a thousand
+/// times holds a few hundred MB at most, not gigabytes; the other requests wait their turn.
+const FULFILS_AT_ONCE: usize = 16;
+
+/// The replay's answers being sent, at most `FULFILS_AT_ONCE`.
+struct Fulfils(Arc<tokio::sync::Semaphore>);
+
+impl Fulfils {
+    fn new() -> Fulfils {
+        Fulfils(Arc::new(tokio::sync::Semaphore::new(FULFILS_AT_ONCE)))
+    }
+
+    /// Wait for a turn, then make the answer (the body copied out of the archive) and send it
+    /// on a task of its own that holds the turn until it is sent. Answers are made in the order
+    /// asked for.
+    async fn answer<A, F>(
+        &self,
+        make: impl FnOnce() -> A,
+        send: impl FnOnce(A) -> F + Send + 'static,
+    ) where
+        A: Send + 'static,
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let Ok(turn) = self.0.clone().acquire_owned().await else {
+            return;
+        };
+        let answer = make();
+        tokio::spawn(async move {
+            send(answer).await;
+            drop(turn);
+        });
+    }
+}
 
 /// An episode's interception, while it runs.
 pub(super) struct Interception {
@@ -77,6 +111,7 @@ impl ChromiumBrowser {
         self.host.cdp.execute(enable).await.map_err(cdp_error)?;
         let host = Arc::downgrade(&self.host);
         let taken = work.clone();
+        let fulfils = Fulfils::new();
         let task = tokio::spawn(async move {
             while let Some(event) = paused.next().await {
                 let Some(host) = host.upgrade() else { break };
@@ -86,11 +121,15 @@ impl ChromiumBrowser {
                 }
                 match &taken {
                     // Answered here, in the order the page asked: a URL asked again gets the
-                    // next recorded response. Sent by a task of its own.
+                    // next recorded response. Sent by a task of its own, a few at once.
                     Work::Replay(replaying) => {
-                        let answer = answer(replaying, &event.request);
                         let id = event.request_id.clone();
-                        tokio::spawn(async move { send(&host, id, answer).await });
+                        fulfils
+                            .answer(
+                                || answer(replaying, &event.request),
+                                move |answer| async move { send(&host, id, answer).await },
+                            )
+                            .await;
                     }
                     Work::Record(recording) => {
                         let recording = recording.clone();
@@ -359,4 +398,60 @@ fn request_body(request: &CdpRequest, limit: u64) -> Vec<u8> {
         }
     }
     body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// A page asking for a big recorded resource a thousand times: at most `FULFILS_AT_ONCE`
+    /// answers (bodies) are held while the browser takes them, the others wait, all are sent.
+    #[tokio::test]
+    async fn a_replay_holds_a_few_answers_at_once() {
+        const ASKED: usize = 1000;
+        let fulfils = Fulfils::new();
+        let held = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let sent = Arc::new(AtomicUsize::new(0));
+        // The browser takes nothing until this opens.
+        let browser = Arc::new(tokio::sync::Semaphore::new(0));
+        let asking = {
+            let (held, most, sent, browser) =
+                (held.clone(), most.clone(), sent.clone(), browser.clone());
+            tokio::spawn(async move {
+                for _ in 0..ASKED {
+                    let (counted, most) = (held.clone(), most.clone());
+                    let (held, sent, browser) = (held.clone(), sent.clone(), browser.clone());
+                    fulfils
+                        .answer(
+                            move || {
+                                let now = counted.fetch_add(1, Ordering::SeqCst) + 1;
+                                most.fetch_max(now, Ordering::SeqCst);
+                                vec![0u8; 1 << 10]
+                            },
+                            move |body| async move {
+                                let _taken = browser.acquire().await;
+                                drop(body);
+                                held.fetch_sub(1, Ordering::SeqCst);
+                                sent.fetch_add(1, Ordering::SeqCst);
+                            },
+                        )
+                        .await;
+                }
+            })
+        };
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(held.load(Ordering::SeqCst), FULFILS_AT_ONCE);
+        assert!(!asking.is_finished());
+        browser.add_permits(ASKED);
+        asking.await.unwrap();
+        while sent.load(Ordering::SeqCst) < ASKED {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(most.load(Ordering::SeqCst), FULFILS_AT_ONCE);
+        assert_eq!(held.load(Ordering::SeqCst), 0);
+    }
 }

@@ -182,6 +182,7 @@ impl<L: Launcher> Environment<L> {
                     task.as_ref().map(|(task, _)| task),
                     self.tasks.as_ref().and_then(|c| c.folder.as_deref()),
                 )
+                .await
                 .map_err(EnvError)?,
             None => None,
         };
@@ -409,8 +410,8 @@ impl<L: Launcher> Environment<L> {
             episode_id: self.state.episode_id.as_deref(),
             step: self.state.step_count,
         };
-        let (mut result, layer) = observation::observe(episode, place, done).await;
-        self.archive.describe(&mut result.observation.metadata);
+        // The archive's part of the metadata is said there, before the secrets are hidden.
+        let (result, layer) = observation::observe(episode, place, &self.archive, done).await;
         // What the archive recorded so far goes to the disk with the episode's secrets hidden.
         self.archive.store(&episode.secrets);
         if let Some(layer) = layer {

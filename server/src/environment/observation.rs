@@ -1,8 +1,8 @@
 //! One observation, top to bottom: what an action did (or a reset's load), as the agent sees it.
 //! Follow new tabs and settle; read back what a secret field holds; read the page's facts; take
 //! the screenshot; judge the step's end and a finished task; read the page's text when asked
-//! (`BROWSER_OBSERVE_TEXT`); say the rest in metadata, timings last; hide the episode's secrets
-//! in all of it. The picture is left as the page shows it: covering fields that hold a secret
+//! (`BROWSER_OBSERVE_TEXT`); say the rest in metadata, timings last, then the episode's archive;
+//! hide the episode's secrets in all of it. The picture is left as the page shows it: covering fields that hold a secret
 //! depends on who looks (`browserenv::secrets`), which the session knows.
 
 use std::time::{Duration, Instant};
@@ -62,11 +62,12 @@ pub(super) struct Place<'a> {
     pub step: u64,
 }
 
-/// The observation of `done` on `episode`'s page, and the text layer read for it (kept for
-/// watchers' text requests of the same step).
+/// The observation of `done` on `episode`'s page, what `archive` says of the episode's archive
+/// included, and the text layer read for it (kept for watchers' text requests of the same step).
 pub(super) async fn observe<B: Browser>(
     episode: &mut Episode<B>,
     place: Place<'_>,
+    archive: &crate::archive::EpisodeArchive,
     mut done: Done,
 ) -> (StepResult, Option<TextLayer>) {
     let settings = place.settings;
@@ -142,6 +143,9 @@ pub(super) async fn observe<B: Browser>(
         element: done.element.as_ref(),
         text: text.as_ref(),
     });
+    // A replay's misses are the page's URLs (a form sent with GET carries what was typed).
+    archive.describe(&mut metadata);
+    // Nothing joins the metadata after this: what does is not hidden.
     let mut url = facts.url;
     episode.secrets.hide_in_url(&mut url);
     episode.secrets.hide_in_metadata(&mut metadata);

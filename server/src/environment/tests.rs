@@ -368,3 +368,48 @@ async fn a_task_starts_at_its_own_start_url_only() {
     args.remove("start_url");
     tasked.reset(&args).await.unwrap();
 }
+
+/// A replay's misses are the page's URLs: a form sent with GET carries what a person typed as a
+/// secret, which the observation hides there as everywhere else.
+#[tokio::test]
+async fn a_replay_s_missed_url_does_not_show_a_secret() {
+    let dir = crate::archive::tests::folder("misses");
+    crate::archive::tests::write(
+        &dir.join("login.warc.gz"),
+        &[("https://a.example/login", b"<form><input name=pw></form>")],
+    );
+    let archives = crate::archive::Archives::start(
+        crate::archive::ArchiveConfig {
+            dir: Some(dir.clone()),
+            ..Default::default()
+        },
+        None,
+    )
+    .unwrap();
+    let (env, _) = self::env(FakeScript {
+        enter_goes_to: Some("https://a.example/login?pw=hunter2".into()),
+        ..FakeScript::default()
+    });
+    let mut env = env.with_archives(Some(Arc::new(archives)));
+    let mut args = kwargs("https://a.example/login");
+    args.insert("archive".into(), json!("login.warc.gz"));
+    let reset = env.reset(&args).await.unwrap();
+    assert_eq!(reset.observation.metadata["archive"]["answered"], 1);
+    env.step(&BrowserAction::type_text("hunter2"), true)
+        .await
+        .unwrap();
+    let sent = env
+        .step(&BrowserAction::key(Key::Enter), false)
+        .await
+        .unwrap();
+    let metadata = &sent.observation.metadata;
+    assert_eq!(metadata["archive"]["missed"], 1, "{metadata:?}");
+    assert_eq!(
+        metadata["archive_misses"],
+        json!(["https://a.example/login?pw=<redacted:7 characters>"])
+    );
+    let shown = format!("{} {metadata:?}", sent.observation.url);
+    assert!(!shown.contains("hunter2"), "{shown}");
+    env.close().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}

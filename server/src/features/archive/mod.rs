@@ -113,9 +113,11 @@ impl Archives {
     /// What this reset does with archives: answer it from the task's archive (resolved in
     /// `task_folder`) or from the `archive` option's (in `--archive-dir`), record it (`--archive`),
     /// or nothing. A bad name or a bad archive is an error here, before the reset touches the
-    /// episode that runs.
-    pub fn plan(
-        &self,
+    /// episode that runs. The archive is read on a thread for blocking work: gunzipping and
+    /// parsing up to `BROWSER_ARCHIVE_EPISODE_MB` would stop every other session on this
+    /// runtime's worker meanwhile.
+    pub async fn plan(
+        self: &Arc<Self>,
         kwargs: &Map<String, Value>,
         task: Option<&Task>,
         task_folder: Option<&Path>,
@@ -142,12 +144,15 @@ impl Archives {
             (None, None) if self.files.is_some() => return Ok(Some(Plan::Record)),
             (None, None) => return Ok(None),
         };
-        let path = resolve_inside(&folder, name)?;
-        let archive = self.read(&path)?;
-        Ok(Some(Plan::Replay {
-            name: name.to_string(),
-            archive,
-        }))
+        let name = name.to_string();
+        let (archives, asked) = (Arc::clone(self), name.clone());
+        let archive = tokio::task::spawn_blocking(move || {
+            let path = resolve_inside(&folder, &asked)?;
+            archives.read(&path)
+        })
+        .await
+        .map_err(|err| format!("reading the archive {name:?} failed: {err}"))??;
+        Ok(Some(Plan::Replay { name, archive }))
     }
 
     /// The archive at `path`, read within the limits (or as read lately, if unchanged).
@@ -346,5 +351,108 @@ impl EpisodeArchive {
         if let Some(Work::Record(recording)) = &self.current {
             recording.store(secrets);
         }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use browserenv_archive::{ArchiveWriter, Exchange, Request, Response};
+
+    /// A folder of its own for a test's archives.
+    pub(crate) fn folder(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "browserenv-archive-{name}-{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// An archive at `path` answering each `(url, body)` with a 200 of `text/html`.
+    pub(crate) fn write(path: &Path, pages: &[(&str, &[u8])]) {
+        let mut writer = ArchiveWriter::create(path, &ArchiveInfo::default()).unwrap();
+        for (url, body) in pages {
+            writer
+                .append(&Exchange {
+                    request: Request {
+                        method: "GET".into(),
+                        url: url.to_string(),
+                        headers: Vec::new(),
+                        body: Vec::new(),
+                    },
+                    response: Response {
+                        status: 200,
+                        reason: String::new(),
+                        headers: vec![("Content-Type".into(), "text/html".into())],
+                        body: body.to_vec(),
+                        body_left_out: false,
+                    },
+                    date: SystemTime::now(),
+                })
+                .unwrap();
+        }
+        writer.finish().unwrap();
+    }
+
+    /// Reading an archive (here 48 MiB of bodies to gunzip and parse) is blocking work: another
+    /// task on the same single-threaded runtime goes on meanwhile. Deterministic, whatever the
+    /// machine's speed: read on the runtime's own thread, the archive would hold it until `plan`
+    /// returned, the ticker not run once.
+    #[test]
+    fn reading_an_archive_for_a_reset_leaves_the_runtime_free() {
+        let dir = folder("plan");
+        let body = vec![b'x'; 1 << 20];
+        let pages: Vec<(String, &[u8])> = (0..48)
+            .map(|n| (format!("http://big.test/{n}"), body.as_slice()))
+            .collect();
+        let pages: Vec<(&str, &[u8])> = pages.iter().map(|(u, b)| (u.as_str(), *b)).collect();
+        write(&dir.join("big.warc.gz"), &pages);
+        let archives = Arc::new(
+            Archives::start(
+                ArchiveConfig {
+                    dir: Some(dir.clone()),
+                    ..ArchiveConfig::default()
+                },
+                None,
+            )
+            .unwrap(),
+        );
+        let mut kwargs = Map::new();
+        kwargs.insert("archive".into(), Value::from("big.warc.gz"));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let ticks = Arc::new(AtomicU64::new(0));
+        let plan = runtime.block_on(async {
+            let counted = ticks.clone();
+            let ticker = tokio::spawn(async move {
+                loop {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    tokio::task::yield_now().await;
+                }
+            });
+            let plan = archives.plan(&kwargs, None, None).await;
+            let during = ticks.load(Ordering::SeqCst);
+            ticker.abort();
+            plan.map(|plan| (plan, during))
+        });
+        let (plan, during) = plan.unwrap();
+        assert!(
+            during > 0,
+            "the runtime's thread was held while the archive was read"
+        );
+        match plan {
+            Some(Plan::Replay { name, archive }) => {
+                assert_eq!(name, "big.warc.gz");
+                assert_eq!(archive.exchanges.len(), 48);
+            }
+            _ => panic!("a replay was planned"),
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -6,9 +6,11 @@ take as it is (docs/training.md, "Build and push with OpenEnv's CLI"):
     openenv build /tmp/browserenv-space -t browserenv:latest
     openenv push /tmp/browserenv-space --repo-id <namespace>/browserenv
 
-The folder holds the repository's files as git sees them in the working tree (tracked and new ones,
-not ignored ones: no target/, no .venv/; `openenv build` copies its folder whole before building,
-and the repository root with its target/ is gigabytes), plus what OpenEnv's layout asks for at the
+The folder holds the repository's tracked files as they are in the working tree (`git add` a new
+file to have it staged): nothing untracked, since a Space is public and a working tree holds
+recordings (cookies, web archives), task packs and campaign folders; and no target/ or .venv/
+(`openenv build` copies its folder whole before building, and the repository root with its
+target/ is gigabytes). Plus what OpenEnv's layout asks for at the
 root beside openenv.yaml, README.md and the Dockerfile: a pyproject.toml, `__init__.py` and
 `client.py`. They make the folder (and so the Space, a git repository) pip-installable as the
 `browserenv` client package: `pip install git+https://huggingface.co/spaces/<namespace>/browserenv`.
@@ -32,8 +34,9 @@ ROOT_CLIENT = (
 
 
 def repository_files(root: Path) -> list[str]:
+    """The tracked files (present in the working tree); never an untracked one."""
     listed = subprocess.run(
-        ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        ["git", "-C", str(root), "ls-files", "-z", "--cached"],
         check=True,
         capture_output=True,
     ).stdout.decode()

@@ -17,9 +17,13 @@ said) and a ``from_docker_image`` that starts the image with a token of its own.
 
 from __future__ import annotations
 
+import os
+import re
 import secrets
+import subprocess
+import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterable, List, Optional
 
 from openenv.core import EnvClient
 from openenv.core.client_types import StepResult
@@ -67,6 +71,86 @@ class HumanAnswer:
     human_steps: List[Dict[str, Any]]
     episode_id: Optional[str]
     step: int
+
+
+#: Settings whose values are secrets: passed to ``docker run`` by name, never in its arguments,
+#: and never repeated in an error.
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|KEY|CREDENTIAL|AUTH", re.IGNORECASE)
+
+
+class _LocalDockerProvider(LocalDockerProvider):
+    """OpenEnv's ``LocalDockerProvider`` (its container name, port, readiness and stop), with the
+    container's secrets kept out of ``docker run``'s command line, which other local users can
+    read (``ps``) and which OpenEnv's provider repeats in its error when the run fails: each is
+    passed by name (``-e BROWSER_API_TOKEN``), its value in the ``docker`` command's own
+    environment. The port is published on 127.0.0.1 alone: the token is what keeps others out,
+    and nothing off the machine needs to try it."""
+
+    def start_container(
+        self,
+        image: str,
+        port: Optional[int] = None,
+        env_vars: Optional[Dict[str, str]] = None,
+        **kwargs: Any,
+    ) -> str:
+        if port is None:
+            port = self._find_available_port()
+        self._container_name = self._generate_container_name(image)
+        command = ["docker", "run", "-d", "--name", self._container_name, "-p", f"127.0.0.1:{port}:8000"]
+        environment = dict(os.environ)
+        for key, value in (env_vars or {}).items():
+            if _SECRET_NAME.search(key) and not key.upper().startswith("DOCKER_"):
+                command.extend(["-e", key])
+                environment[key] = value
+            else:
+                command.extend(["-e", f"{key}={value}"])
+        command.append(image)
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, check=True, env=environment)
+        except subprocess.CalledProcessError as failed:
+            message = (
+                f"Failed to start Docker container.\nCommand: {' '.join(command)}\n"
+                f"Exit code: {failed.returncode}\nStderr: {failed.stderr}\nStdout: {failed.stdout}"
+            )
+            error = RuntimeError(_scrub(message, _secret_values(env_vars)))
+        else:
+            self._container_id = result.stdout.strip()
+            time.sleep(1)
+            return f"http://127.0.0.1:{port}"
+        # Raised outside the handler: the CalledProcessError (its command) is not chained to it.
+        raise error
+
+
+def _secret_values(env_vars: Optional[Dict[str, str]]) -> list:
+    return [value for key, value in (env_vars or {}).items() if value and _SECRET_NAME.search(key)]
+
+
+def _scrub(text: str, values: Iterable[str]) -> str:
+    for value in values:
+        text = text.replace(value, "***")
+    return text
+
+
+def _without_secrets(error: BaseException, values: list) -> Optional[BaseException]:
+    """``error`` again without ``values`` in its message or in any exception it is chained to
+    (a provider's ``docker run`` error quotes its command, and ``CalledProcessError`` its
+    arguments), or None when none of them holds one."""
+    chain, seen = [], set()
+    link: Optional[BaseException] = error
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        chain.append(link)
+        link = link.__cause__ or link.__context__
+    if not any(value in f"{link!s} {link!r}" for link in chain for value in values):
+        return None
+    message = _scrub(str(error), values)
+    try:
+        scrubbed = type(error)(message)
+    except Exception:  # noqa: BLE001 - a type that takes other arguments
+        scrubbed = RuntimeError(message)
+    if any(value in f"{scrubbed!s} {scrubbed!r}" for value in values):
+        scrubbed = RuntimeError(message)
+    return scrubbed
 
 
 class BrowserClient(EnvClient[BrowserAction, BrowserObservation, BrowserState]):
@@ -220,20 +304,34 @@ class BrowserClient(EnvClient[BrowserAction, BrowserObservation, BrowserState]):
         a random one is made (or ``token``, or ``env_vars["BROWSER_API_TOKEN"]``), passed to the
         container and sent by the client. ``env_vars`` are further server settings
         (``BROWSER_MAX_SESSIONS``, ``BROWSER_TASKS=/opt/browserenv/tasks/demo.jsonl``, ...);
-        ``kwargs`` go to ``provider.start_container``."""
+        ``kwargs`` go to ``provider.start_container``.
+
+        The token (and any setting named like a secret) never reaches an error raised from here:
+        the default provider passes it to ``docker run`` by name, not on its command line, and
+        publishes the port on 127.0.0.1 only; another provider's error that quotes it is raised
+        again with ``***`` in its place and without the exceptions it was chained to."""
         env = dict(env_vars or {})
         token = token or env.get("BROWSER_API_TOKEN") or secrets.token_urlsafe(24)
         env["BROWSER_API_TOKEN"] = token
+        hidden = sorted({token, *_secret_values(env)}, key=len, reverse=True)
 
         def bootstrap() -> "BrowserClient":
-            started = provider if provider is not None else LocalDockerProvider()
+            scrubbed = None
             try:
-                base_url = started.start_container(image, env_vars=env, **kwargs)
-                started.wait_for_ready(base_url, timeout_s=ready_timeout_s)
-                return cls(base_url=base_url, provider=started, token=token)
-            except BaseException:
-                started.stop_container()
-                raise
+                started = provider if provider is not None else _LocalDockerProvider()
+                try:
+                    base_url = started.start_container(image, env_vars=env, **kwargs)
+                    started.wait_for_ready(base_url, timeout_s=ready_timeout_s)
+                    return cls(base_url=base_url, provider=started, token=token)
+                except BaseException:
+                    started.stop_container()
+                    raise
+            except BaseException as error:
+                scrubbed = _without_secrets(error, hidden)
+                if scrubbed is None:
+                    raise
+            # Outside the handler: nothing chains the original (which quotes the token) to it.
+            raise scrubbed
 
         return _BootstrapResult(bootstrap)
 

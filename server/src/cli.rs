@@ -152,6 +152,11 @@ pub struct Cli {
     /// are reached through any replica. They must share BROWSER_API_TOKEN.
     #[arg(long, env = "BROWSER_PEERS", value_delimiter = ',')]
     pub peers: Vec<String>,
+    /// This replica's addresses (comma-separated `ip:port`) as its peers reach it, when that is
+    /// not the address its connections arrive at (a published port, NAT): a peer's signed
+    /// request is taken only when its Host names this replica.
+    #[arg(long, env = "BROWSER_PEER_ADDRESSES", value_delimiter = ',')]
+    pub peer_addresses: Vec<String>,
     /// Connections open at once (HTTP requests, WebSocket sessions, watchers); one more is
     /// answered 503 and closed.
     #[arg(long, env = "BROWSER_MAX_CONNECTIONS", default_value_t = 256)]
@@ -396,6 +401,7 @@ impl Cli {
             max_connections: self.max_connections,
             drain: seconds_in_range("BROWSER_DRAIN_SECONDS", self.drain_seconds, 0.0, 3600.0)?,
             peers: crate::replicas::parse_peers(&self.peers)?,
+            peer_addresses: crate::replicas::parse_own_addresses(&self.peer_addresses)?,
         })
     }
 

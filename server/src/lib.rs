@@ -81,6 +81,10 @@ pub struct ServerConfig {
     pub drain: std::time::Duration,
     /// `BROWSER_PEERS`: the other replicas behind the same address (`replicas.rs`).
     pub peers: Vec<replicas::PeerEntry>,
+    /// `BROWSER_PEER_ADDRESSES`: where the peers reach this replica when that is not the address
+    /// its connections arrive at (a published port, NAT); a signed request is taken at those
+    /// addresses and its own.
+    pub peer_addresses: Vec<std::net::SocketAddr>,
     /// `--campaign DIR`: hand a team's people their tasks and record their demonstrations there
     /// (`campaign.rs`).
     pub campaign: Option<std::path::PathBuf>,
@@ -104,6 +108,7 @@ impl Default for ServerConfig {
             max_connections: 256,
             drain: drain::DEFAULT_DRAIN,
             peers: Vec::new(),
+            peer_addresses: Vec::new(),
             campaign: None,
             archive: archive::ArchiveConfig::default(),
         }
@@ -123,6 +128,7 @@ pub async fn serve<N, L>(
 ) -> anyhow::Result<()>
 where
     N: axum::serve::Listener,
+    N::Io: connection::Arrival,
     N::Addr: std::fmt::Debug + Clone + Send + Sync + 'static,
     L: Launcher,
 {
@@ -151,6 +157,7 @@ where
                 .as_ref()
                 .map(|hub| hub.roster() as Arc<dyn access::People>),
             peer_signatures: Default::default(),
+            peer_addresses: config.peer_addresses.clone(),
         }),
         timeouts: config.timeouts.clone(),
         replicas,

@@ -165,7 +165,43 @@ impl Drop for Hold {
     }
 }
 
+/// An agent's open request for a person (`request_human`, `session::ask_for_a_person`). Dropped
+/// before `answered` (the call was cancelled: its socket closed, its HTTP client went away), it
+/// closes the request and tells every watcher, so the session is not left asking for good, nor
+/// refusing every later `request_human`.
+pub struct Asking {
+    registry: Arc<Registry>,
+    session: String,
+    control: Arc<Control>,
+    open: bool,
+}
+
+impl Asking {
+    /// The call is being answered: its own answer closes the request.
+    pub fn answered(mut self) {
+        self.open = false;
+    }
+}
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        if self.open {
+            self.control.answered();
+            self.registry.tell_control(&self.session, &self.control);
+        }
+    }
+}
+
 impl Registry {
+    /// Tell a session's watchers who is in control (and whether the agent asks for a person).
+    fn tell_control(&self, id: &str, control: &Control) {
+        if let Ok(sessions) = self.sessions.lock() {
+            if let Some(entry) = sessions.get(id) {
+                let _ = entry.events.send(control_frame(id, control));
+            }
+        }
+    }
+
     pub fn register(
         self: &Arc<Self>,
         id: String,
@@ -341,12 +377,18 @@ impl Registration {
             Some(reason) => self.control.ask(reason)?,
             None => self.control.answered(),
         }
-        if let Ok(sessions) = self.registry.sessions.lock() {
-            if let Some(entry) = sessions.get(&self.id) {
-                let _ = entry.events.send(control_frame(&self.id, &self.control));
-            }
-        }
+        self.registry.tell_control(&self.id, &self.control);
         Ok(())
+    }
+
+    /// The open request for a person (after `ask(Some(…))`), closed when dropped unanswered.
+    pub fn asking(&self) -> Asking {
+        Asking {
+            registry: self.registry.clone(),
+            session: self.id.clone(),
+            control: self.control.clone(),
+            open: true,
+        }
     }
 
     /// Publish a reset (`action` None) or a step by `actor` and update the session's facts.

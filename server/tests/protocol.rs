@@ -630,3 +630,100 @@ async fn a_watcher_that_never_reads_does_not_slow_the_session() {
 async fn close_code_of(socket: &mut Socket) -> Option<CloseCode> {
     close_frame(socket).await.map(|(code, _)| code)
 }
+
+/// An OpenEnv MCP call on `server` (no token), its JSON-RPC answer.
+async fn mcp_call(server: &ServerHandle, body: Value) -> Value {
+    reqwest::Client::new()
+        .post(format!("{}/mcp", server.base_url()))
+        .header("accept", "*/*")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// What `/sessions` says the session asks for, if anything.
+async fn asking(server: &ServerHandle, id: &str) -> Value {
+    let (_, sessions) = get_json(server, "/sessions").await;
+    let listed = sessions.as_array().unwrap().iter().find(|s| s["id"] == id);
+    listed.unwrap()["asking"].clone()
+}
+
+/// An agent's `request_human` whose HTTP client goes away while it waits is cancelled, and the
+/// request with it: the session no longer shows it, and the agent may ask again.
+#[tokio::test]
+async fn a_request_for_a_person_whose_client_goes_away_is_closed() {
+    let server = server(quick(), 2).await;
+    let created = mcp_call(
+        &server,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}),
+    )
+    .await;
+    let id = created["result"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let call = |name: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"session_id": id, "name": name, "arguments": arguments}})
+    };
+    let reset = mcp_call(
+        &server,
+        call("reset", json!({"start_url": "https://example.com/"})),
+    )
+    .await;
+    assert!(reset["error"].is_null(), "{reset}");
+    let asked = tokio::spawn({
+        let (server, body) = (
+            server.base_url(),
+            call(
+                "request_human",
+                json!({"reason": "sign me in", "wait_seconds": 60}),
+            ),
+        );
+        async move {
+            reqwest::Client::new()
+                .post(format!("{server}/mcp"))
+                .header("accept", "*/*")
+                .json(&body)
+                .send()
+                .await
+        }
+    });
+    let mut shown = Value::Null;
+    for _ in 0..100 {
+        shown = asking(&server, &id).await;
+        if !shown.is_null() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(shown["reason"], "sign me in");
+    // The client goes away: its connection closes with the call unanswered.
+    asked.abort();
+    let _ = asked.await;
+    for _ in 0..100 {
+        shown = asking(&server, &id).await;
+        if shown.is_null() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(shown.is_null(), "still asking: {shown}");
+    let again = mcp_call(
+        &server,
+        call(
+            "request_human",
+            json!({"reason": "again", "wait_seconds": 1}),
+        ),
+    )
+    .await;
+    assert!(
+        again.to_string().contains("no person took control"),
+        "{again}"
+    );
+    server.stop().await.unwrap();
+}

@@ -621,17 +621,266 @@ async fn peer_requests_are_signed_never_carry_the_token_and_follow_no_redirect()
         .await
         .unwrap();
     assert_eq!(replayed.status(), 401, "a signature for {host} was taken");
-    // Sent as it was made (the same Host), it passes once (the lookup finds no such session
-    // there: 404), then is refused as a replay.
-    let as_made = |server: &ServerHandle| {
+    // Sent as it was made (the same Host, the same headers): still not this replica's address.
+    let as_made = reqwest::Client::new()
+        .get(format!("{}{path}", servers[1].base_url()))
+        .header("host", host.clone())
+        .header("accept", "application/json")
+        .header("browserenv-peer-signature", signature.clone().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(as_made.status(), 401, "a signature for {host} was taken");
+    let refused: Value = as_made.json().await.unwrap();
+    assert!(
+        refused["detail"]
+            .as_str()
+            .unwrap()
+            .contains("not for this replica"),
+        "{refused}"
+    );
+    for server in servers {
+        server.stop().await.unwrap();
+    }
+}
+
+use browserenv_server::replicas::signing;
+
+/// A signature for `host`, as a replica makes it for a `GET` lookup (`Accept: application/json`).
+fn signed_lookup(host: &str, path: &str) -> String {
+    let mut headers = axum::http::HeaderMap::new();
+    headers.insert("accept", "application/json".parse().unwrap());
+    signing::sign(
+        TOKEN,
+        signing::Signed {
+            method: "GET",
+            host,
+            path_and_query: path,
+            headers: &headers,
+            body: b"",
+        },
+    )
+}
+
+/// A signed request is taken only at the address it was signed for: one captured by whatever
+/// took over a departed replica's address (here 127.0.0.2, the same port) and replayed, Host
+/// kept, to a live replica (127.0.0.1) within the window is refused; an address the replica is
+/// told is its own (`BROWSER_PEER_ADDRESSES`, a published port) is taken.
+#[tokio::test]
+async fn a_request_signed_for_another_address_is_refused() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let config = ServerConfig {
+        token: Some(TOKEN.into()),
+        ..ServerConfig::default()
+    };
+    let server = start_on(listener, FakeLauncher::new(FakeScript::default()), config).unwrap();
+    let send = |host: String, signature: String| {
         reqwest::Client::new()
-            .get(format!("{}{path}", server.base_url()))
-            .header("host", host.clone())
-            .header("browserenv-peer-signature", signature.clone().unwrap())
+            .get(format!("{}/replica?local=true", server.base_url()))
+            .header("host", host)
+            .header("accept", "application/json")
+            .header("browserenv-peer-signature", signature)
             .send()
     };
-    assert_eq!(as_made(&servers[1]).await.unwrap().status(), 404);
-    assert_eq!(as_made(&servers[1]).await.unwrap().status(), 401);
+    let elsewhere = format!("127.0.0.2:{port}");
+    let captured = signed_lookup(&elsewhere, "/replica?local=true");
+    let refused = send(elsewhere.clone(), captured).await.unwrap();
+    assert_eq!(refused.status(), 401);
+    let body: Value = refused.json().await.unwrap();
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("not for this replica"),
+        "{body}"
+    );
+    // Signed for the address asked, it is taken.
+    let here = format!("127.0.0.1:{port}");
+    let taken = send(here.clone(), signed_lookup(&here, "/replica?local=true"))
+        .await
+        .unwrap();
+    assert_eq!(taken.status(), 200);
+    server.stop().await.unwrap();
+
+    // Told that the peers reach it at 127.0.0.2 (a published port), it takes that address too.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let published: std::net::SocketAddr = format!("127.0.0.2:{port}").parse().unwrap();
+    let config = ServerConfig {
+        token: Some(TOKEN.into()),
+        peer_addresses: vec![published],
+        ..ServerConfig::default()
+    };
+    let server = start_on(listener, FakeLauncher::new(FakeScript::default()), config).unwrap();
+    let taken = reqwest::Client::new()
+        .get(format!("{}/replica?local=true", server.base_url()))
+        .header("host", published.to_string())
+        .header("accept", "application/json")
+        .header(
+            "browserenv-peer-signature",
+            signed_lookup(&published.to_string(), "/replica?local=true"),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(taken.status(), 200);
+    server.stop().await.unwrap();
+}
+
+/// The headers routing reads are signed: `Mcp-Session-Id` added to a signed request on the way
+/// (which would make an OpenEnv call a Streamable HTTP one) breaks the signature.
+#[tokio::test]
+async fn a_header_added_to_a_signed_request_breaks_it() {
+    let servers = replicas(1, &[]).await;
+    let host = servers[0].addr.to_string();
+    let signature = signed_lookup(&host, "/replica?local=true");
+    let changed = reqwest::Client::new()
+        .get(format!("{}/replica?local=true", servers[0].base_url()))
+        .header("accept", "application/json")
+        .header("mcp-session-id", "another")
+        .header("browserenv-peer-signature", signature)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(changed.status(), 401);
+    for server in servers {
+        server.stop().await.unwrap();
+    }
+}
+
+/// Headers (and as much of a body) written to a server; the connection is kept open, the rest of
+/// the body never sent.
+async fn half_sent(server: &ServerHandle, head: &str, body: &[u8]) -> TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body).await.unwrap();
+    stream
+}
+
+/// The status of the answer on `stream`, which must come within `within`.
+async fn status_within(stream: &mut TcpStream, within: Duration) -> u16 {
+    use tokio::io::AsyncReadExt;
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(within, async {
+        let mut buffer = [0u8; 4096];
+        while !answer.windows(2).any(|w| w == b"\r\n") {
+            let n = stream.read(&mut buffer).await.unwrap();
+            assert!(n > 0, "closed without an answer");
+            answer.extend_from_slice(&buffer[..n]);
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "no answer within {within:?}");
+    String::from_utf8_lossy(&answer)
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Anyone can send the signature header, without a credential: its form, its time and the
+/// address it names are judged before a byte of the body is waited for, a signed body is kept
+/// to `signing::BODY_LIMIT`, and only `signing::BODIES_AT_ONCE` are read at a time.
+#[tokio::test]
+async fn a_signature_is_judged_before_its_body_and_signed_bodies_are_bounded() {
+    let servers = replicas_with(
+        1,
+        &[],
+        PeerTimeouts {
+            // The body deadline must not be what answers.
+            header_read_timeout: Duration::from_secs(60),
+            ..PeerTimeouts::default()
+        },
+    )
+    .await;
+    let server = &servers[0];
+    let host = server.addr.to_string();
+    let head_to = |host: &str, signature: &str, length: usize| {
+        format!(
+            "POST /mcp?local=true HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+             browserenv-peer-signature: {signature}\r\nContent-Length: {length}\r\n\r\n"
+        )
+    };
+    let head = |signature: &str, length: usize| head_to(&host, signature, length);
+    let mut json = axum::http::HeaderMap::new();
+    json.insert("content-type", "application/json".parse().unwrap());
+    let fresh = |host: &str| {
+        signing::sign(
+            TOKEN,
+            signing::Signed {
+                method: "POST",
+                host,
+                path_and_query: "/mcp?local=true",
+                headers: &json,
+                body: b"{}",
+            },
+        )
+    };
+    // Malformed, out of the window, for another address: 401 at once, the body still coming.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let elsewhere = format!("127.0.0.2:{}", server.addr.port());
+    for (host, signature) in [
+        (&host, "garbage".to_string()),
+        (&host, format!("t={},n=abc,s=00", now - 3600)),
+        (&elsewhere, fresh(&elsewhere)),
+    ] {
+        let head = head_to(host, &signature, 30_000_000);
+        let mut stream = half_sent(server, &head, b"{\"jsonrpc\"").await;
+        assert_eq!(
+            status_within(&mut stream, Duration::from_secs(3)).await,
+            401,
+            "{signature}"
+        );
+    }
+    // Well formed, in time, for this address, but longer than a relayed call: refused unread,
+    // whether its length is declared or it is sent in chunks.
+    let mut stream = half_sent(server, &head(&fresh(&host), signing::BODY_LIMIT + 1), b"{").await;
+    assert_eq!(
+        status_within(&mut stream, Duration::from_secs(3)).await,
+        413
+    );
+    let chunked = format!(
+        "POST /mcp?local=true HTTP/1.1\r\nHost: {host}\r\nbrowserenv-peer-signature: {}\r\n\
+         Transfer-Encoding: chunked\r\n\r\n",
+        fresh(&host)
+    );
+    let chunk = vec![b' '; 256 * 1024];
+    let mut body = Vec::new();
+    for _ in 0..5 {
+        body.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        body.extend_from_slice(&chunk);
+        body.extend_from_slice(b"\r\n");
+    }
+    let mut stream = half_sent(server, &chunked, &body).await;
+    assert_eq!(
+        status_within(&mut stream, Duration::from_secs(3)).await,
+        413
+    );
+    // Bodies that never end hold every turn to be read: the next signed request is told so.
+    let mut held = Vec::new();
+    for _ in 0..signing::BODIES_AT_ONCE {
+        held.push(half_sent(server, &head(&fresh(&host), 100), b"{").await);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut stream = half_sent(server, &head(&fresh(&host), 2), b"{}").await;
+    assert_eq!(
+        status_within(&mut stream, Duration::from_secs(3)).await,
+        503
+    );
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Their turns given back, a signed request is read again (and its signature judged).
+    let mut stream = half_sent(server, &head(&fresh(&host), 2), b"{}").await;
+    assert_eq!(
+        status_within(&mut stream, Duration::from_secs(3)).await,
+        200
+    );
     for server in servers {
         server.stop().await.unwrap();
     }

@@ -1,5 +1,5 @@
 """``BrowserClient.from_docker_image``: the project's image (`make image`) started through OpenEnv's
-own ``LocalDockerProvider`` (``docker run -d -p PORT:8000 -e ...``), waited for and used, sync and
+``LocalDockerProvider`` (``docker run -d -p 127.0.0.1:PORT:8000 -e ...``), waited for and used, sync and
 async, as OpenEnv's clients start any environment's image.
 
 What the image needs from the provider: port 8000 (``SBX_SERVICE_PORT``, mapped by the provider),

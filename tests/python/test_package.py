@@ -399,6 +399,65 @@ def test_from_docker_image_stops_what_did_not_become_ready():
     assert provider.stopped == 1 and provider.process.poll() is not None
 
 
+@pytest.fixture
+def failing_docker(tmp_path, monkeypatch):
+    """A stand-in ``docker`` first on PATH: ``version`` answers, ``run`` notes its arguments and
+    the token in its environment, then fails as a real one might (exit 125)."""
+    bin_dir, noted = tmp_path / "bin", tmp_path / "noted"
+    bin_dir.mkdir()
+    docker = bin_dir / "docker"
+    docker.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = version ]; then exit 0; fi\n'
+        f'printf "%s\\n" "$@" > "{noted}/argv"\n'
+        f'printf "%s" "${{BROWSER_API_TOKEN:-}}" > "{noted}/token"\n'
+        'echo "docker: Error response from daemon: no such image." >&2\n'
+        "exit 125\n"
+    )
+    docker.chmod(0o755)
+    noted.mkdir()
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return noted
+
+
+def chain(error: BaseException) -> str:
+    """Everything a traceback or a log could show of an error and what it is chained to."""
+    shown = []
+    while error is not None:
+        shown.append(f"{error!s} {error!r}")
+        error = error.__cause__ or error.__context__
+    return "\n".join(shown)
+
+
+def test_from_docker_image_keeps_the_token_out_of_docker_s_arguments_and_its_errors(failing_docker):
+    token = "tok-" + "s3cret" * 6
+    with pytest.raises(RuntimeError) as failed:
+        BrowserClient.from_docker_image("browserenv:latest", token=token, env_vars={"HF_TOKEN": "hf-s3cret-value"}).sync()
+    assert "Failed to start Docker container" in str(failed.value) and "no such image" in str(failed.value)
+    for secret in (token, "hf-s3cret-value"):
+        assert secret not in chain(failed.value)
+    argv = (failing_docker / "argv").read_text().splitlines()
+    assert token not in " ".join(argv) and "hf-s3cret-value" not in " ".join(argv)
+    # By name, the value in docker's own environment (which hands it to the container).
+    assert ["-e", "BROWSER_API_TOKEN"] == argv[argv.index("BROWSER_API_TOKEN") - 1 : argv.index("BROWSER_API_TOKEN") + 1]
+    assert (failing_docker / "token").read_text() == token
+    published = argv[argv.index("-p") + 1]
+    assert published.startswith("127.0.0.1:") and published.endswith(":8000"), published
+
+
+def test_another_provider_s_error_is_raised_without_the_token(failing_docker):
+    """OpenEnv's own provider puts the token on docker's command line and quotes the command when
+    it fails: the error reaches the caller with ``***`` in its place, chained to nothing."""
+    from openenv.core.containers.runtime import LocalDockerProvider
+
+    token = "tok-" + "s3cret" * 6
+    with pytest.raises(RuntimeError) as failed:
+        BrowserClient.from_docker_image("browserenv:latest", LocalDockerProvider(), token=token).sync()
+    assert "BROWSER_API_TOKEN=***" in str(failed.value)
+    assert token not in chain(failed.value)
+    assert failed.value.__cause__ is None and failed.value.__context__ is None
+
+
 # --------------------------------------------------------------------------- the seed's own example
 
 # The seed's "The OpenEnv loop" example, word for word but for its two import lines

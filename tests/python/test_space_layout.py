@@ -91,3 +91,30 @@ def test_the_folder_installs_as_the_client_package(staged, tmp_path):
 def test_a_folder_in_use_is_not_overwritten(staged):
     run = subprocess.run([sys.executable, str(SCRIPT), str(staged)], capture_output=True, text=True, timeout=60)
     assert run.returncode != 0 and "is not empty" in run.stderr
+
+
+def test_untracked_files_are_never_staged(tmp_path):
+    """A Space is public, and a working tree holds recordings (cookies, web archives), task packs
+    and campaign folders that git does not track: only tracked files are staged."""
+    root = tmp_path / "repo"
+    (root / "python" / "browserenv").mkdir(parents=True)
+    (root / "python" / "browserenv" / "__init__.py").write_text("")
+    (root / "python" / "pyproject.toml").write_text("[project]\nname = 'browserenv'\n")
+    (root / "openenv.yaml").write_text("name: browserenv\n")
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "tracked"], check=True)
+    for name in ("runs/archives/x.warc.gz", "campaign/people/people.json", "notes.txt"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("cookie: session=secret\n")
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import stage_space
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    out = tmp_path / "out"
+    staged = stage_space.stage(out, root)
+    assert staged == ["openenv.yaml", "python/browserenv/__init__.py", "python/pyproject.toml"]
+    for name in ("runs", "campaign", "notes.txt"):
+        assert not (out / name).exists(), name

@@ -46,6 +46,9 @@ pub struct Access {
     /// Other replicas' requests carry a signature made with the token instead of the token
     /// (`server/src/replicas/signing.rs`); each is taken once.
     pub peer_signatures: Arc<crate::replicas::signing::Verifier>,
+    /// Where the peers reach this replica besides the address a connection arrives at
+    /// (`BROWSER_PEER_ADDRESSES`: a published port, NAT).
+    pub peer_addresses: Vec<std::net::SocketAddr>,
 }
 
 impl std::fmt::Debug for Access {
@@ -57,6 +60,7 @@ impl std::fmt::Debug for Access {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("check_host", &self.check_host)
             .field("people", &self.people)
+            .field("peer_addresses", &self.peer_addresses)
             .finish()
     }
 }
@@ -114,6 +118,26 @@ impl Access {
                 .allowed_hosts
                 .iter()
                 .any(|allowed| allowed.eq_ignore_ascii_case(name))
+    }
+
+    /// Whether `host` (a signed request's `Host`) names this replica: the address its connection
+    /// arrived at (`local`), or one of `peer_addresses`. A signature is made for the address a
+    /// replica asks (`replicas::Replicas::signature`, always `ip:port`), so one captured by
+    /// whatever held an address before (a departed replica's) is refused by every other replica.
+    pub fn addressed_here(&self, host: &str, local: Option<std::net::SocketAddr>) -> bool {
+        // Without a port, HTTP's: a URL leaves port 80 out, and so does the `Host` it sends.
+        let asked = host.parse::<std::net::SocketAddr>().ok().or_else(|| {
+            let ip = host.strip_prefix('[').and_then(|h| h.strip_suffix(']'));
+            let ip = ip.unwrap_or(host).parse::<std::net::IpAddr>().ok()?;
+            Some(std::net::SocketAddr::new(ip, 80))
+        });
+        let Some(asked) = asked else {
+            return false;
+        };
+        let same = |own: &std::net::SocketAddr| {
+            own.port() == asked.port() && own.ip().to_canonical() == asked.ip().to_canonical()
+        };
+        local.iter().chain(&self.peer_addresses).any(same)
     }
 
     /// Who presents the request's bearer token: the server's token is `Caller::Shared`, a
@@ -232,42 +256,105 @@ pub async fn require_token(
         request.extensions_mut().insert(caller);
         return next.run(request).await;
     };
-    let (parts, body) = request.into_parts();
-    let Ok(bytes) =
-        axum::body::to_bytes(body, crate::operations::connection::MAX_INCOMING_BYTES).await
-    else {
-        return unauthorized("the signed request's body could not be read").into_response();
+    let signature = signature.to_str().unwrap_or("");
+    match admit_signed(&access, token, signature, request).await {
+        Ok(request) => next.run(request).await,
+        Err(refused) => refused,
+    }
+}
+
+/// A peer's signed request, its body read, once its signature holds; or the answer refusing it.
+/// What needs no body is checked first (the header's form and time, the address it was signed
+/// for, the declared length), and the body is read within `signing::BODY_LIMIT`, one of
+/// `signing::BODIES_AT_ONCE`: anyone can send the header, without any credential.
+async fn admit_signed(
+    access: &Access,
+    token: &str,
+    signature: &str,
+    request: axum::extract::Request,
+) -> Result<axum::extract::Request, Response> {
+    use crate::replicas::signing::{self, Refused, Signed, Stamp};
+    let path = request.uri().path().to_string();
+    let refuse = |refused: Refused| {
+        tracing::warn!("refused a peer request to {path}: {refused}");
+        unauthorized(&refused.to_string()).into_response()
     };
+    Stamp::read(signature).map_err(refuse)?;
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let local = request
+        .extensions()
+        .get::<crate::operations::connection::LocalAddr>()
+        .map(|local| local.0);
+    if !access.addressed_here(&host, local) {
+        return Err(refuse(Refused::Elsewhere(host.chars().take(200).collect())));
+    }
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "PAYLOAD_TOO_LARGE",
+            format!(
+                "a signed peer request's body is {} bytes at most",
+                signing::BODY_LIMIT
+            ),
+        )
+        .into_response()
+    };
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > signing::BODY_LIMIT as u64) {
+        return Err(too_large());
+    }
+    let Some(_turn) = access.peer_signatures.body_turn().await else {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "PEER_BUSY",
+            format!(
+                "{} signed peer requests are being read: try again shortly",
+                signing::BODIES_AT_ONCE
+            ),
+        )
+        .into_response());
+    };
+    let (parts, body) = request.into_parts();
+    let mut stream = body.into_data_stream();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = futures_util::StreamExt::next(&mut stream).await {
+        let Ok(chunk) = chunk else {
+            return Err(unauthorized("the signed request's body could not be read").into_response());
+        };
+        if bytes.len() + chunk.len() > signing::BODY_LIMIT {
+            return Err(too_large());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
     let path_and_query = parts
         .uri
         .path_and_query()
         .map_or(parts.uri.path(), |p| p.as_str());
-    let host = parts
-        .headers
-        .get(header::HOST)
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or("");
-    let verified = access.peer_signatures.verify(
-        token,
-        signature.to_str().unwrap_or(""),
-        crate::replicas::signing::Signed {
-            method: parts.method.as_str(),
-            host,
-            path_and_query,
-            body: &bytes,
-        },
-    );
-    match verified {
-        Ok(()) => {
-            let mut request = axum::extract::Request::from_parts(parts, bytes.into());
-            request.extensions_mut().insert(Caller::Shared);
-            next.run(request).await
-        }
-        Err(refused) => {
-            tracing::warn!("refused a peer request to {}: {refused}", parts.uri.path());
-            unauthorized(&refused.to_string()).into_response()
-        }
-    }
+    access
+        .peer_signatures
+        .verify(
+            token,
+            signature,
+            Signed {
+                method: parts.method.as_str(),
+                host: &host,
+                path_and_query,
+                headers: &parts.headers,
+                body: &bytes,
+            },
+        )
+        .map_err(refuse)?;
+    let mut request = axum::extract::Request::from_parts(parts, bytes.into());
+    request.extensions_mut().insert(Caller::Shared);
+    Ok(request)
 }
 
 /// Compare without leaking where the first difference is.
@@ -384,6 +471,37 @@ mod tests {
         assert!(proxied
             .admit(&headers(&[("host", "space.hf.space")]))
             .is_ok());
+    }
+
+    #[test]
+    fn a_signed_request_is_taken_at_this_replica_s_own_addresses_alone() {
+        let published: std::net::SocketAddr = "192.0.2.7:18000".parse().unwrap();
+        let access = Access {
+            peer_addresses: vec![published],
+            ..Access::default()
+        };
+        let local = Some("10.0.0.5:8000".parse().unwrap());
+        for host in ["10.0.0.5:8000", "192.0.2.7:18000"] {
+            assert!(access.addressed_here(host, local), "{host}");
+        }
+        for host in [
+            "10.0.0.6:8000",
+            "10.0.0.5:8001",
+            "10.0.0.5",
+            "localhost:8000",
+            "browserenv:8000",
+            "",
+        ] {
+            assert!(!access.addressed_here(host, local), "{host}");
+        }
+        // A dual-stack listener sees IPv4 as IPv6; port 80 is left out of `Host`.
+        let mapped = Some("[::ffff:10.0.0.5]:8000".parse().unwrap());
+        assert!(access.addressed_here("10.0.0.5:8000", mapped));
+        assert!(access.addressed_here("10.0.0.5", Some("10.0.0.5:80".parse().unwrap())));
+        assert!(access.addressed_here("[::1]", Some("[::1]:80".parse().unwrap())));
+        // Behind a Unix socket: only the addresses it is told are its own.
+        assert!(!access.addressed_here("10.0.0.5:8000", None));
+        assert!(access.addressed_here("192.0.2.7:18000", None));
     }
 
     /// A campaign's people, for the tests: `ana-token` is ana's.

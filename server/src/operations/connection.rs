@@ -60,7 +60,8 @@ pub struct ConnectionLimits {
 /// flight finish for at most that long, and cut the connections still open (a request that
 /// trickles its body, a step still running): nothing a client does holds the server past it.
 /// Every request carries `ConnectInfo<N::Addr>` as with `axum::serve`'s
-/// `into_make_service_with_connect_info`.
+/// `into_make_service_with_connect_info`, and `LocalAddr`, where its connection arrived, when the
+/// listener has one (TCP).
 pub async fn serve<N>(
     mut listener: N,
     router: Router,
@@ -68,6 +69,7 @@ pub async fn serve<N>(
     shutdown: impl Future<Output = Duration>,
 ) where
     N: axum::serve::Listener,
+    N::Io: Arrival,
     N::Addr: Debug + Clone + Send + Sync + 'static,
 {
     let places = Arc::new(Semaphore::new(limits.max_connections));
@@ -96,10 +98,12 @@ pub async fn serve<N>(
             refuse(io, &refusals, limits.max_connections);
             continue;
         };
+        let local = io.local_addr();
         let io = Placed { io, _place: place };
         connections.spawn(serve_connection(
             io,
             addr,
+            local,
             router.clone(),
             limits.header_read_timeout,
             stop_rx.clone(),
@@ -123,6 +127,7 @@ pub async fn serve<N>(
 async fn serve_connection<I, A>(
     io: I,
     addr: A,
+    local: Option<LocalAddr>,
     router: Router,
     header_read_timeout: Duration,
     mut stop: watch::Receiver<bool>,
@@ -133,6 +138,9 @@ async fn serve_connection<I, A>(
 {
     let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
         request.extensions_mut().insert(ConnectInfo(addr.clone()));
+        if let Some(local) = local {
+            request.extensions_mut().insert(local);
+        }
         router.clone().oneshot(request)
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -153,6 +161,32 @@ async fn serve_connection<I, A>(
     };
     if let Err(err) = result {
         tracing::debug!("connection ended: {err}");
+    }
+}
+
+/// The address a request's connection arrived at on this server (the accepted socket's own
+/// address: `10.0.0.5:8000` for a server bound to `0.0.0.0:8000`), a request extension. A peer's
+/// signed request must name it in `Host` (`access::require_token`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocalAddr(pub std::net::SocketAddr);
+
+/// A listener's connection that may know its own address.
+pub trait Arrival {
+    fn local_addr(&self) -> Option<LocalAddr>;
+}
+
+impl Arrival for tokio::net::TcpStream {
+    fn local_addr(&self) -> Option<LocalAddr> {
+        tokio::net::TcpStream::local_addr(self).ok().map(LocalAddr)
+    }
+}
+
+/// No address: a signed request reaches a server behind a Unix socket only at an address it is
+/// told is its own (`BROWSER_PEER_ADDRESSES`).
+#[cfg(unix)]
+impl Arrival for tokio::net::UnixStream {
+    fn local_addr(&self) -> Option<LocalAddr> {
+        None
     }
 }
 

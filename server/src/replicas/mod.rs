@@ -137,8 +137,14 @@ impl Replicas {
     }
 
     /// The signature header for a request to a peer (none without a token: peers then take
-    /// any request, as the server does).
-    pub fn signature(&self, method: &str, url: &str, body: &[u8]) -> Option<String> {
+    /// any request, as the server does); `headers` are the request's, as it will be sent.
+    pub fn signature(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &axum::http::HeaderMap,
+        body: &[u8],
+    ) -> Option<String> {
         let token = self.token.as_ref()?;
         let url = url::Url::parse(url).ok()?;
         let path_and_query = match url.query() {
@@ -156,6 +162,7 @@ impl Replicas {
                 method,
                 host: &host,
                 path_and_query: &path_and_query,
+                headers,
                 body,
             },
         ))
@@ -249,8 +256,14 @@ impl Replicas {
             .await
             .map_err(|_| "this replica is busy with other lookups".to_string())?
             .map_err(|err| err.to_string())?;
-        let mut request = self.http.get(url);
-        if let Some(signature) = self.signature("GET", url, b"") {
+        // Sent as signed: the client would add an `Accept` of its own otherwise.
+        let mut headers = axum::http::HeaderMap::new();
+        headers.insert(
+            axum::http::header::ACCEPT,
+            axum::http::HeaderValue::from_static("application/json"),
+        );
+        let mut request = self.http.get(url).headers(headers.clone());
+        if let Some(signature) = self.signature("GET", url, &headers, b"") {
             request = request.header(signing::HEADER, signature);
         }
         let response = request.send().await.map_err(|err| describe(&err))?;
@@ -329,6 +342,25 @@ pub fn parse_peers(values: &[String]) -> Result<Vec<PeerEntry>, String> {
         .map(|value| value.trim())
         .filter(|value| !value.is_empty())
         .map(|value| PeerEntry::parse(value).map_err(|err| format!("BROWSER_PEERS: {err}")))
+        .collect()
+}
+
+/// Parse `BROWSER_PEER_ADDRESSES` (comma-separated `ip:port`, blanks dropped): the peers reach a
+/// replica at the addresses `BROWSER_PEERS` resolves to, so a name would never be asked for.
+pub fn parse_own_addresses(values: &[String]) -> Result<Vec<SocketAddr>, String> {
+    values
+        .iter()
+        .map(|value| value.trim())
+        .filter(|value| !value.is_empty())
+        .map(|value| {
+            value.parse::<SocketAddr>().map_err(|_| {
+                format!(
+                    "BROWSER_PEER_ADDRESSES: {value:?} is not an IP address with a port \
+                     (10.0.0.5:8000, [fd00::5]:8000): peers are reached at the addresses \
+                     BROWSER_PEERS resolves to"
+                )
+            })
+        })
         .collect()
 }
 

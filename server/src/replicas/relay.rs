@@ -142,16 +142,25 @@ pub async fn http(
 ) -> Result<Answer, String> {
     let method =
         reqwest::Method::from_bytes(method.as_str().as_bytes()).map_err(|err| err.to_string())?;
+    // Exactly what is sent is signed: the client's own `Accept` would be added otherwise.
+    let mut sent = axum::http::HeaderMap::new();
+    for name in KEPT_HEADERS {
+        for value in headers.get_all(&name) {
+            sent.append(name.clone(), value.clone());
+        }
+    }
+    if !sent.contains_key(axum::http::header::ACCEPT) {
+        sent.insert(
+            axum::http::header::ACCEPT,
+            axum::http::HeaderValue::from_static("*/*"),
+        );
+    }
     let mut request = replicas
         .http()
         .request(method.clone(), url)
-        .timeout(FORWARDED_TIMEOUT);
-    for name in KEPT_HEADERS {
-        for value in headers.get_all(&name) {
-            request = request.header(name.as_str(), value.as_bytes());
-        }
-    }
-    if let Some(signature) = replicas.signature(method.as_str(), url, &body) {
+        .timeout(FORWARDED_TIMEOUT)
+        .headers(sent.clone());
+    if let Some(signature) = replicas.signature(method.as_str(), url, &sent, &body) {
         request = request.header(super::signing::HEADER, signature);
     }
     let response = request

@@ -183,7 +183,10 @@ pub async fn forward_if_elsewhere(
             Ok(upgrade) => upgrade,
             Err(refused) => return refused.into_response(),
         };
-        let signature = routing.replicas.signature("GET", &url, b"");
+        // The upgrade request carries none of the signed headers (`relay::connect`).
+        let signature = routing
+            .replicas
+            .signature("GET", &url, &axum::http::HeaderMap::new(), b"");
         let (timeouts, shutdown) = (routing.timeouts.clone(), routing.shutdown.clone());
         let session = named.session().to_string();
         return upgrade

@@ -77,7 +77,7 @@ pub async fn ask_for_a_person<L: Launcher>(
     reason: &str,
     wait: Duration,
 ) -> Result<StepResult, EnvError> {
-    let (control, wait) = {
+    let (control, wait, asking) = {
         let session = shared.lock().await;
         if session.outlets.is_closed() {
             return Err(session.closed());
@@ -86,15 +86,24 @@ pub async fn ask_for_a_person<L: Launcher>(
             return Err(EnvError("reset before asking for a person".into()));
         }
         session.outlets.ask(Some(reason), None).map_err(EnvError)?;
+        // From here on a call cancelled while it waits (its socket closed, its client gone)
+        // closes the request as it goes, and watchers are told (`registry::Asking`).
+        let asking = session.outlets.registration.as_ref().map(|r| r.asking());
         (
             session.handoff.control.clone(),
             wait.min(session.handoff.ask_wait),
+            asking,
         )
     };
     let person = control
         .handed_back(tokio::time::Instant::now() + wait)
         .await;
     let mut session = shared.lock().await;
+    // Answered here, under the session's lock: no other request can open the next ask before
+    // this one's is closed below.
+    if let Some(asking) = asking {
+        asking.answered();
+    }
     let note = control.take_note();
     let answer = match (&person, &note) {
         (Some(person), Some(note)) => format!("{} answered: {note}", person.name),

@@ -321,3 +321,40 @@ async fn observed_text_is_off_by_default_and_hides_what_a_person_typed_as_a_secr
         assert_eq!(session.state().step_count, 1, "reading is not a step");
     }
 }
+
+/// An agent's `request_human` whose call is cancelled while it waits (a `/ws` socket closed, an
+/// HTTP client gone: the call's future is dropped) closes the request: watchers are told, the
+/// session no longer shows it, and the next `request_human` is taken.
+#[tokio::test]
+async fn a_cancelled_request_for_a_person_is_closed() {
+    let (sessions, _recorded, shared, id) = an_agents_session(Duration::from_secs(10)).await;
+    let (_, mut frames) = sessions.registry().watch(&id).unwrap();
+    let asked = tokio::spawn({
+        let shared = shared.clone();
+        async move { ask_for_a_person(&shared, "please sign me in", Duration::from_secs(60)).await }
+    });
+    let asking = |sessions: &Sessions<FakeLauncher>| sessions.registry().get(&id).unwrap().asking;
+    for _ in 0..100 {
+        if asking(&sessions).is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(asking(&sessions).unwrap().reason, "please sign me in");
+    asked.abort();
+    assert!(asked.await.unwrap_err().is_cancelled());
+    assert_eq!(asking(&sessions), None);
+    // The watchers' last word: the agent drives, and asks nobody.
+    let mut last = None;
+    while let Ok(frame) = frames.try_recv() {
+        last = Some(frame);
+    }
+    let last: Value = serde_json::from_str(&last.expect("watchers were told")).unwrap();
+    assert_eq!(last["data"]["control"], json!({"actor": "agent"}), "{last}");
+    // Asked again, the session takes it (and nobody answers within its wait).
+    let again = ask_for_a_person(&shared, "again", Duration::from_millis(50))
+        .await
+        .unwrap_err();
+    assert!(again.0.contains("no person took control"), "{}", again.0);
+    assert_eq!(asking(&sessions), None);
+}

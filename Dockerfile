@@ -83,21 +83,25 @@ WORKDIR /src
 # The dependencies first, in a layer of their own: the workspace's manifests and lock file with
 # empty crates, so that a change to the sources alone does not compile them again.
 COPY Cargo.toml Cargo.lock ./
+COPY archive/Cargo.toml archive/Cargo.toml
+COPY collect/Cargo.toml collect/Cargo.toml
 COPY server/Cargo.toml server/Cargo.toml
 COPY tui/Cargo.toml tui/Cargo.toml
 COPY tests/Cargo.toml tests/Cargo.toml
-RUN mkdir -p src server/src tui/src tests/src \
- && touch src/lib.rs server/src/lib.rs tui/src/lib.rs tests/src/lib.rs \
+RUN mkdir -p src archive/src collect/src server/src tui/src tests/src \
+ && touch src/lib.rs archive/src/lib.rs collect/src/lib.rs server/src/lib.rs tui/src/lib.rs tests/src/lib.rs \
  && for main in server/src/main.rs tui/src/main.rs tests/src/bench.rs; do echo 'fn main() {}' > "$main"; done \
  && cargo build --release --locked -p browserenv-server \
- && rm -rf src server/src target/release/browserenv-server*
-# Then the two crates the server is built from (the UI and the tests keep their empty stand-ins:
+ && rm -rf src archive/src collect/src server/src target/release/browserenv-server*
+# Then the four crates the server is built from (the UI and the tests keep their empty stand-ins:
 # the server does not depend on them). COPY keeps the files' times, which may be older than the
 # stand-ins' build: touched, so that cargo builds them.
 COPY src src
+COPY archive archive
+COPY collect collect
 COPY server server
 COPY README.md README.md
-RUN touch src/lib.rs server/src/lib.rs server/src/main.rs \
+RUN touch src/lib.rs archive/src/lib.rs collect/src/lib.rs server/src/lib.rs server/src/main.rs \
  && cargo build --release --locked -p browserenv-server \
  && strip target/release/browserenv-server
 

@@ -8,6 +8,7 @@ runs `docker build` on it, which test_image.py's image covers.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -118,3 +119,32 @@ def test_untracked_files_are_never_staged(tmp_path):
     assert staged == ["openenv.yaml", "python/browserenv/__init__.py", "python/pyproject.toml"]
     for name in ("runs", "campaign", "notes.txt"):
         assert not (out / name).exists(), name
+
+
+def test_the_dockerfile_builds_the_server_from_every_crate_it_depends_on():
+    """`openenv build` and a plain `docker build .` compile the server in the Dockerfile's build
+    stage (`make image` builds it on the host instead, so its tests do not run that stage): every
+    workspace crate the server is built from must be copied there, manifest and sources, or that
+    build fails. The crates come from `cargo metadata`, not from a list kept here."""
+    meta = subprocess.run(
+        ["cargo", "metadata", "--format-version", "1", "--no-deps", "--offline"],
+        cwd=REPO_ROOT, capture_output=True, text=True, check=True,
+    )
+    packages = {p["name"]: p for p in json.loads(meta.stdout)["packages"]}
+    needed, todo = set(), ["browserenv-server"]
+    while todo:
+        name = todo.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        todo += [d["name"] for d in packages[name]["dependencies"]
+                 if d.get("path") and d["kind"] is None and d["name"] in packages]
+    dockerfile = (REPO_ROOT / "Dockerfile").read_text()
+    build_stage = dockerfile[dockerfile.index(" AS build"):]
+    for name in sorted(needed):
+        folder = Path(packages[name]["manifest_path"]).parent.relative_to(REPO_ROOT).as_posix()
+        if folder == ".":
+            assert "COPY Cargo.toml Cargo.lock ./" in build_stage and "COPY src src" in build_stage, name
+        else:
+            assert f"COPY {folder}/Cargo.toml {folder}/Cargo.toml" in build_stage, name
+            assert f"COPY {folder} {folder}" in build_stage, name

@@ -7,8 +7,8 @@
 // - with a seed, the clock is the page's own: it starts at the recorded time in every document and
 //   moves only with what the page does (a little at each reading, to a timer's due time when it
 //   fires, a frame's length at each animation frame), never with the machine's speed; `Math.random`
-//   is a generator seeded by the seed and the page's address. The same actions on the same archive
-//   then give the same pixels.
+//   is a generator seeded by the seed and the page's address, and the text caret is not drawn. The
+//   same actions on the same archive then give the same pixels.
 (() => {
   if (window.__browserenvClock) return;
   Object.defineProperty(window, '__browserenvClock', { value: true });
@@ -80,6 +80,18 @@
       t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
       return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
     };
+  }
+  // The text caret blinks on the browser's own clock (every 500 ms), so whether a picture shows it
+  // depends on when it is taken: with a seed it is not drawn, or the same actions would not give
+  // the same pixels (a typed search box, pictured 0.6 s after its click on a loaded machine).
+  if (SEED !== null) {
+    try {
+      const sheet = new CSSStyleSheet();
+      sheet.replaceSync('* { caret-color: transparent !important; }');
+      document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+    } catch (_) {
+      // A document that takes no style sheets (not HTML) has no caret to hide.
+    }
   }
   // Named otherwise: a function declaration named `Date` would be `Date` in this whole scope.
   function PageDate(...args) {

@@ -154,8 +154,8 @@ async fn all_at_once(clients: Vec<Client>, rounds: usize, name: &str) -> anyhow:
 
 pub async fn run(rounds: usize) -> anyhow::Result<()> {
     let pages = serve_dir(assets_dir().join("pages")).await?;
-    println!("| measure | n | median ms | p95 ms |");
-    println!("|---|---|---|---|");
+    println!("| measure | n | median ms | p95 ms | floor ms (raw CDP) | median / floor |");
+    println!("|---|---|---|---|---|---|");
 
     // One session, straight to its replica and through the balancer.
     let single = replicas(1, SESSIONS).await?;
@@ -203,8 +203,8 @@ pub async fn run(rounds: usize) -> anyhow::Result<()> {
         round_trips[1]
     );
     println!();
-    println!("| measure | n | median ms | p95 ms |");
-    println!("|---|---|---|---|");
+    println!("| measure | n | median ms | p95 ms | floor ms (raw CDP) | median / floor |");
+    println!("|---|---|---|---|---|---|");
 
     // Twelve sessions at once: one replica of twelve, then three of four behind the balancer.
     let clients = open(&single[0].base_url(), &pages).await?;

@@ -65,8 +65,10 @@ pub fn frames(frames: &[(String, TextLayer)]) -> anyhow::Result<()> {
 
     /// A common cell size for the pixel protocols (kitty in Debian 12 reports 9x20, xterm 6x13).
     const CELL: (u16, u16) = (8, 16);
-    println!("| measure | n | median ms | p95 ms | median KB per frame |");
-    println!("|---|---|---|---|---|");
+    println!(
+        "| measure | n | median ms | p95 ms | floor ms (raw CDP) | median / floor | median KB per frame |"
+    );
+    println!("|---|---|---|---|---|---|---|");
     let kinds: [(&str, Graphics, bool); 5] = [
         ("kitty", Graphics::pixels(Protocol::Kitty, CELL), false),
         ("sixel", Graphics::pixels(Protocol::Sixel, CELL), false),

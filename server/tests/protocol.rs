@@ -631,20 +631,6 @@ async fn close_code_of(socket: &mut Socket) -> Option<CloseCode> {
     close_frame(socket).await.map(|(code, _)| code)
 }
 
-/// An OpenEnv MCP call on `server` (no token), its JSON-RPC answer.
-async fn mcp_call(server: &ServerHandle, body: Value) -> Value {
-    reqwest::Client::new()
-        .post(format!("{}/mcp", server.base_url()))
-        .header("accept", "*/*")
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
 /// What `/sessions` says the session asks for, if anything.
 async fn asking(server: &ServerHandle, id: &str) -> Value {
     let (_, sessions) = get_json(server, "/sessions").await;
@@ -658,7 +644,7 @@ async fn asking(server: &ServerHandle, id: &str) -> Value {
 async fn a_request_for_a_person_whose_client_goes_away_is_closed() {
     let server = server(quick(), 2).await;
     let created = mcp_call(
-        &server,
+        &server.base_url(),
         json!({"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}),
     )
     .await;
@@ -671,7 +657,7 @@ async fn a_request_for_a_person_whose_client_goes_away_is_closed() {
                "params": {"session_id": id, "name": name, "arguments": arguments}})
     };
     let reset = mcp_call(
-        &server,
+        &server.base_url(),
         call("reset", json!({"start_url": "https://example.com/"})),
     )
     .await;
@@ -714,7 +700,7 @@ async fn a_request_for_a_person_whose_client_goes_away_is_closed() {
     }
     assert!(shown.is_null(), "still asking: {shown}");
     let again = mcp_call(
-        &server,
+        &server.base_url(),
         call(
             "request_human",
             json!({"reason": "again", "wait_seconds": 1}),

@@ -1,7 +1,8 @@
-//! The `/ws` socket as the tests drive it, frame by frame: one place for every test crate. The
-//! server's own integration tests (`server/tests/`) cannot depend on this crate, which depends on
-//! the server, so they include this file as a module of theirs (`#[path]`); it uses only what both
-//! have: tokio-tungstenite, futures-util and serde_json.
+//! The server's wire as the tests drive it: the `/ws` socket frame by frame, and one OpenEnv MCP
+//! call over HTTP. One place for every test crate: the server's and the UI's own integration tests
+//! (`server/tests/`, `tui/tests/`) cannot depend on this crate, which depends on both, so they
+//! include this file as a module of theirs (`#[path]`); it uses only what all of them have:
+//! tokio-tungstenite, futures-util, reqwest and serde_json.
 
 #![allow(dead_code)] // each test file uses what it needs
 
@@ -85,4 +86,19 @@ pub async fn close_frame(socket: &mut Socket) -> Option<(CloseCode, String)> {
         }
     }
     None
+}
+
+/// One JSON-RPC call to the MCP endpoint of the server at `base_url` (Streamable HTTP, JSON
+/// answers, no token): its answer.
+pub async fn mcp_call(base_url: &str, body: Value) -> Value {
+    reqwest::Client::new()
+        .post(format!("{base_url}/mcp"))
+        .header("accept", "*/*")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }

@@ -22,6 +22,10 @@ use ratatui::Terminal;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+#[path = "../../tests/src/socket.rs"]
+mod socket;
+use socket::mcp_call;
+
 fn key(code: KeyCode) -> Event {
     Event::Key(KeyEvent {
         code,
@@ -47,20 +51,6 @@ async fn until(
             Err(_) => panic!("timed out waiting for: {what}"),
         }
     }
-}
-
-/// One JSON-RPC call to the server's MCP endpoint (Streamable HTTP, JSON answers).
-async fn mcp(server: String, body: Value) -> Value {
-    reqwest::Client::new()
-        .post(format!("{server}/mcp"))
-        .header("accept", "*/*")
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
 }
 
 #[tokio::test]
@@ -94,8 +84,8 @@ async fn the_ui_hears_an_agent_ask_takes_over_and_hands_back_a_note() {
         .unwrap()
         .to_string();
     // The agent that will ask, over MCP.
-    let created = mcp(
-        base.clone(),
+    let created = mcp_call(
+        &base,
         json!({"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}),
     )
     .await;
@@ -109,8 +99,8 @@ async fn the_ui_hears_an_agent_ask_takes_over_and_hands_back_a_note() {
     };
     let reset = tokio::time::timeout(
         step,
-        mcp(
-            base.clone(),
+        mcp_call(
+            &base,
             call("reset", json!({"start_url": pages.url("form.html")})),
         ),
     )
@@ -151,13 +141,16 @@ async fn the_ui_hears_an_agent_ask_takes_over_and_hands_back_a_note() {
     .await;
 
     let reason = "please sign me in";
-    let asked = tokio::spawn(mcp(
-        base.clone(),
-        call(
-            "request_human",
-            json!({"reason": reason, "wait_seconds": ask_wait.as_secs()}),
-        ),
-    ));
+    let asked = tokio::spawn({
+        let (base, body) = (
+            base.clone(),
+            call(
+                "request_human",
+                json!({"reason": reason, "wait_seconds": ask_wait.as_secs()}),
+            ),
+        );
+        async move { mcp_call(&base, body).await }
+    });
     // Heard from the list of sessions while another is watched: the bell, and where to go.
     let heard = until(&mut frames, ask_wait, "the bell", |f| f.bells > 0).await;
     assert_eq!(heard.asking, None, "the watched session asks nothing");
@@ -214,8 +207,8 @@ async fn the_ui_hears_an_agent_ask_takes_over_and_hands_back_a_note() {
         "{screen}"
     );
     quiet.close().await.unwrap();
-    let _ = mcp(
-        base.clone(),
+    let _ = mcp_call(
+        &base,
         json!({"jsonrpc": "2.0", "id": 3, "method": "openenv/session/close",
                "params": {"session_id": id}}),
     )

@@ -645,6 +645,7 @@ async fn a_request_for_a_person_whose_client_goes_away_is_closed() {
     let server = server(quick(), 2).await;
     let created = mcp_call(
         &server.base_url(),
+        None,
         json!({"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}),
     )
     .await;
@@ -658,6 +659,7 @@ async fn a_request_for_a_person_whose_client_goes_away_is_closed() {
     };
     let reset = mcp_call(
         &server.base_url(),
+        None,
         call("reset", json!({"start_url": "https://example.com/"})),
     )
     .await;
@@ -701,6 +703,7 @@ async fn a_request_for_a_person_whose_client_goes_away_is_closed() {
     assert!(shown.is_null(), "still asking: {shown}");
     let again = mcp_call(
         &server.base_url(),
+        None,
         call(
             "request_human",
             json!({"reason": "again", "wait_seconds": 1}),

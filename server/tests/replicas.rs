@@ -285,26 +285,13 @@ async fn peer_calls_need_the_token() {
     }
 }
 
-async fn post_mcp(server: &ServerHandle, body: Value) -> Value {
-    reqwest::Client::new()
-        .post(format!("{}/mcp", server.base_url()))
-        .bearer_auth(TOKEN)
-        .header("accept", "*/*")
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
 #[tokio::test]
 async fn an_openenv_mcp_session_is_reached_through_any_replica() {
     let servers = replicas(3, &[]).await;
     // OpenEnv's MCPToolClient: the session is made on one replica, named in the body afterwards.
-    let created = post_mcp(
-        &servers[0],
+    let created = mcp_call(
+        &servers[0].base_url(),
+        Some(TOKEN),
         json!({"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create", "params": {}}),
     )
     .await;
@@ -316,8 +303,9 @@ async fn an_openenv_mcp_session_is_reached_through_any_replica() {
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                "params": {"session_id": id, "name": name, "arguments": arguments}})
     };
-    let reset = post_mcp(
-        &servers[1],
+    let reset = mcp_call(
+        &servers[1].base_url(),
+        Some(TOKEN),
         call("reset", json!({"start_url": "https://example.com/"})),
     )
     .await;
@@ -325,7 +313,12 @@ async fn an_openenv_mcp_session_is_reached_through_any_replica() {
         reset["result"]["data"]["url"], "https://example.com/",
         "{reset}"
     );
-    let scrolled = post_mcp(&servers[2], call("scroll", json!({"dy": 200}))).await;
+    let scrolled = mcp_call(
+        &servers[2].base_url(),
+        Some(TOKEN),
+        call("scroll", json!({"dy": 200})),
+    )
+    .await;
     assert_eq!(scrolled["result"]["data"]["step"], 1, "{scrolled}");
     // A WebSocket attached to it through another replica drives the same episode.
     let mut attached = connect_with_token(
@@ -336,8 +329,9 @@ async fn an_openenv_mcp_session_is_reached_through_any_replica() {
     let state = request(&mut attached, json!({"type": "state"})).await;
     assert_eq!(state["data"]["step_count"], 1, "{state}");
     drop(attached);
-    let unknown = post_mcp(
-        &servers[1],
+    let unknown = mcp_call(
+        &servers[1].base_url(),
+        Some(TOKEN),
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
         "params": {"session_id": "mcp-nobody", "name": "wait"}}),
     )
@@ -451,8 +445,9 @@ async fn only_session_ids_are_looked_for_on_peers() {
 
 /// OpenEnv's `session/create` on `server`, reset: the session's id.
 async fn openenv_session(server: &ServerHandle) -> String {
-    let created = post_mcp(
-        server,
+    let created = mcp_call(
+        &server.base_url(),
+        Some(TOKEN),
         json!({"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create", "params": {}}),
     )
     .await;
@@ -460,8 +455,9 @@ async fn openenv_session(server: &ServerHandle) -> String {
         .as_str()
         .unwrap()
         .to_string();
-    let reset = post_mcp(
-        server,
+    let reset = mcp_call(
+        &server.base_url(),
+        Some(TOKEN),
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"session_id": id,
             "name": "reset", "arguments": {"start_url": "https://example.com/"}}}),
     )
@@ -489,7 +485,10 @@ async fn a_flood_of_relayed_calls_is_turned_away_and_starves_nothing() {
         let (a, id) = (a.clone(), flooded.clone());
         flood.push(tokio::spawn(async move {
             let started = std::time::Instant::now();
-            (post_mcp(&a[0], wait_call(&id)).await, started.elapsed())
+            (
+                mcp_call(&a[0].base_url(), Some(TOKEN), wait_call(&id)).await,
+                started.elapsed(),
+            )
         }));
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -504,7 +503,7 @@ async fn a_flood_of_relayed_calls_is_turned_away_and_starves_nothing() {
     );
     assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
     // Another session's call is carried meanwhile.
-    let carried = post_mcp(&a[0], wait_call(&other)).await;
+    let carried = mcp_call(&a[0].base_url(), Some(TOKEN), wait_call(&other)).await;
     assert!(carried["error"].is_null(), "{carried}");
     let mut busy = 0;
     let mut done = 0;
@@ -588,7 +587,7 @@ async fn peer_requests_are_signed_never_carry_the_token_and_follow_no_redirect()
     let servers = replicas(2, std::slice::from_ref(&peer)).await;
     // A call for a session the stand-in claims: carried there, its redirect not followed.
     let id = format!("mcp-{}", uuid::Uuid::new_v4());
-    let answer = post_mcp(&servers[0], wait_call(&id)).await;
+    let answer = mcp_call(&servers[0].base_url(), Some(TOKEN), wait_call(&id)).await;
     assert!(
         answer["error"]["message"]
             .as_str()

@@ -89,16 +89,14 @@ pub async fn close_frame(socket: &mut Socket) -> Option<(CloseCode, String)> {
 }
 
 /// One JSON-RPC call to the MCP endpoint of the server at `base_url` (Streamable HTTP, JSON
-/// answers, no token): its answer.
-pub async fn mcp_call(base_url: &str, body: Value) -> Value {
-    reqwest::Client::new()
+/// answers), with `token` when the server wants one: its answer.
+pub async fn mcp_call(base_url: &str, token: Option<&str>, body: Value) -> Value {
+    let mut request = reqwest::Client::new()
         .post(format!("{base_url}/mcp"))
         .header("accept", "*/*")
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+        .json(&body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    request.send().await.unwrap().json().await.unwrap()
 }

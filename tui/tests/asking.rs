@@ -86,6 +86,7 @@ async fn the_ui_hears_an_agent_ask_takes_over_and_hands_back_a_note() {
     // The agent that will ask, over MCP.
     let created = mcp_call(
         &base,
+        None,
         json!({"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}),
     )
     .await;
@@ -101,6 +102,7 @@ async fn the_ui_hears_an_agent_ask_takes_over_and_hands_back_a_note() {
         step,
         mcp_call(
             &base,
+            None,
             call("reset", json!({"start_url": pages.url("form.html")})),
         ),
     )
@@ -149,7 +151,7 @@ async fn the_ui_hears_an_agent_ask_takes_over_and_hands_back_a_note() {
                 json!({"reason": reason, "wait_seconds": ask_wait.as_secs()}),
             ),
         );
-        async move { mcp_call(&base, body).await }
+        async move { mcp_call(&base, None, body).await }
     });
     // Heard from the list of sessions while another is watched: the bell, and where to go.
     let heard = until(&mut frames, ask_wait, "the bell", |f| f.bells > 0).await;
@@ -209,6 +211,7 @@ async fn the_ui_hears_an_agent_ask_takes_over_and_hands_back_a_note() {
     quiet.close().await.unwrap();
     let _ = mcp_call(
         &base,
+        None,
         json!({"jsonrpc": "2.0", "id": 3, "method": "openenv/session/close",
                "params": {"session_id": id}}),
     )

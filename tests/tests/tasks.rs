@@ -374,9 +374,11 @@ async fn checks_read_the_page_with_the_browser_s_own_functions_and_within_bounds
     let pages = browserenv_server::site::serve_dir(assets_dir().join("pages"))
         .await
         .unwrap();
+    // Room for the waits below, the typing before them and the finish after.
+    const MAX_STEPS: usize = 200;
     let task = |id: &str, check: Value| {
         json!({"id": id, "category": "interaction", "instruction": "Wait for the posts.",
-               "start_url": "taskstate.html", "max_steps": 200, "check": check})
+               "start_url": "taskstate.html", "max_steps": MAX_STEPS, "check": check})
         .to_string()
     };
     let kept = browserenv_server::browser::REQUESTS_KEPT;
@@ -444,7 +446,7 @@ async fn checks_read_the_page_with_the_browser_s_own_functions_and_within_bounds
         // Until the page says its posts are out (each `wait` is a step of its own, within the
         // task's step limit: a loaded machine sends the 300 posts more slowly).
         let mut posted = false;
-        for _ in 0..195 {
+        for _ in 0..MAX_STEPS - 5 {
             let waited = client.step(BrowserAction::wait()).await.unwrap();
             if waited.observation.metadata["title"] == "posted" {
                 posted = true;

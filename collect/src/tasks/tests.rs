@@ -271,12 +271,17 @@ fn a_check_asks_the_browser_only_for_what_its_parts_read() {
     }
 }
 
+/// A file of the repository (docs, assets): the workspace root is this crate's parent.
+fn in_workspace(relative: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(relative)
+}
+
 /// docs/tasks.md shows one example per part, each a check this file's reader takes.
 #[test]
 fn the_docs_show_a_valid_example_of_every_part() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("docs/tasks.md");
+    let path = in_workspace("docs/tasks.md");
     let text = std::fs::read_to_string(path).unwrap();
     let mut shown = Vec::new();
     for row in text.lines().filter(|line| line.starts_with("| `")) {
@@ -392,9 +397,7 @@ fn bad_task_files_name_the_file_and_line() {
 
 #[test]
 fn the_bundled_demo_tasks_are_valid_and_cover_every_category() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("assets/tasks/demo.jsonl");
+    let path = in_workspace("assets/tasks/demo.jsonl");
     let set = TaskSet::load(&path).unwrap();
     assert_eq!(set.name, "demo");
     assert!(set.tasks.len() >= 15, "{} tasks", set.tasks.len());
@@ -406,9 +409,7 @@ fn the_bundled_demo_tasks_are_valid_and_cover_every_category() {
         let count = set.tasks.iter().filter(|t| t.category == category).count();
         assert!(count >= 5, "{category:?}: {count}");
     }
-    let site = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("assets/site");
+    let site = in_workspace("assets/site");
     let base = url::Url::parse("http://127.0.0.1:1/").unwrap();
     for task in &set.tasks {
         let start = task.resolve_start_url(Some(&base)).unwrap();

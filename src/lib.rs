@@ -16,6 +16,7 @@ pub mod text_layer;
 
 pub use client::{Client, ClientError, ResetOptions};
 pub use models::{
-    BrowserAction, BrowserObservation, BrowserState, FieldError, Key, Op, StepResult,
+    Action, ActionSet, BrowserAction, BrowserObservation, BrowserState, Chord, FieldError, Key,
+    KeyName, Modifier, Modifiers, MouseButton, Op, Point, StepResult,
 };
 pub use observation_error::ObservationError;

@@ -6,7 +6,9 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::models::{BrowserAction, BrowserObservation, BrowserState, FieldError, StepResult};
+use crate::models::{
+    ActionSet, BrowserAction, BrowserObservation, BrowserState, FieldError, StepResult,
+};
 
 /// Error codes of the wire contract. The first four leave the session usable; the rest close it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -168,8 +170,14 @@ pub enum ClientMessage {
 }
 
 impl ClientMessage {
-    /// Parse a text frame, mapping each failure to the wire contract's error code.
+    /// Parse a text frame, mapping each failure to the wire contract's error code; its action
+    /// may be any op.
     pub fn parse(text: &str) -> Result<Self, ErrorFrame> {
+        Self::parse_in(text, ActionSet::Full)
+    }
+
+    /// `parse`, for a server that takes the actions of `set`.
+    pub fn parse_in(text: &str, set: ActionSet) -> Result<Self, ErrorFrame> {
         let value: Value = serde_json::from_str(text).map_err(|err| {
             ErrorFrame::new(ErrorCode::InvalidJson, format!("Invalid JSON: {err}"))
         })?;
@@ -231,7 +239,8 @@ impl ClientMessage {
             "step" => {
                 check_no_extras(extras(&["type", "data"]))?;
                 let data = object.get("data").cloned().unwrap_or(Value::Null);
-                let action = BrowserAction::from_value(&data).map_err(ErrorFrame::validation)?;
+                let action =
+                    BrowserAction::from_value_in(&data, set).map_err(ErrorFrame::validation)?;
                 Ok(ClientMessage::Step(action))
             }
             "state" => {

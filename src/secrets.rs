@@ -31,7 +31,7 @@ use std::io;
 
 use serde_json::{Map, Value};
 
-use crate::models::{BrowserAction, Op, StepResult};
+use crate::models::{Action, BrowserAction, StepResult};
 
 /// What a person's secret is shown as: its length only.
 pub fn redacted(typed: &str) -> String {
@@ -63,7 +63,50 @@ pub const HIDDEN_CREDENTIAL: &str = "***";
 /// one a person marked, a frame of another origin (nothing says it is not a password field); the
 /// probe judges it (`element.password` in the observation's metadata).
 pub fn typed_into_secret_field(action: &BrowserAction, result: &StepResult) -> bool {
-    action.op == Op::Type && into_secret_field(result)
+    types_into_field(&action.action) && into_secret_field(result)
+}
+
+/// Whether the action puts what it carries into a field: typing, a chord that types a
+/// character, the option a `select` chooses. The same path as `type` for all of them: what they
+/// carry is a secret when the field is one (or a person marked the step).
+pub fn types_into_field(action: &Action) -> bool {
+    match action {
+        Action::Type { .. } | Action::Select { .. } => true,
+        Action::Press { chord, .. } => chord.typed().is_some(),
+        Action::Click { .. }
+        | Action::Key { .. }
+        | Action::Scroll { .. }
+        | Action::Back
+        | Action::Wait
+        | Action::Finish { .. }
+        | Action::Move { .. }
+        | Action::Drag { .. }
+        | Action::MouseDown { .. }
+        | Action::MouseUp { .. }
+        | Action::Forward
+        | Action::Goto { .. } => false,
+    }
+}
+
+/// What the action typed into a field (a chord's character as often as it repeats), for the
+/// episode's secrets when the field is secret and cannot be read back.
+pub fn typed_text(action: &Action) -> Option<String> {
+    match action {
+        Action::Type { text } | Action::Select { label: text, .. } => Some(text.clone()),
+        Action::Press { chord, repeat } => chord.typed().map(|c| c.repeat(usize::from(*repeat))),
+        Action::Click { .. }
+        | Action::Key { .. }
+        | Action::Scroll { .. }
+        | Action::Back
+        | Action::Wait
+        | Action::Finish { .. }
+        | Action::Move { .. }
+        | Action::Drag { .. }
+        | Action::MouseDown { .. }
+        | Action::MouseUp { .. }
+        | Action::Forward
+        | Action::Goto { .. } => None,
+    }
 }
 
 /// Whether the step's element (the focused one, for typing and keys) is a secret field.
@@ -79,10 +122,25 @@ pub fn into_secret_field(result: &StepResult) -> bool {
 
 /// The action as it may leave the server (to watchers, the agent's `human_steps`, recordings):
 /// typing that is a person's secret, or that went into a secret field, as `redacted`.
+/// A chord that typed into a secret field is shown as what a `type` of its characters would be:
+/// the chord and its repeats leave as `<redacted:N characters>` in a `type` action.
 pub fn shown_action(action: &BrowserAction, result: &StepResult, secret: bool) -> BrowserAction {
     let mut shown = action.clone();
-    if action.op == Op::Type && (secret || typed_into_secret_field(action, result)) {
-        shown.text = redacted(&action.text);
+    if !(types_into_field(&action.action) && (secret || typed_into_secret_field(action, result))) {
+        return shown;
+    }
+    match &mut shown.action {
+        Action::Press { .. } => {
+            let typed = typed_text(&action.action).unwrap_or_default();
+            shown.action = Action::Type {
+                text: redacted(&typed),
+            };
+        }
+        other => {
+            if let Some(text) = other.secret_text_mut() {
+                *text = redacted(text);
+            }
+        }
     }
     shown
 }

@@ -14,7 +14,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use browserenv::models::{action_schema, observation_schema, state_schema};
+use browserenv::models::{action_schema_in, observation_schema, state_schema};
 
 use crate::api_error::ApiError;
 use crate::api_error::ErrorBody;
@@ -74,7 +74,10 @@ impl<L: Launcher> AppState<L> {
 
 pub fn router<L: Launcher>(state: Arc<AppState<L>>) -> Router {
     let (routes, api) = routes(&state).split_for_parts();
-    let document = Arc::new(crate::openapi::document(api));
+    let document = Arc::new(crate::openapi::document(
+        api,
+        state.sessions.settings().actions,
+    ));
     routes
         .layer(Extension(document))
         .layer(DefaultBodyLimit::max(MAX_INCOMING_BYTES))
@@ -201,9 +204,9 @@ async fn metadata() -> Json<Metadata> {
     description = "In pydantic's shapes, the same as `components.schemas` of this document.",
     responses((status = 200, description = "schemas", body = Schemas)),
 )]
-async fn schema() -> Json<Schemas> {
+async fn schema<L: Launcher>(State(state): State<Arc<AppState<L>>>) -> Json<Schemas> {
     Json(Schemas {
-        action: action_schema(),
+        action: action_schema_in(state.sessions.settings().actions),
         observation: observation_schema(),
         state: state_schema(),
     })

@@ -9,7 +9,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use browserenv::models::Key;
+use browserenv::models::{Chord, Modifiers, MouseButton, Point};
 use browserenv::text_layer::TextRun;
 use browserenv::ObservationError;
 use browserenv_collect::tasks::{PageState, Wants};
@@ -231,20 +231,59 @@ pub trait Browser: Send + 'static {
         url: &str,
         timeout: Duration,
     ) -> impl Future<Output = Result<(), PageError>> + Send;
-    /// A trusted pointer click (move, press, release) at the viewport pixel.
-    fn click(&mut self, x: i64, y: i64) -> impl Future<Output = Result<(), PageError>> + Send;
+    /// A trusted pointer click (move, press, release) at the viewport pixel: `count` presses and
+    /// releases (2: a double click), `modifiers` held.
+    fn click(
+        &mut self,
+        at: Point,
+        button: MouseButton,
+        count: u8,
+        modifiers: Modifiers,
+    ) -> impl Future<Output = Result<(), PageError>> + Send;
     /// Real key events for each character into the focused element.
     fn type_text(&mut self, text: &str) -> impl Future<Output = Result<(), PageError>> + Send;
-    fn press(&mut self, key: Key) -> impl Future<Output = Result<(), PageError>> + Send;
-    /// A mouse wheel of `dy` pixels at the viewport pixel (scrolls whatever is under it).
+    /// A key or chord pressed `repeat` times (the modifiers held once around them); the
+    /// clipboard's chords copy and paste within the episode (`chromium/clipboard.rs`).
+    fn press(
+        &mut self,
+        chord: Chord,
+        repeat: u8,
+    ) -> impl Future<Output = Result<(), PageError>> + Send;
+    /// A mouse wheel of (`dx`, `dy`) pixels at the viewport pixel (scrolls whatever is under it).
     fn scroll(
         &mut self,
-        x: i64,
-        y: i64,
+        at: Point,
+        dx: i64,
         dy: i64,
+    ) -> impl Future<Output = Result<(), PageError>> + Send;
+    /// The pointer moved to the pixel (the page gets the pointer events on the way: hover).
+    fn move_to(&mut self, at: Point) -> impl Future<Output = Result<(), PageError>> + Send;
+    /// Press at the first point, move through the others, release at the last: a pointer drag,
+    /// or HTML5 drag-and-drop when the page starts one.
+    fn drag(
+        &mut self,
+        path: &[Point],
+        button: MouseButton,
+        modifiers: Modifiers,
+    ) -> impl Future<Output = Result<(), PageError>> + Send;
+    /// A button pressed (`down`) or released at the pixel.
+    fn mouse_button(
+        &mut self,
+        at: Point,
+        button: MouseButton,
+        down: bool,
+    ) -> impl Future<Output = Result<(), PageError>> + Send;
+    /// Choose the option labelled `label` of the `<select>` at the pixel, as a person would (its
+    /// `input` and `change` fired); `ActionFailed` saying what is there instead, or the labels.
+    fn select_option(
+        &mut self,
+        at: Point,
+        label: &str,
     ) -> impl Future<Output = Result<(), PageError>> + Send;
     /// History back; returns false when there is nothing to go back to.
     fn back(&mut self) -> impl Future<Output = Result<bool, PageError>> + Send;
+    /// History forward; false when there is nothing to go forward to.
+    fn forward(&mut self) -> impl Future<Output = Result<bool, PageError>> + Send;
     /// Wait until the page is settled (navigation committed and loaded, no request or short timer
     /// pending, DOM quiet, two frames painted), at most `bound`.
     fn settle(

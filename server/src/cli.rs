@@ -195,6 +195,10 @@ pub struct Cli {
     /// tool `read_page`. Off by default: observations stay the seed's.
     #[arg(long, env = "BROWSER_OBSERVE_TEXT", value_parser = FalseyValueParser::new())]
     pub observe_text: bool,
+    /// The actions taken: full (every gesture: move, drag, press, select, ...) or seed (the
+    /// seed's seven with the seed's fields alone; every addition refused in the seed's words).
+    #[arg(long, env = "BROWSER_ACTIONS", default_value = "full", value_parser = action_set)]
+    pub actions: browserenv::ActionSet,
     /// The Chromium executable: Debian's chromium-headless-shell where installed, else chromium.
     #[arg(long, env = "BROWSER_CHROMIUM", default_value_os_t = crate::chromium::default_executable())]
     pub chromium: PathBuf,
@@ -372,6 +376,7 @@ impl Cli {
                 60.0,
             )?,
             observe_text: self.observe_text,
+            actions: self.actions,
         };
         let archive = self.archive.config(self.record_dir.as_deref())?;
         let shared = self.isolation == crate::chromium::Isolation::Context
@@ -670,4 +675,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     tokio::task::spawn_blocking(chromium::shutdown_all).await?;
     tokio::time::sleep(Duration::from_millis(50)).await;
     result
+}
+
+/// `BROWSER_ACTIONS`: `full` or `seed`.
+fn action_set(name: &str) -> Result<browserenv::ActionSet, String> {
+    browserenv::ActionSet::from_name(name)
+        .ok_or_else(|| format!("BROWSER_ACTIONS is full or seed, got {name:?}"))
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use browserenv::models::Key;
+use browserenv::models::{Chord, Modifiers, MouseButton, Point};
 use browserenv::text_layer::TextRun;
 use browserenv_collect::tasks::{PageState, Wants};
 
@@ -115,8 +115,19 @@ impl Browser for FakeBrowser {
         Ok(())
     }
 
-    async fn click(&mut self, x: i64, y: i64) -> Result<(), PageError> {
-        self.record(format!("click {x} {y}"));
+    async fn click(
+        &mut self,
+        at: Point,
+        button: MouseButton,
+        count: u8,
+        modifiers: Modifiers,
+    ) -> Result<(), PageError> {
+        let mut call = format!("click {} {}", at.x, at.y);
+        if (button, count, modifiers) != (MouseButton::Left, 1, Modifiers::NONE) {
+            let held: Vec<&str> = modifiers.iter().map(|m| m.name()).collect();
+            call.push_str(&format!(" {} {count} {}", button.name(), held.join("+")));
+        }
+        self.record(call.trim_end().to_string());
         if self.script.hang_click {
             hang().await;
         }
@@ -128,17 +139,60 @@ impl Browser for FakeBrowser {
         Ok(())
     }
 
-    async fn press(&mut self, key: Key) -> Result<(), PageError> {
-        self.record(format!("press {}", key.name()));
-        if let (Key::Enter, Some(to)) = (key, self.script.enter_goes_to.clone()) {
+    async fn press(&mut self, chord: Chord, repeat: u8) -> Result<(), PageError> {
+        match repeat {
+            1 => self.record(format!("press {chord}")),
+            n => self.record(format!("press {chord} x{n}")),
+        }
+        if let ("ENTER", Some(to)) = (chord.name().as_str(), self.script.enter_goes_to.clone()) {
             return self.goto(&to, Duration::from_secs(1)).await;
         }
         Ok(())
     }
 
-    async fn scroll(&mut self, x: i64, y: i64, dy: i64) -> Result<(), PageError> {
-        self.record(format!("scroll {x} {y} {dy}"));
+    async fn scroll(&mut self, at: Point, dx: i64, dy: i64) -> Result<(), PageError> {
+        match dx {
+            0 => self.record(format!("scroll {} {} {dy}", at.x, at.y)),
+            dx => self.record(format!("scroll {} {} {dy} dx {dx}", at.x, at.y)),
+        }
         Ok(())
+    }
+
+    async fn move_to(&mut self, at: Point) -> Result<(), PageError> {
+        self.record(format!("move {} {}", at.x, at.y));
+        Ok(())
+    }
+
+    async fn drag(
+        &mut self,
+        path: &[Point],
+        button: MouseButton,
+        _modifiers: Modifiers,
+    ) -> Result<(), PageError> {
+        let points: Vec<String> = path.iter().map(|p| format!("{},{}", p.x, p.y)).collect();
+        self.record(format!("drag {} {}", button.name(), points.join(" ")));
+        Ok(())
+    }
+
+    async fn mouse_button(
+        &mut self,
+        at: Point,
+        button: MouseButton,
+        down: bool,
+    ) -> Result<(), PageError> {
+        let what = if down { "mouse_down" } else { "mouse_up" };
+        self.record(format!("{what} {} {} {}", at.x, at.y, button.name()));
+        Ok(())
+    }
+
+    async fn select_option(&mut self, at: Point, label: &str) -> Result<(), PageError> {
+        self.record(format!("select {} {} {label}", at.x, at.y));
+        Ok(())
+    }
+
+    async fn forward(&mut self) -> Result<bool, PageError> {
+        self.record("forward".into());
+        Ok(false)
     }
 
     async fn back(&mut self) -> Result<bool, PageError> {

@@ -64,7 +64,7 @@ impl Modify for BearerToken {
 }
 
 /// The generated document as JSON, with the models' own schemas in `components.schemas`.
-pub fn document(api: utoipa::openapi::OpenApi) -> Value {
+pub fn document(api: utoipa::openapi::OpenApi, actions: browserenv::ActionSet) -> Value {
     let mut doc = serde_json::to_value(api).expect("an OpenAPI document serializes");
     let schemas = doc["components"]["schemas"]
         .as_object_mut()
@@ -72,6 +72,11 @@ pub fn document(api: utoipa::openapi::OpenApi) -> Value {
     for (name, schema) in raw::schemas() {
         schemas.insert(name.into(), schema);
     }
+    // The action the server takes: the seed's with `BROWSER_ACTIONS=seed`.
+    schemas.insert(
+        "BrowserAction".into(),
+        browserenv::models::action_schema_in(actions),
+    );
     doc
 }
 

@@ -44,6 +44,9 @@ pub struct EnvSettings {
     /// page's visible text in the compact form (`text`, `text_truncated`), for clients that
     /// cannot call `read_page` (OpenEnv's over `/ws`). Off, observations are the seed's.
     pub observe_text: bool,
+    /// `BROWSER_ACTIONS`: `full` (default) takes every action, `seed` the seed's seven with the
+    /// seed's fields alone, every addition refused in the seed's words (docs/wire.md §1.1).
+    pub actions: browserenv::ActionSet,
 }
 
 impl Default for EnvSettings {
@@ -58,6 +61,7 @@ impl Default for EnvSettings {
             action_timeout: Duration::from_secs(10),
             screenshot_timeout: Duration::from_secs(10),
             observe_text: false,
+            actions: browserenv::ActionSet::Full,
         }
     }
 }

@@ -4,6 +4,10 @@
 //! them the way pydantic v2 does in lax mode and reports failures in pydantic's error shape.
 
 mod action;
+mod fields;
+#[cfg(test)]
+mod gesture_tests;
+mod keyboard;
 mod observation;
 mod schema;
 #[cfg(test)]
@@ -23,10 +27,15 @@ pub const MAX_TEXT_CHARS: usize = 2000;
 pub const MAX_SCROLL: i64 = 1200;
 
 pub use action::*;
+pub use fields::{
+    MAX_CLICK_COUNT, MAX_MODIFIERS, MAX_PATH_POINTS, MAX_REPEAT, MAX_URL_CHARS, MIN_PATH_POINTS,
+};
+pub use keyboard::*;
 pub use observation::*;
 pub use schema::*;
 pub use tools::*;
 pub use validation::{pydantic_int, FieldError};
 
 // The validation helpers, for the rooms (`use super::*`).
+use fields::*;
 use validation::*;

@@ -25,8 +25,19 @@ fn accepted(value: Value) -> BrowserAction {
 
 fn dy_of(input: Value) -> Result<i64, (String, String)> {
     BrowserAction::from_value(&json!({"op": "scroll", "dy": input}))
-        .map(|a| a.dy)
+        .map(|a| match a.action {
+            Action::Scroll { dy, .. } => dy,
+            other => panic!("a scroll, not {other:?}"),
+        })
         .map_err(|e| (e[0].kind.clone(), e[0].msg.clone()))
+}
+
+/// The seed's validator (`BROWSER_ACTIONS=seed`).
+fn seed_errors_of(value: Value) -> Vec<FieldError> {
+    match BrowserAction::from_value_in(&value, ActionSet::Seed) {
+        Ok(action) => panic!("expected errors for {value}, got {action:?}"),
+        Err(errors) => errors,
+    }
 }
 
 fn kinds(errors: &[FieldError]) -> Vec<(&str, Vec<Value>)> {
@@ -102,7 +113,10 @@ fn bad_op_is_literal_error() {
         json!(null),
         json!(["click"]),
     ] {
-        let e = only_error(json!({"op": op}));
+        // The seed's words on a seed server, the whole list on this one's default.
+        let seed = seed_errors_of(json!({"op": op}));
+        assert_eq!(seed.len(), 1, "{seed:?}");
+        let e = &seed[0];
         assert_eq!(e.kind, "literal_error");
         assert_eq!(e.loc, vec![json!("op")]);
         assert_eq!(
@@ -110,6 +124,16 @@ fn bad_op_is_literal_error() {
             "Input should be 'click', 'type', 'key', 'scroll', 'back', 'wait' or 'finish'"
         );
         assert_eq!(e.input, op);
+        let full = only_error(json!({"op": op}));
+        assert_eq!(
+            full.msg,
+            "Input should be 'click', 'type', 'key', 'scroll', 'back', 'wait', 'finish', \
+             'move', 'drag', 'mouse_down', 'mouse_up', 'press', 'select', 'forward' or 'goto'"
+        );
+        assert_eq!(
+            (full.kind, full.loc, full.input),
+            (e.kind.clone(), e.loc.clone(), op)
+        );
     }
 }
 
@@ -271,8 +295,8 @@ fn range_errors() {
         only_error(json!({"op": "scroll", "dy": "-100000000000000000000"})).kind,
         "greater_than_equal"
     );
-    assert_eq!(accepted(json!({"op": "scroll", "dy": -1200})).dy, -1200);
-    assert_eq!(accepted(json!({"op": "scroll", "dy": 1200})).dy, 1200);
+    assert_eq!(dy_of(json!(-1200)), Ok(-1200));
+    assert_eq!(dy_of(json!(1200)), Ok(1200));
 }
 
 #[test]
@@ -298,7 +322,10 @@ fn text_errors() {
     assert_eq!(e.input, json!(long));
     // Counted in chars, not bytes.
     let wide = "é".repeat(MAX_TEXT_CHARS);
-    assert_eq!(accepted(json!({"op": "type", "text": wide})).text, wide);
+    assert_eq!(
+        accepted(json!({"op": "type", "text": wide})).action,
+        Action::Type { text: wide }
+    );
 }
 
 #[test]
@@ -356,6 +383,11 @@ fn cross_field_rules() {
     }
     // Fields the rule does not mention are allowed, as in Python.
     assert!(BrowserAction::from_value(&json!({"op": "back", "x": 3, "text": "hi"})).is_ok());
+    assert!(BrowserAction::from_value_in(
+        &json!({"op": "back", "x": 3, "text": "hi"}),
+        ActionSet::Seed
+    )
+    .is_ok());
 }
 
 #[test]
@@ -387,7 +419,7 @@ fn all_errors_are_reported_in_field_order() {
     );
 }
 
-fn every_constructor() -> Vec<BrowserAction> {
+fn every_seed_constructor() -> Vec<BrowserAction> {
     let mut all = vec![
         BrowserAction::click(0, 0),
         BrowserAction::click(799, 599),
@@ -405,7 +437,7 @@ fn every_constructor() -> Vec<BrowserAction> {
 
 #[test]
 fn constructors_round_trip_and_validate() {
-    for action in every_constructor() {
+    for action in every_seed_constructor() {
         let value = action.to_value();
         assert_eq!(BrowserAction::from_value(&value), Ok(action.clone()));
         assert_eq!(action.validate(), Ok(()));
@@ -414,6 +446,11 @@ fn constructors_round_trip_and_validate() {
         assert_eq!(via_serde, Some(action.clone()));
         let obj = value.as_object().map(|m| m.len());
         assert_eq!(obj, Some(6), "every field is dumped: {value}");
+        // What a seed server takes, as it was.
+        assert_eq!(
+            BrowserAction::from_value_in(&value, ActionSet::Seed),
+            Ok(action.clone())
+        );
     }
 }
 
@@ -431,41 +468,45 @@ fn to_value_matches_model_dump() {
 
 #[test]
 fn validate_rechecks_ranges_and_rules() {
-    let bad = BrowserAction {
-        x: Some(800),
-        y: Some(-5),
-        dy: 5000,
-        text: "x".repeat(MAX_TEXT_CHARS + 1),
-        ..BrowserAction::click(0, 0)
-    };
+    // Each field of the enum is what the wire says: out of range, it says so in the wire's words.
+    let bad = BrowserAction::click(800, -5);
     let e = bad.validate().err().unwrap_or_default();
     assert_eq!(
         kinds(&e),
         vec![
             ("less_than", vec![json!("x")]),
             ("greater_than_equal", vec![json!("y")]),
-            ("string_too_long", vec![json!("text")]),
-            ("less_than_equal", vec![json!("dy")]),
         ]
     );
-    let no_y = BrowserAction {
-        y: None,
-        ..BrowserAction::click(1, 1)
-    };
-    let e = no_y.validate().err().unwrap_or_default();
+    let long = BrowserAction::type_text("x".repeat(MAX_TEXT_CHARS + 1));
+    let e = long.validate().err().unwrap_or_default();
+    assert_eq!(kinds(&e), vec![("string_too_long", vec![json!("text")])]);
+    let far = BrowserAction::scroll(5000);
+    let e = far.validate().err().unwrap_or_default();
+    assert_eq!(kinds(&e), vec![("less_than_equal", vec![json!("dy")])]);
+    let e = BrowserAction::type_text("")
+        .validate()
+        .err()
+        .unwrap_or_default();
     assert_eq!(kinds(&e), vec![("value_error", vec![])]);
-    assert_eq!(e[0].input, no_y.to_value());
-    assert!(BrowserAction::type_text("").validate().is_err());
-    let bad_key = BrowserAction {
-        text: "enter".into(),
-        ..BrowserAction::key(Key::Enter)
-    };
-    assert!(bad_key.validate().is_err());
-    assert_eq!(bad_key.key_name(), None);
+    assert_eq!(e[0].input, BrowserAction::type_text("").to_value());
+    let outside = BrowserAction::drag([(0, 0), (800, 10)]);
+    let e = outside.validate().err().unwrap_or_default();
+    assert_eq!(
+        kinds(&e),
+        vec![("less_than", vec![json!("path"), json!(1), json!(0)])]
+    );
+    assert!(BrowserAction::press_repeat(Key::Tab.chord(), 21)
+        .validate()
+        .is_err());
+    assert!(BrowserAction::select(1, 1, "").validate().is_err());
+    assert_eq!(BrowserAction::type_text("ENTER").key_name(), None);
 }
 
 #[test]
 fn key_name_only_for_key_actions() {
+    let bad_key = BrowserAction::from_value(&json!({"op": "key", "text": "enter"}));
+    assert!(bad_key.is_err());
     assert_eq!(BrowserAction::key(Key::Left).key_name(), Some(Key::Left));
     assert_eq!(BrowserAction::type_text("ENTER").key_name(), None);
     assert_eq!(BrowserAction::finish("TAB").key_name(), None);
@@ -479,6 +520,8 @@ fn names_round_trip() {
     }
     for key in Key::ALL {
         assert_eq!(Key::from_name(key.name()), Some(key));
+        // Every seed key is a chord of `press`, by the same name.
+        assert_eq!(key.chord().name(), key.name());
     }
     assert_eq!(Op::from_name("Click"), None);
     assert_eq!(Key::from_name("ctrl+a"), None);
@@ -493,6 +536,14 @@ fn serde_deserialize_rejects_unknown_fields() {
 
 #[test]
 fn action_schema_matches_validator() {
+    // The seed's schema on a seed server: its six fields, its seven ops.
+    let seed = action_schema_in(ActionSet::Seed);
+    let fields: Vec<&String> = seed["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(fields.len(), 6, "{fields:?}");
+    assert_eq!(
+        seed["properties"]["op"]["enum"].as_array().map(Vec::len),
+        Some(7)
+    );
     let schema = action_schema();
     let props = &schema["properties"];
     let ops: Vec<Value> = Op::ALL.iter().map(|op| json!(op.name())).collect();

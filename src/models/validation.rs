@@ -81,37 +81,53 @@ pub(super) const DY_BOUNDS: IntBounds = IntBounds {
 };
 
 impl IntBounds {
+    pub(super) const fn new(ge: i64, le: i64) -> IntBounds {
+        IntBounds {
+            ge,
+            upper: Upper::Le(le),
+        }
+    }
+
     /// Checked in pydantic-core's order (upper before lower); at most one can fail anyway.
     fn check(self, field: &str, n: i128, input: &Value) -> Result<i64, FieldError> {
+        self.check_at(vec![Value::from(field)], n, input)
+    }
+
+    /// `check` of a value at `loc` (an item of a list).
+    pub(super) fn check_at(
+        self,
+        loc: Vec<Value>,
+        n: i128,
+        input: &Value,
+    ) -> Result<i64, FieldError> {
+        let error =
+            |kind: &str, msg: String| FieldError::new(kind, loc.clone(), msg, input.clone());
         match self.upper {
             Upper::Le(le) if n > i128::from(le) => {
-                return Err(FieldError::field(
-                    field,
+                return Err(error(
                     "less_than_equal",
                     format!("Input should be less than or equal to {le}"),
-                    input.clone(),
                 ))
             }
             Upper::Lt(lt) if n >= i128::from(lt) => {
-                return Err(FieldError::field(
-                    field,
+                return Err(error(
                     "less_than",
                     format!("Input should be less than {lt}"),
-                    input.clone(),
                 ))
             }
             _ => {}
         }
         if n < i128::from(self.ge) {
-            return Err(FieldError::field(
-                field,
+            return Err(error(
                 "greater_than_equal",
                 format!("Input should be greater than or equal to {}", self.ge),
-                input.clone(),
             ));
         }
         // In bounds, so it fits; the fallback only keeps this total.
-        i64::try_from(n).map_err(|_| IntError::ParsingSize.at(field, input))
+        i64::try_from(n).map_err(|_| FieldError {
+            loc: loc.clone(),
+            ..IntError::ParsingSize.at("", input)
+        })
     }
 
     /// The keywords pydantic emits for `ge`/`lt`/`le`.
@@ -319,19 +335,25 @@ pub(super) fn model_type_error(input: &Value) -> FieldError {
 }
 
 /// Pydantic's wording: "Input should be 'a', 'b' or 'c'".
-pub(super) fn op_literal_message() -> String {
+pub(super) fn literal_message(names: &[&str]) -> String {
     let mut msg = String::from("Input should be ");
-    for (i, op) in Op::ALL.iter().enumerate() {
-        if i + 1 == Op::ALL.len() && i > 0 {
+    for (i, name) in names.iter().enumerate() {
+        if i + 1 == names.len() && i > 0 {
             msg.push_str(" or ");
         } else if i > 0 {
             msg.push_str(", ");
         }
         msg.push('\'');
-        msg.push_str(op.name());
+        msg.push_str(name);
         msg.push('\'');
     }
     msg
+}
+
+/// The `op` literal's message: the ops `set` takes.
+pub(super) fn op_literal_message(set: ActionSet) -> String {
+    let names: Vec<&str> = set.ops().iter().map(|op| op.name()).collect();
+    literal_message(&names)
 }
 
 pub(super) fn key_list() -> String {
@@ -408,7 +430,11 @@ pub(super) fn parse_metadata(obj: &Map<String, Value>) -> Result<Map<String, Val
     }
 }
 
-pub(super) fn parse_op(obj: &Map<String, Value>, whole: &Value) -> Result<Op, FieldError> {
+pub(super) fn parse_op(
+    obj: &Map<String, Value>,
+    whole: &Value,
+    set: ActionSet,
+) -> Result<Op, FieldError> {
     match obj.get("op") {
         None => Err(FieldError::field(
             "op",
@@ -416,102 +442,71 @@ pub(super) fn parse_op(obj: &Map<String, Value>, whole: &Value) -> Result<Op, Fi
             "Field required",
             whole.clone(),
         )),
-        Some(v) => v.as_str().and_then(Op::from_name).ok_or_else(|| {
-            FieldError::field("op", "literal_error", op_literal_message(), v.clone())
-        }),
+        Some(v) => v
+            .as_str()
+            .and_then(Op::from_name)
+            .filter(|op| set.ops().contains(op))
+            .ok_or_else(|| {
+                FieldError::field("op", "literal_error", op_literal_message(set), v.clone())
+            }),
     }
 }
 
 impl BrowserAction {
-    /// Parse and validate a JSON value exactly as pydantic would; all errors at once.
+    /// Parse and validate a JSON value exactly as pydantic would (the model with every op); all
+    /// errors at once.
     pub fn from_value(value: &Value) -> Result<Self, Vec<FieldError>> {
+        Self::from_value_in(value, ActionSet::Full)
+    }
+
+    /// As `from_value`, for a server that takes `set`: the seed's, with the seed's fields alone
+    /// (every other field is an extra input, every other op a literal error, as the seed says),
+    /// or all.
+    pub fn from_value_in(value: &Value, set: ActionSet) -> Result<Self, Vec<FieldError>> {
         let Some(obj) = value.as_object() else {
             return Err(vec![model_type_error(value)]);
         };
         let mut errors = Vec::new();
         let metadata = collect(&mut errors, parse_metadata(obj));
-        let op = collect(&mut errors, parse_op(obj, value));
+        let op = collect(&mut errors, parse_op(obj, value, set));
         let x = collect(&mut errors, parse_optional_int(obj, "x", X_BOUNDS));
         let y = collect(&mut errors, parse_optional_int(obj, "y", Y_BOUNDS));
         let text = collect(&mut errors, parse_text(obj));
         let dy = collect(&mut errors, parse_int(obj, "dy", DY_BOUNDS, 0));
-        // After the fields, like pydantic; in key order, as serde_json's map is sorted.
-        errors.extend(
-            obj.iter()
-                .filter(|(k, _)| !FIELDS.contains(&k.as_str()))
-                .map(|(k, v)| {
-                    FieldError::field(
-                        k,
-                        "extra_forbidden",
-                        "Extra inputs are not permitted",
-                        v.clone(),
-                    )
-                }),
-        );
-        let action = match (metadata, op, x, y, text, dy) {
-            (Some(metadata), Some(op), Some(x), Some(y), Some(text), Some(dy))
-                if errors.is_empty() =>
-            {
-                BrowserAction {
-                    metadata,
-                    op,
-                    x,
-                    y,
-                    text,
-                    dy,
-                }
-            }
-            _ => return Err(errors),
+        let added = match set {
+            ActionSet::Seed => Some(Added::default()),
+            ActionSet::Full => Added::parse(obj, &mut errors),
         };
-        // Pydantic runs the after-validator only once every field is valid.
-        match action.rule_violation() {
-            Some(msg) => Err(vec![value_error(msg, value.clone())]),
-            None => Ok(action),
+        let known = |key: &str| {
+            FIELDS.contains(&key) || (set == ActionSet::Full && ADDED_FIELDS.contains(&key))
+        };
+        // After the fields, like pydantic; in key order, as serde_json's map is sorted.
+        errors.extend(obj.iter().filter(|(k, _)| !known(k)).map(|(k, v)| {
+            FieldError::field(
+                k,
+                "extra_forbidden",
+                "Extra inputs are not permitted",
+                v.clone(),
+            )
+        }));
+        let (Some(metadata), Some(op), Some(x), Some(y), Some(text), Some(dy), Some(added)) =
+            (metadata, op, x, y, text, dy, added)
+        else {
+            return Err(errors);
+        };
+        if !errors.is_empty() {
+            return Err(errors);
         }
+        // Pydantic runs the after-validator only once every field is valid.
+        let seed = SeedFields { x, y, text, dy };
+        let action = build(op, seed, added, set, value)?;
+        Ok(BrowserAction { metadata, action })
     }
 
-    /// Re-check field ranges and the cross-field rules on an already-built action (used by the
-    /// Rust client before sending).
+    /// Check ranges and the rules on an already-built action (the Rust client's, before it is
+    /// sent): what the server would say of its wire form.
     pub fn validate(&self) -> Result<(), Vec<FieldError>> {
-        let mut errors = Vec::new();
-        for (field, value, bounds) in [("x", self.x, X_BOUNDS), ("y", self.y, Y_BOUNDS)] {
-            if let Some(v) = value {
-                collect(
-                    &mut errors,
-                    bounds.check(field, i128::from(v), &Value::from(v)),
-                );
-            }
-        }
-        if self.text.chars().count() > MAX_TEXT_CHARS {
-            errors.push(too_long_error(&Value::from(self.text.as_str())));
-        }
-        collect(
-            &mut errors,
-            DY_BOUNDS.check("dy", i128::from(self.dy), &Value::from(self.dy)),
-        );
-        if errors.is_empty() {
-            if let Some(msg) = self.rule_violation() {
-                errors.push(value_error(msg, self.to_value()));
-            }
-        }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(errors)
-        }
-    }
-    /// The Python model's after-validator, without pydantic's "Value error, " prefix.
-    fn rule_violation(&self) -> Option<String> {
-        match self.op {
-            Op::Click if self.x.is_none() || self.y.is_none() => {
-                Some("click needs both x and y".to_owned())
-            }
-            Op::Type if self.text.is_empty() => Some("type needs non-empty text".to_owned()),
-            Op::Key if Key::from_name(&self.text).is_none() => {
-                Some(format!("key must be one of {}", key_list()))
-            }
-            _ => None,
-        }
+        Self::from_value(&self.to_value()).map(|_| ())
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use browserenv::models::{Modifiers, MouseButton, Point};
 use browserenv_server::browser::{Browser, Launcher, PageError};
 use browserenv_server::chromium::{ChromiumBrowser, ChromiumConfig, ChromiumLauncher};
 use browserenv_server::site::{serve_dir, SiteHandle};
@@ -50,10 +51,13 @@ async fn a_killed_renderer_is_reported_as_crashed() {
         }
     }
     // The click may be sent before Chromium reports the crash; it must fail once it does.
-    let error = tokio::time::timeout(Duration::from_secs(10), browser.click(10, 10))
-        .await
-        .expect("the crash ends the pending command")
-        .expect_err("a click on a dead renderer fails");
+    let error = tokio::time::timeout(
+        Duration::from_secs(10),
+        browser.click(Point::new(10, 10), MouseButton::Left, 1, Modifiers::NONE),
+    )
+    .await
+    .expect("the crash ends the pending command")
+    .expect_err("a click on a dead renderer fails");
     assert_eq!(error, PageError::RendererCrashed);
     assert!(error.ends_episode());
     browser.close().await;

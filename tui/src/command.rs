@@ -1,6 +1,6 @@
 //! The `:` command line: exact actions typed as text (`click 320 180`, `key ENTER`, ...).
 
-use browserenv::models::{BrowserAction, Key, Op};
+use browserenv::models::{Action, BrowserAction, Chord, Key, Modifier, Modifiers, MouseButton};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
@@ -15,7 +15,7 @@ pub enum Command {
     Quit,
 }
 
-const USAGE: &str = "commands: click X Y | type TEXT | key NAME | scroll DY | back | wait | finish [ANSWER] | reset [URL] | grid | zoom [1|2|4] | text | help | quit";
+const USAGE: &str = "commands: click X Y [right|middle] [2|3] [SHIFT+CTRL...] | type TEXT | key NAME | press CHORD [N] | scroll DY [DX [X Y]] | move X Y | drag X Y X Y ... | down X Y [BUTTON] | up X Y [BUTTON] | select X Y LABEL | back | forward | goto URL | wait | finish [ANSWER] | reset [URL] | grid | zoom [1|2|4] | text | help | quit";
 
 pub fn parse_command(line: &str) -> Result<Command, String> {
     let line = line.trim();
@@ -27,14 +27,11 @@ pub fn parse_command(line: &str) -> Result<Command, String> {
         text.parse()
             .map_err(|_| format!("{what} must be a whole number, got {text:?}"))
     };
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    let point =
+        |x: &str, y: &str| -> Result<(i64, i64), String> { Ok((number(x, "X")?, number(y, "Y")?)) };
     let action = match verb.to_ascii_lowercase().as_str() {
-        "click" => {
-            let parts: Vec<&str> = rest.split_whitespace().collect();
-            let [x, y] = parts.as_slice() else {
-                return Err("usage: click X Y (page pixels, 0..799 0..599)".into());
-            };
-            BrowserAction::click(number(x, "X")?, number(y, "Y")?)
-        }
+        "click" => click(&words, &number)?,
         "type" => {
             if rest.is_empty() {
                 return Err("usage: type TEXT".into());
@@ -45,12 +42,77 @@ pub fn parse_command(line: &str) -> Result<Command, String> {
             let name = rest.to_ascii_uppercase();
             let key = Key::from_name(&name).ok_or_else(|| {
                 let names: Vec<_> = Key::ALL.iter().map(|k| k.name()).collect();
-                format!("unknown key {rest:?}; one of {}", names.join(" "))
+                format!(
+                    "unknown key {rest:?}; one of {} (or press CHORD)",
+                    names.join(" ")
+                )
             })?;
             BrowserAction::key(key)
         }
-        "scroll" => BrowserAction::scroll(number(rest, "DY")?),
+        "press" => {
+            let (chord, repeat) = match words.as_slice() {
+                [chord] => (*chord, 1),
+                [chord, n] => (*chord, number(n, "N")?),
+                _ => return Err("usage: press CHORD [N] (e.g. SHIFT+TAB, PAGE_DOWN 3)".into()),
+            };
+            let chord = Chord::parse(chord).map_err(|e| format!("press: {}", e.0))?;
+            BrowserAction::press_repeat(chord, u8::try_from(repeat).unwrap_or(u8::MAX))
+        }
+        "scroll" => match words.as_slice() {
+            [dy] => BrowserAction::scroll(number(dy, "DY")?),
+            [dy, dx] => BrowserAction::scroll_at_pointer(number(dx, "DX")?, number(dy, "DY")?),
+            [dy, dx, x, y] => {
+                let (x, y) = point(x, y)?;
+                BrowserAction::scroll_at(x, y, number(dx, "DX")?, number(dy, "DY")?)
+            }
+            _ => return Err("usage: scroll DY [DX [X Y]]".into()),
+        },
+        "move" | "hover" => match words.as_slice() {
+            [x, y] => {
+                let (x, y) = point(x, y)?;
+                BrowserAction::move_to(x, y)
+            }
+            _ => return Err("usage: move X Y".into()),
+        },
+        "drag" => {
+            if words.len() < 4 || words.len() % 2 != 0 {
+                return Err("usage: drag X Y X Y [X Y ...] (a path of points)".into());
+            }
+            let path = words
+                .chunks(2)
+                .map(|pair| point(pair[0], pair[1]))
+                .collect::<Result<Vec<_>, _>>()?;
+            BrowserAction::drag(path)
+        }
+        "down" | "up" => {
+            let (x, y, button) = match words.as_slice() {
+                [x, y] => (x, y, MouseButton::Left),
+                [x, y, b] => (x, y, button(b)?),
+                _ => return Err(format!("usage: {verb} X Y [left|right|middle]")),
+            };
+            let (x, y) = point(x, y)?;
+            if verb.eq_ignore_ascii_case("down") {
+                BrowserAction::mouse_down(x, y, button)
+            } else {
+                BrowserAction::mouse_up(x, y, button)
+            }
+        }
+        "select" => match words.as_slice() {
+            [x, y, _, ..] => {
+                let (x, y) = point(x, y)?;
+                let label = rest
+                    .splitn(3, char::is_whitespace)
+                    .nth(2)
+                    .unwrap_or("")
+                    .trim();
+                BrowserAction::select(x, y, label)
+            }
+            _ => return Err("usage: select X Y LABEL".into()),
+        },
         "back" => BrowserAction::back(),
+        "forward" => BrowserAction::forward(),
+        "goto" if !rest.is_empty() => BrowserAction::goto(rest),
+        "goto" => return Err("usage: goto URL".into()),
         "wait" => BrowserAction::wait(),
         "finish" => BrowserAction::finish(rest),
         "reset" => {
@@ -74,29 +136,141 @@ pub fn parse_command(line: &str) -> Result<Command, String> {
     Ok(Command::Action(action))
 }
 
-/// A short description of an action, in the command line's own syntax.
-pub fn describe(action: &BrowserAction) -> String {
-    match action.op {
-        Op::Click => format!(
-            "click {} {}",
-            action.x.unwrap_or_default(),
-            action.y.unwrap_or_default()
+/// A recorded action (a step's JSON) described, or its op and why it cannot be read.
+pub fn describe_recorded(action: &serde_json::Value) -> String {
+    match BrowserAction::from_value(action) {
+        Ok(action) => describe(&action),
+        Err(errors) => format!(
+            "{} (unreadable: {})",
+            action["op"].as_str().unwrap_or("?"),
+            errors.first().map(ToString::to_string).unwrap_or_default()
         ),
-        Op::Type => {
-            let shown: String = action.text.chars().take(30).collect();
-            let more = if action.text.chars().count() > 30 {
-                "…"
-            } else {
-                ""
-            };
-            format!("type {shown}{more}")
+    }
+}
+
+fn button(word: &str) -> Result<MouseButton, String> {
+    MouseButton::from_name(&word.to_ascii_lowercase())
+        .ok_or_else(|| format!("unknown button {word:?}; left, right or middle"))
+}
+
+/// `click X Y [right|middle] [2|3] [SHIFT+CTRL...]`, the optional words in any order.
+fn click(
+    words: &[&str],
+    number: &dyn Fn(&str, &str) -> Result<i64, String>,
+) -> Result<BrowserAction, String> {
+    let [x, y, options @ ..] = words else {
+        return Err(
+            "usage: click X Y [right|middle] [2|3] [SHIFT+CTRL...] (page pixels, 0..799 0..599)"
+                .into(),
+        );
+    };
+    let (x, y) = (number(x, "X")?, number(y, "Y")?);
+    let (mut pressed, mut count, mut held) = (MouseButton::Left, 1, Vec::new());
+    for option in options {
+        if let Ok(n) = option.parse::<u8>() {
+            count = n;
+        } else if let Ok(b) = button(option) {
+            pressed = b;
+        } else {
+            for name in option.split('+') {
+                let upper = name.to_ascii_uppercase();
+                held.push(Modifier::from_name(&upper).ok_or_else(|| {
+                    format!(
+                        "{option:?} is not a button, a count or modifiers (SHIFT, CTRL, ALT, META)"
+                    )
+                })?);
+            }
         }
-        Op::Key => format!("key {}", action.text),
-        Op::Scroll => format!("scroll {}", action.dy),
-        Op::Back => "back".into(),
-        Op::Wait => "wait".into(),
-        Op::Finish if action.text.is_empty() => "finish".into(),
-        Op::Finish => format!("finish {}", action.text),
+    }
+    Ok(BrowserAction::click_with(
+        x,
+        y,
+        pressed,
+        count,
+        Modifiers::of(&held),
+    ))
+}
+
+/// A short description of an action, in the command line's own syntax (the chord by name, the
+/// path point by point).
+pub fn describe(action: &BrowserAction) -> String {
+    let cut = |text: &str| {
+        let shown: String = text.chars().take(30).collect();
+        let more = if text.chars().count() > 30 { "…" } else { "" };
+        format!("{shown}{more}")
+    };
+    let named_button = |b: &MouseButton| match b {
+        MouseButton::Left => String::new(),
+        other => format!(" {}", other.name()),
+    };
+    let held = |m: &Modifiers| {
+        let names: Vec<&str> = m.iter().map(Modifier::name).collect();
+        if names.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", names.join("+"))
+        }
+    };
+    match &action.action {
+        Action::Click {
+            at,
+            button,
+            count,
+            modifiers,
+        } => {
+            let count = if *count > 1 {
+                format!(" {count}")
+            } else {
+                String::new()
+            };
+            format!(
+                "click {} {}{}{count}{}",
+                at.x,
+                at.y,
+                named_button(button),
+                held(modifiers)
+            )
+        }
+        Action::Type { text } => format!("type {}", cut(text)),
+        Action::Key { key } => format!("key {key}"),
+        Action::Press { chord, repeat } if *repeat > 1 => format!("press {chord} {repeat}"),
+        Action::Press { chord, .. } => format!("press {chord}"),
+        Action::Scroll {
+            dx: 0,
+            dy,
+            at: None,
+        } => format!("scroll {dy}"),
+        Action::Scroll { dx, dy, at: None } => format!("scroll {dy} {dx}"),
+        Action::Scroll {
+            dx,
+            dy,
+            at: Some(at),
+        } => format!("scroll {dy} {dx} {} {}", at.x, at.y),
+        Action::Back => "back".into(),
+        Action::Forward => "forward".into(),
+        Action::Wait => "wait".into(),
+        Action::Finish { answer } if answer.is_empty() => "finish".into(),
+        Action::Finish { answer } => format!("finish {answer}"),
+        Action::Move { at } => format!("move {} {}", at.x, at.y),
+        Action::Drag {
+            path,
+            button,
+            modifiers,
+        } => {
+            let points: Vec<String> = path.iter().map(|p| format!("{} {}", p.x, p.y)).collect();
+            format!(
+                "drag {}{}{}",
+                points.join(" "),
+                named_button(button),
+                held(modifiers)
+            )
+        }
+        Action::MouseDown { at, button } => {
+            format!("down {} {}{}", at.x, at.y, named_button(button))
+        }
+        Action::MouseUp { at, button } => format!("up {} {}{}", at.x, at.y, named_button(button)),
+        Action::Select { at, label } => format!("select {} {} {}", at.x, at.y, cut(label)),
+        Action::Goto { url } => format!("goto {}", cut(url)),
     }
 }
 
@@ -171,5 +345,57 @@ mod tests {
             format!("type {}…", "x".repeat(30))
         );
         assert_eq!(describe(&BrowserAction::finish("")), "finish");
+        assert_eq!(
+            describe(&BrowserAction::drag([(1, 2), (30, 40), (50, 60)])),
+            "drag 1 2 30 40 50 60"
+        );
+        assert_eq!(
+            describe(&BrowserAction::press_named("shift+tab").unwrap()),
+            "press SHIFT+TAB"
+        );
+        assert_eq!(
+            describe(&BrowserAction::click_with(
+                1,
+                2,
+                MouseButton::Right,
+                2,
+                Modifiers::of(&[Modifier::Shift])
+            )),
+            "click 1 2 right 2 SHIFT"
+        );
+    }
+
+    #[test]
+    fn parses_every_gesture_and_reads_back_as_it_describes() {
+        for line in [
+            "click 1 2 right 2 SHIFT",
+            "click 0 599 middle",
+            "press SHIFT+TAB",
+            "press PAGE_DOWN 3",
+            "scroll -300 40 10 20",
+            "move 799 599",
+            "drag 1 2 30 40 50 60",
+            "down 5 6 right",
+            "up 5 6",
+            "select 100 40 Price: low to high",
+            "forward",
+            "goto https://example.com/",
+        ] {
+            let action = match parse_command(line).unwrap() {
+                Command::Action(action) => action,
+                other => panic!("{line}: {other:?}"),
+            };
+            assert_eq!(describe(&action), line);
+            assert_eq!(action.validate(), Ok(()), "{line}");
+        }
+        assert!(parse_command("press CTRL+FOO")
+            .unwrap_err()
+            .contains("unknown key"));
+        assert!(parse_command("drag 1 2 3")
+            .unwrap_err()
+            .contains("usage: drag"));
+        assert!(parse_command("click 1 2 sideways")
+            .unwrap_err()
+            .contains("not a button"));
     }
 }

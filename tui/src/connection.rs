@@ -118,7 +118,9 @@ pub fn connect(
                 }
                 Request::Secret { action, .. } => {
                     if let Some(secrets) = &typed_secrets {
-                        secrets.add(&action.text);
+                        if let Some(text) = browserenv::secrets::typed_text(&action.action) {
+                            secrets.add(&text);
+                        }
                     }
                     client.step(action.clone()).await
                 }

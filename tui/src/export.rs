@@ -8,8 +8,10 @@
 //!   screenshots as image parts.
 //!
 //! Every step becomes one row (one ATIF step): the frame before the action is the row's image;
-//! the action is flattened into plain columns (`op`, `x`, `y`, `text`, `dy`) so every row has the
-//! same schema. The review adds `review_mark`, `quality`, `reviewer`, the reviewed `outcome` (the
+//! the action is flattened into plain columns (`op`, `x`, `y`, `text`, `dy`, and the gestures'
+//! `dx`, `button`, `count`, `modifiers`, `path`, `repeat`, `url`, each with a typed default when
+//! the op has none) so every row has the same schema, and `tool_call` says it as the tool call
+//! (`{"name", "arguments"}`, the MCP tool's names, as in ATIF). The review adds `review_mark`, `quality`, `reviewer`, the reviewed `outcome` (the
 //! recorder's stays in `recorded_outcome`) and the edited `note`; `person` is who demonstrated
 //! it (a campaign's episodes). A campaign's folder exports its accepted demonstrations only. Images land in `OUT/images/`
 //! under the recording's own names, each copied once, whatever the format. An episode's web
@@ -22,7 +24,8 @@ use std::path::Path;
 
 use anyhow::Context;
 use browserenv::models::{
-    action_tool_argument_names, action_tool_description, action_tool_schema, Op,
+    action_tool_argument_names, action_tool_description, action_tool_schema, Action, BrowserAction,
+    Modifiers, MouseButton, Op,
 };
 use browserenv_collect::trajectory::{
     frame_name, read, read_frame, EpisodeRecord, Recording, StepRecord,
@@ -296,7 +299,11 @@ pub fn rows(recording: &Recording, review: &Review) -> Vec<Value> {
         .map(|step| {
             let action = &step.action;
             let episode = Episode::of(&step.episode_id, &episodes, review);
-            json!({
+            let tool_call = json!({
+                "name": action["op"].as_str().unwrap_or("unknown"),
+                "arguments": arguments(action),
+            });
+            let mut row = json!({
                 "file_name": step.file_name,
                 "next_file_name": step.next_file_name,
                 "episode_id": step.episode_id,
@@ -324,9 +331,65 @@ pub fn rows(recording: &Recording, review: &Review) -> Vec<Value> {
                 "quality": episode.quality,
                 "reviewer": episode.reviewer,
                 "person": episode.person,
-            })
+                "tool_call": tool_call.to_string(),
+            });
+            if let Some(map) = row.as_object_mut() {
+                map.extend(gesture_columns(action));
+            }
+            row
         })
         .collect()
+}
+
+/// The gestures' fields of an action as columns, typed defaults where its op has none: `dx` 0,
+/// `button` "", `count` 0, `modifiers` [], `path` [], `repeat` 0, `url` "".
+fn gesture_columns(action: &Value) -> serde_json::Map<String, Value> {
+    let (mut dx, mut button, mut count, mut modifiers) = (0, "", 0, Vec::new());
+    let (mut path, mut repeat, mut url) = (Vec::new(), 0, String::new());
+    let held = |m: &Modifiers| m.iter().map(|m| m.name()).collect::<Vec<_>>();
+    let name = |b: &MouseButton| b.name();
+    if let Ok(action) = BrowserAction::from_value(action) {
+        match &action.action {
+            Action::Click {
+                button: b,
+                count: c,
+                modifiers: m,
+                ..
+            } => {
+                (button, count, modifiers) = (name(b), *c, held(m));
+            }
+            Action::Drag {
+                path: p,
+                button: b,
+                modifiers: m,
+            } => {
+                (button, modifiers) = (name(b), held(m));
+                path = p.iter().map(|p| [p.x, p.y]).collect();
+            }
+            Action::MouseDown { button: b, .. } | Action::MouseUp { button: b, .. } => {
+                button = name(b);
+            }
+            Action::Scroll { dx: d, .. } => dx = *d,
+            Action::Press { repeat: r, .. } => repeat = *r,
+            Action::Goto { url: u } => url = u.clone(),
+            Action::Type { .. }
+            | Action::Key { .. }
+            | Action::Back
+            | Action::Forward
+            | Action::Wait
+            | Action::Finish { .. }
+            | Action::Move { .. }
+            | Action::Select { .. } => {}
+        }
+    }
+    let columns = json!({
+        "dx": dx, "button": button, "count": count, "modifiers": modifiers, "path": path,
+        "repeat": repeat, "url": url,
+    });
+    match columns {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    }
 }
 
 fn episodes_by_id(recording: &Recording) -> BTreeMap<&str, &EpisodeRecord> {
@@ -476,9 +539,7 @@ fn atif_step(
         Some(path) => json!({"type": "image", "source": {"media_type": "image/png", "path": path}}),
         None => json!({"type": "text", "text": "(no screenshot)"}),
     };
-    let action = browserenv::models::BrowserAction::from_value(&step.action)
-        .map(|a| crate::command::describe(&a))
-        .unwrap_or_else(|_| step.action.to_string());
+    let action = crate::command::describe_recorded(&step.action);
     let before = frames.copy(&step.file_name, step, report)?;
     let after = frames.copy(&step.next_file_name, step, report)?;
     let call_id = format!("call-{}", step.step);
@@ -517,8 +578,8 @@ fn atif_step(
 }
 
 /// The arguments of the tool call an action is, as the action's tool (MCP, `tool_definitions`)
-/// names them: the wire action carries every field, most unused, and `key` and `finish` take
-/// their `text` as `key` and `answer`.
+/// names them: the wire action carries every field, most unused, and `key`, `finish`, `press`
+/// and `select` take their `text` as `key`, `answer`, `keys` and `label`.
 fn arguments(action: &Value) -> Value {
     let Some(op) = action["op"].as_str().and_then(Op::from_name) else {
         return json!({});

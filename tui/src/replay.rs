@@ -242,7 +242,10 @@ async fn replay_step(
         }
     };
     let described = crate::command::describe(&action);
-    let secret = browserenv::secrets::is_hidden(&action.text);
+    let secret = action
+        .action
+        .secret_text()
+        .is_some_and(browserenv::secrets::is_hidden);
     let result = match client.step(action).await {
         Ok(result) => result,
         Err(err) => {

@@ -19,6 +19,7 @@ use ratatui::{Frame, Terminal};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
+use browserenv::models::{Action, BrowserAction, Point};
 use browserenv_collect::trajectory::{read, read_frame, Outcome, Recording, StepRecord};
 
 use crate::graphics::{Graphics, GraphicsChoice};
@@ -53,7 +54,9 @@ pub fn mark_action(frame: &DynamicImage, step: &StepRecord) -> DynamicImage {
     mark(frame, &step.action)
 }
 
-/// Draw a wire action onto a frame: a cross at a click, an arrow for a scroll.
+/// Draw a wire action onto a frame: a cross where the pointer acted (a click, a hover, a button,
+/// a `select`), a drag's path from a ring at its start to a cross at its end, an arrow for a
+/// scroll. Keys, typing and navigation leave the frame as it was.
 pub fn mark(frame: &DynamicImage, action: &serde_json::Value) -> DynamicImage {
     let mut image: RgbImage = frame.to_rgb8();
     let red = Rgb([230, 20, 20]);
@@ -63,25 +66,37 @@ pub fn mark(frame: &DynamicImage, action: &serde_json::Value) -> DynamicImage {
             image.put_pixel(x as u32, y as u32, red);
         }
     };
-    match action["op"].as_str() {
-        Some("click") => {
-            let (x, y) = (
-                action["x"].as_i64().unwrap_or(0),
-                action["y"].as_i64().unwrap_or(0),
-            );
-            // Big enough to survive the scaling down to terminal cells. The point is whatever
-            // the recording (or the watched server) says, any i64: the sums saturate, and `dot`
-            // leaves out what is off the frame.
-            for d in -30..=30 {
-                for w in -3..=3 {
-                    dot(x.saturating_add(d), y.saturating_add(w));
-                    dot(x.saturating_add(w), y.saturating_add(d));
+    let Ok(action) = BrowserAction::from_value(action) else {
+        return DynamicImage::ImageRgb8(image);
+    };
+    match &action.action {
+        Action::Click { at, .. }
+        | Action::MouseDown { at, .. }
+        | Action::MouseUp { at, .. }
+        | Action::Select { at, .. } => cross(&mut dot, *at, 30),
+        Action::Move { at } => cross(&mut dot, *at, 15),
+        Action::Drag { path, .. } => {
+            for pair in path.windows(2) {
+                line(&mut dot, pair[0], pair[1]);
+            }
+            if let Some(first) = path.first() {
+                for d in 0..360 {
+                    let angle = f64::from(d).to_radians();
+                    for r in 10..=13 {
+                        dot(
+                            first.x + (f64::from(r) * angle.cos()) as i64,
+                            first.y + (f64::from(r) * angle.sin()) as i64,
+                        );
+                    }
                 }
             }
+            if let Some(last) = path.last() {
+                cross(&mut dot, *last, 20);
+            }
         }
-        Some("scroll") => {
+        Action::Scroll { dy, .. } => {
             // An arrow at the right edge, pointing the way the page moved.
-            let down = action["dy"].as_i64().unwrap_or(0) >= 0;
+            let down = *dy >= 0;
             let (x, top, bottom) = (PAGE_WIDTH - 30, PAGE_HEIGHT / 2 - 60, PAGE_HEIGHT / 2 + 60);
             for y in top..bottom {
                 for w in -2..=2 {
@@ -97,9 +112,41 @@ pub fn mark(frame: &DynamicImage, action: &serde_json::Value) -> DynamicImage {
                 }
             }
         }
-        _ => {}
+        Action::Type { .. }
+        | Action::Key { .. }
+        | Action::Press { .. }
+        | Action::Back
+        | Action::Forward
+        | Action::Goto { .. }
+        | Action::Wait
+        | Action::Finish { .. } => {}
     }
     DynamicImage::ImageRgb8(image)
+}
+
+/// A cross at `at`, big enough to survive the scaling down to terminal cells. The point is
+/// whatever the recording (or the watched server) says: the sums saturate, and `dot` leaves out
+/// what is off the frame.
+fn cross(dot: &mut dyn FnMut(i64, i64), at: Point, arm: i64) {
+    for d in -arm..=arm {
+        for w in -3..=3 {
+            dot(at.x.saturating_add(d), at.y.saturating_add(w));
+            dot(at.x.saturating_add(w), at.y.saturating_add(d));
+        }
+    }
+}
+
+/// A thick line from `a` to `b`.
+fn line(dot: &mut dyn FnMut(i64, i64), a: Point, b: Point) {
+    let steps = (b.x - a.x).abs().max((b.y - a.y).abs()).max(1);
+    for i in 0..=steps {
+        let x = a.x + (b.x - a.x) * i / steps;
+        let y = a.y + (b.y - a.y) * i / steps;
+        for w in -2..=2 {
+            dot(x + w, y);
+            dot(x, y + w);
+        }
+    }
 }
 
 impl Viewer {
@@ -356,10 +403,7 @@ impl Viewer {
             .iter()
             .map(|s| {
                 let id: String = s.episode_id.chars().take(8).collect();
-                let what = crate::command::describe(
-                    &browserenv::models::BrowserAction::from_value(&s.action)
-                        .unwrap_or_else(|_| browserenv::models::BrowserAction::wait()),
-                );
+                let what = crate::command::describe_recorded(&s.action);
                 // Two columns before the id: the mark, and ✎ for a note (recorded or edited).
                 let (symbol, colour) = match self.review.mark(s) {
                     Some(Mark::Good) => ("✓", Color::Green),

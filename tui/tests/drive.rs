@@ -427,7 +427,7 @@ async fn hand_over_a_secret(next: browserenv::BrowserAction) -> HandedOver {
     let dir = std::env::temp_dir().join(format!(
         "browserenv-tui-secret-{}-{}",
         std::process::id(),
-        next.op.name()
+        next.op().name()
     ));
     let _ = std::fs::remove_dir_all(&dir);
     // Watching, the recorder's own actor is the agent; the person's steps say "human".

@@ -239,7 +239,9 @@ impl Recorder {
         // Whatever goes into a password field never reaches the disk.
         let mut wire = browserenv::secrets::shown_action(&action, &observation, false);
         if let Some(text) = recorded_text {
-            wire.text = text;
+            if let Some(field) = wire.action.secret_text_mut() {
+                *field = text;
+            }
         }
         let record = StepRecord {
             schema: SCHEMA.into(),
@@ -280,8 +282,8 @@ impl Recorder {
         }
         // A done episode's end is recorded even when its last step could not be.
         let closed = if observation.done {
-            let outcome = Outcome::of_done_step(action.op.name(), &record.error);
-            let answer = (action.op == browserenv::models::Op::Finish).then(|| {
+            let outcome = Outcome::of_done_step(action.op().name(), &record.error);
+            let answer = (action.op() == browserenv::models::Op::Finish).then(|| {
                 record.action["text"]
                     .as_str()
                     .unwrap_or_default()

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use browserenv::models::{BrowserAction, Op};
+use browserenv::models::{Action, BrowserAction};
 
 use crate::browser::PageError;
 use crate::settings::EnvSettings;
@@ -42,7 +42,7 @@ pub fn step_bound(settings: &EnvSettings, action: &BrowserAction) -> Duration {
         Duration::ZERO
     };
     ELEMENT_TIMEOUT
-        + action_limit(settings, action)
+        + action_limit(settings, &action.action)
         + settings.action_wait
         + OBSERVE_SLACK
         + settings.screenshot_timeout
@@ -52,17 +52,31 @@ pub fn step_bound(settings: &EnvSettings, action: &BrowserAction) -> Duration {
 /// How long the action itself may take, its part of `step_bound`. Every character `type`s is a key
 /// down and up that the page handles in turn (about 1 ms a character, 3 on a loaded machine,
 /// measured: docs/ARCHITECTURE.md, decision 16): long text gets 10 ms a character on top of the
-/// timeout. `finish` reads what a task's check needs.
-pub(super) fn action_limit(settings: &EnvSettings, action: &BrowserAction) -> Duration {
-    match action.op {
-        Op::Wait => settings.explicit_wait,
-        Op::Finish => STATE_TIMEOUT,
-        Op::Type => {
-            settings.action_timeout + TYPE_TIME_PER_CHARACTER * action.text.chars().count() as u32
+/// timeout. `finish` reads what a task's check needs; `goto` loads a page as a reset does.
+pub(super) fn action_limit(settings: &EnvSettings, action: &Action) -> Duration {
+    match action {
+        Action::Wait => settings.explicit_wait,
+        Action::Finish { .. } => STATE_TIMEOUT,
+        Action::Type { text } => {
+            settings.action_timeout + TYPE_TIME_PER_CHARACTER * text.chars().count() as u32
         }
-        _ => settings.action_timeout,
+        Action::Goto { .. } => settings.page_load_timeout + GOTO_SLACK,
+        Action::Click { .. }
+        | Action::Key { .. }
+        | Action::Scroll { .. }
+        | Action::Back
+        | Action::Move { .. }
+        | Action::Drag { .. }
+        | Action::MouseDown { .. }
+        | Action::MouseUp { .. }
+        | Action::Press { .. }
+        | Action::Select { .. }
+        | Action::Forward => settings.action_timeout,
     }
 }
+
+/// What a `goto` may take beyond the page-load timeout (the reset's own slack for its load).
+pub(super) const GOTO_SLACK: Duration = Duration::from_secs(5);
 
 /// The time left of the budget that the phases between an action and its screenshot share.
 pub(super) struct Budget {

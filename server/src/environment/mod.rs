@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use browserenv::models::{BrowserAction, BrowserState, Op, StepResult};
+use browserenv::models::{Action, BrowserAction, BrowserState, Point, StepResult};
 use browserenv::secrets::Secrets;
 use browserenv::text_layer::TextLayer;
 use browserenv_collect::tasks::{Task, TaskSet, Verdict};
@@ -24,7 +24,7 @@ use observation::{Done, Place, Timings};
 
 pub use limits::{step_bound, OBSERVE_SLACK, TYPE_TIME_PER_CHARACTER};
 pub use observation::OBSERVE_TEXT_CHARS;
-pub use start_url::{check_not_the_server, check_start_url};
+pub use start_url::{check_not_the_server, check_start_url, check_url};
 
 /// A failure of the environment itself (not of the page): the wire's `EXECUTION_ERROR`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -309,23 +309,34 @@ impl<L: Launcher> Environment<L> {
             Some(episode) if !episode.done => episode,
             _ => return Err(EnvError("reset before stepping".into())),
         };
+        // Refused before the step counts, as a reset's bad input leaves the episode untouched.
+        check_taken(action, &settings)?;
         self.state.step_count += 1;
         let mut timings = Timings::default();
-        let mut settle_needed = true;
         let browser = &mut episode.browser;
-        let limit = settings.action_timeout;
-        let timeout = PageError::ActionTimeout;
-        // What the action is about, read before it changes the page (a click may navigate); for
-        // typing and keys, what a secret field in focus holds (ENTER may send it away).
-        let target = match action.op {
-            Op::Click => Some(Some((action.x.unwrap_or(0), action.y.unwrap_or(0)))),
-            Op::Type | Op::Key => Some(None),
-            _ => None,
+        // What the action is about, read before it changes the page (a click may navigate): the
+        // element under the pointer, or for typing and keys the focused one, whose secret the
+        // field holds (ENTER may send it away).
+        let typing = browserenv::secrets::types_into_field(&action.action);
+        let mark = mark_secret && typing;
+        let focused = matches!(
+            action.action,
+            Action::Type { .. } | Action::Key { .. } | Action::Press { .. }
+        );
+        let target = match action.action.point() {
+            Some(at) => Some(Some((at.x, at.y))),
+            None => focused.then_some(None),
         };
-        let mark = mark_secret && action.op == Op::Type;
+        let timeout = PageError::ActionTimeout;
         let element = match target {
             Some(at) => {
-                match bounded(ELEMENT_TIMEOUT, timeout.clone(), browser.element(at, mark)).await {
+                match bounded(
+                    ELEMENT_TIMEOUT,
+                    timeout.clone(),
+                    browser.element(at, mark && at.is_none()),
+                )
+                .await
+                {
                     Ok(Some(facts)) => {
                         if let Some(held) = facts.held {
                             episode.secrets.hold(held.field, &held.value);
@@ -341,44 +352,23 @@ impl<L: Launcher> Environment<L> {
             None => None,
         };
         let in_secret_field = mark
-            || (target == Some(None)
+            || ((focused || typing)
                 && element
                     .as_ref()
                     .and_then(|e| e.get("password"))
                     .and_then(Value::as_bool)
                     .unwrap_or(false));
-        let outcome = match action.op {
-            Op::Click => {
-                let (x, y) = (action.x.unwrap_or(0), action.y.unwrap_or(0));
-                episode.pointer = Some((x, y));
-                bounded(limit, timeout, browser.click(x, y)).await
-            }
-            Op::Type => {
-                let limit = action_limit(&settings, action);
-                bounded(limit, timeout, browser.type_text(&action.text)).await
-            }
-            Op::Key => match action.key_name() {
-                Some(key) => bounded(limit, timeout, browser.press(key)).await,
-                // Validated earlier; kept total so a bad action can never panic the session.
-                None => return Err(EnvError(format!("unknown key {:?}", action.text))),
-            },
-            Op::Scroll => {
-                let (x, y) = episode.pointer.unwrap_or(VIEWPORT_CENTRE);
-                bounded(limit, timeout, browser.scroll(x, y, action.dy)).await
-            }
-            Op::Back => bounded(limit, timeout, browser.back()).await.map(|_| ()),
-            Op::Wait => {
-                tokio::time::sleep(settings.explicit_wait).await;
-                settle_needed = false;
-                Ok(())
-            }
-            Op::Finish => {
-                episode.done = true;
-                episode.answer = Some(action.text.clone());
-                settle_needed = false;
-                Ok(())
-            }
-        };
+        let outcome = act(episode, &settings, &action.action).await;
+        let settle_needed = !matches!(action.action, Action::Wait | Action::Finish { .. });
+        if let (true, Action::Select { .. }) = (mark, &action.action) {
+            // The chosen select has the focus now: it is the person's secret field from here.
+            let _ = bounded(
+                ELEMENT_TIMEOUT,
+                timeout,
+                episode.browser.element(None, true),
+            )
+            .await;
+        }
         timings.action = started.elapsed();
         let error = outcome.err();
         // A page that did not take the input in time is busy (a script spinning, a dialog
@@ -387,7 +377,7 @@ impl<L: Launcher> Environment<L> {
             && !error
                 .as_ref()
                 .is_some_and(|e| e.ends_episode() || *e == PageError::ActionTimeout);
-        let typed = (action.op == Op::Type).then(|| action.text.clone());
+        let typed = browserenv::secrets::typed_text(&action.action);
         let done = Done {
             error,
             settle,
@@ -463,6 +453,106 @@ impl<L: Launcher> Environment<L> {
     }
 }
 
+/// Whether this server takes the action (`BROWSER_ACTIONS`), and a `goto`'s URL under the reset's
+/// rule: refused before the step counts.
+fn check_taken(action: &BrowserAction, settings: &EnvSettings) -> Result<(), EnvError> {
+    let op = action.op();
+    if !settings.actions.ops().contains(&op) {
+        return Err(EnvError(format!(
+            "{op} is not an action of this server: it takes the seed's seven (BROWSER_ACTIONS=seed)"
+        )));
+    }
+    if let Action::Goto { url } = &action.action {
+        check_url("url", url, settings.server_port)?;
+    }
+    Ok(())
+}
+
+/// The action on the episode's browser, each under its deadline; the episode's pointer follows
+/// the pointer's gestures (where the wheel turns when a scroll names no point).
+async fn act<B: crate::browser::Browser>(
+    episode: &mut Episode<B>,
+    settings: &EnvSettings,
+    action: &Action,
+) -> Result<(), PageError> {
+    let limit = action_limit(settings, action);
+    let timeout = PageError::ActionTimeout;
+    let browser = &mut episode.browser;
+    let pointer = &mut episode.pointer;
+    let mut rest_at = |at: Point| *pointer = Some((at.x, at.y));
+    match action {
+        Action::Click {
+            at,
+            button,
+            count,
+            modifiers,
+        } => {
+            rest_at(*at);
+            bounded(
+                limit,
+                timeout,
+                browser.click(*at, *button, *count, *modifiers),
+            )
+            .await
+        }
+        Action::Type { text } => bounded(limit, timeout, browser.type_text(text)).await,
+        Action::Key { key } => bounded(limit, timeout, browser.press(key.chord(), 1)).await,
+        Action::Press { chord, repeat } => {
+            bounded(limit, timeout, browser.press(*chord, *repeat)).await
+        }
+        Action::Scroll { dx, dy, at } => {
+            // The pointer goes where the wheel turns, and rests there.
+            let (x, y) = match at {
+                Some(at) => {
+                    rest_at(*at);
+                    (at.x, at.y)
+                }
+                None => pointer.unwrap_or(VIEWPORT_CENTRE),
+            };
+            bounded(limit, timeout, browser.scroll(Point::new(x, y), *dx, *dy)).await
+        }
+        Action::Back => bounded(limit, timeout, browser.back()).await.map(|_| ()),
+        Action::Forward => bounded(limit, timeout, browser.forward()).await.map(|_| ()),
+        Action::Wait => {
+            tokio::time::sleep(settings.explicit_wait).await;
+            Ok(())
+        }
+        Action::Finish { answer } => {
+            episode.done = true;
+            episode.answer = Some(answer.clone());
+            Ok(())
+        }
+        Action::Move { at } => {
+            rest_at(*at);
+            bounded(limit, timeout, browser.move_to(*at)).await
+        }
+        Action::Drag {
+            path,
+            button,
+            modifiers,
+        } => {
+            if let Some(last) = path.last() {
+                rest_at(*last);
+            }
+            bounded(limit, timeout, browser.drag(path, *button, *modifiers)).await
+        }
+        Action::MouseDown { at, button } | Action::MouseUp { at, button } => {
+            rest_at(*at);
+            let down = matches!(action, Action::MouseDown { .. });
+            bounded(limit, timeout, browser.mouse_button(*at, *button, down)).await
+        }
+        Action::Select { at, label } => {
+            rest_at(*at);
+            bounded(limit, timeout, browser.select_option(*at, label)).await
+        }
+        // As a reset's page: a slow load is said (`page_load_timeout`), not fatal.
+        Action::Goto { url } => {
+            let load = browser.goto(url, settings.page_load_timeout);
+            bounded(limit, PageError::PageLoadTimeout, load).await
+        }
+    }
+}
+
 /// A reset's `seed`: an integer (OpenEnv's clients send one or none); anything else is no seed.
 fn seed_of(seed: &Value) -> Option<u64> {
     seed.as_u64().or_else(|| seed.as_i64().map(|n| n as u64))
@@ -470,3 +560,6 @@ fn seed_of(seed: &Value) -> Option<u64> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod gesture_tests;

@@ -1,4 +1,6 @@
-//! Where a reset may go: the seed's rule for a start URL, and never this server itself.
+//! Where a reset (and a `goto`) may go: the seed's rule for a start URL, and never this server
+//! itself. The egress rules (`BROWSER_BLOCK_PRIVATE_NETWORKS`) hold for both at the browser's
+//! connections (`chromium/egress.rs`).
 
 use super::EnvError;
 
@@ -52,4 +54,18 @@ pub fn check_not_the_server(url: &url::Url, port: Option<u16>) -> Result<(), Env
         ));
     }
     Ok(())
+}
+
+/// A URL an action opens (`goto`'s `url`), under exactly the reset's rules, its refusal naming
+/// `field`.
+pub fn check_url(field: &str, raw: &str, port: Option<u16>) -> Result<url::Url, EnvError> {
+    let named = |EnvError(why): EnvError| {
+        EnvError(match why.strip_prefix("start_url") {
+            Some(rest) => format!("{field}{rest}"),
+            None => format!("{field}: {why}"),
+        })
+    };
+    let url = check_start_url(raw).map_err(named)?;
+    check_not_the_server(&url, port).map_err(named)?;
+    Ok(url)
 }

@@ -309,6 +309,11 @@ impl<L: Launcher> Session<L> {
         &self.id
     }
 
+    /// The actions this session takes (`BROWSER_ACTIONS`).
+    pub fn actions(&self) -> browserenv::ActionSet {
+        self.env.settings().actions
+    }
+
     pub fn state(&self) -> BrowserState {
         self.env.state()
     }

@@ -119,7 +119,9 @@ impl Outlets {
             }
             // The raw action with what to record for its text: the recorder redacts typing into
             // a secret field itself, a person's secret mark it cannot see.
-            let marked = (step.shown.text != step.action.text).then(|| step.shown.text.clone());
+            let marked = (step.shown != step.action)
+                .then(|| step.shown.action.secret_text().map(str::to_string))
+                .flatten();
             // In a campaign the client is the person demonstrating.
             let actor = if self.seat.is_some() {
                 Actor::Human

@@ -40,6 +40,13 @@ struct Current<L: Launcher> {
     expired_after: Option<Duration>,
 }
 
+impl<L: Launcher> HttpSession<L> {
+    /// The actions the server takes (`BROWSER_ACTIONS`).
+    fn actions(&self) -> browserenv::ActionSet {
+        self.sessions.settings().actions
+    }
+}
+
 /// The HTTP routes, over the shared session.
 pub fn routes<L: Launcher, S: Clone + Send + Sync + 'static>(
     http: Arc<HttpSession<L>>,
@@ -195,7 +202,7 @@ async fn step<L: Launcher>(
             request.clone(),
         )]));
     };
-    let action = BrowserAction::from_value(raw_action).map_err(|errors| {
+    let action = BrowserAction::from_value_in(raw_action, http.actions()).map_err(|errors| {
         // FastAPI puts the body path in front of the model's own location.
         let errors = errors
             .into_iter()

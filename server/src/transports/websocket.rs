@@ -250,7 +250,7 @@ pub async fn run<L: Launcher>(socket: WebSocket, context: Context<L>, peer: Stri
             }
             None => break Ending::Peer(gone.borrow().unwrap_or(Gone::Left)),
         };
-        let reply = match ClientMessage::parse(&text) {
+        let reply = match ClientMessage::parse_in(&text, sessions.settings().actions) {
             Ok(message) => {
                 let work = async {
                     Some(match message {

@@ -115,11 +115,15 @@ impl<L: Launcher> ServerHandler for BrowserTools<L> {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools::tools()))
+        Ok(ListToolsResult::with_all_items(tools::tools(
+            self.sessions.settings().actions,
+        )))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        tools::tools().into_iter().find(|tool| tool.name == name)
+        tools::tools(self.sessions.settings().actions)
+            .into_iter()
+            .find(|tool| tool.name == name)
     }
 
     async fn call_tool(

@@ -219,7 +219,10 @@ impl<L: Launcher> OpenEnvMcp<L> {
                     }
                 }
             }
-            "tools/list" => reply(&id, json!({"tools": tools::tools()})),
+            "tools/list" => reply(
+                &id,
+                json!({"tools": tools::tools(self.sessions.settings().actions)}),
+            ),
             "tools/call" => {
                 let Some(name) = params.get("name").and_then(Value::as_str) else {
                     return error(&id, INVALID_PARAMS, "Invalid params: 'name' is required");

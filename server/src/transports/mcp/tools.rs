@@ -97,8 +97,8 @@ fn tool_with_output(
     tool
 }
 
-/// Every tool, `reset` first.
-pub fn tools() -> Vec<Tool> {
+/// Every tool of a server that takes the actions of `set`, `reset` first.
+pub fn tools(set: browserenv::ActionSet) -> Vec<Tool> {
     let reset = tool(
         "reset",
         "Start a new episode in a fresh browser: open start_url (an http or https URL), or the \
@@ -173,7 +173,7 @@ pub fn tools() -> Vec<Tool> {
         false,
     );
     std::iter::once(reset)
-        .chain(Op::ALL.into_iter().map(|op| {
+        .chain(set.ops().iter().map(|&op| {
             tool(
                 op.name(),
                 action_tool_description(op),
@@ -351,7 +351,10 @@ pub async fn call<L: Launcher>(
         }
         crate::session::agent_reset(shared, arguments).await
     } else {
-        let op = Op::from_name(name).ok_or_else(|| ToolFailure::Unknown(name.to_string()))?;
+        let set = shared.lock().await.actions();
+        let op = Op::from_name(name)
+            .filter(|op| set.ops().contains(op))
+            .ok_or_else(|| ToolFailure::Unknown(name.to_string()))?;
         let action = action_from_tool_arguments(op, arguments)
             .map_err(|errors| ToolFailure::Invalid(ErrorFrame::validation(errors).message))?;
         crate::session::agent_step(shared, &action).await
@@ -439,23 +442,33 @@ mod tests {
 
     #[test]
     fn reset_and_every_action_are_tools() {
-        let names: Vec<String> = tools().iter().map(|t| t.name.to_string()).collect();
+        let names = |set: browserenv::ActionSet| -> Vec<String> {
+            tools(set).iter().map(|t| t.name.to_string()).collect()
+        };
+        let seed = ["click", "type", "key", "scroll", "back", "wait", "finish"];
+        let added = [
+            "move",
+            "drag",
+            "mouse_down",
+            "mouse_up",
+            "press",
+            "select",
+            "forward",
+            "goto",
+        ];
+        let expected = |ops: &[&str]| -> Vec<String> {
+            std::iter::once("reset")
+                .chain(ops.iter().copied())
+                .chain(["read_page", "request_human"])
+                .map(String::from)
+                .collect()
+        };
+        assert_eq!(names(browserenv::ActionSet::Seed), expected(&seed));
         assert_eq!(
-            names,
-            [
-                "reset",
-                "click",
-                "type",
-                "key",
-                "scroll",
-                "back",
-                "wait",
-                "finish",
-                "read_page",
-                "request_human"
-            ]
+            names(browserenv::ActionSet::Full),
+            expected(&[&seed[..], &added[..]].concat())
         );
-        for tool in tools() {
+        for tool in tools(browserenv::ActionSet::Full) {
             assert!(tool.output_schema.is_some(), "{}", tool.name);
             assert_eq!(tool.input_schema["type"], "object");
             let read_only = tool.annotations.as_ref().and_then(|a| a.read_only_hint);

@@ -165,12 +165,14 @@ impl ChromiumBrowser {
             }
         }));
 
+        let clipboard = clipboard::Clipboard::default();
         let current = prepare_page(
             first,
             incidents.clone(),
             requests.clone(),
             &load_states,
             &frames,
+            &clipboard,
         )
         .await?;
         let disconnected = host.disconnected.clone();
@@ -195,6 +197,10 @@ impl ChromiumBrowser {
             renderer_answered: false,
             frames_misfit: AtomicBool::new(false),
             pointer: None,
+            held_buttons: 0,
+            dragging: None,
+            clipboard,
+            dropdown: None,
             tab_changes: tab_changes_seen,
         };
         chromium.verify_viewport().await?;

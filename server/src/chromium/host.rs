@@ -53,6 +53,8 @@ pub(super) struct Host {
     /// The episode whose archive work answers this browser's intercepted requests
     /// (`archive.rs`); 0: none.
     pub(super) interception: std::sync::atomic::AtomicU64,
+    /// Held while an episode uses the browser's one clipboard (a paste, a cut: `clipboard.rs`).
+    pub(super) clipboard: tokio::sync::Mutex<()>,
     /// The CDP connection's handler; ends with the host.
     _handler: Tasks,
     // Declared last: dropped after the CDP connection, a local process is killed and its profile
@@ -104,6 +106,7 @@ impl Host {
             held: AtomicUsize::new(0),
             shared: AtomicBool::new(false),
             interception: std::sync::atomic::AtomicU64::new(0),
+            clipboard: tokio::sync::Mutex::new(()),
             _handler: handler,
             endpoint,
         }))

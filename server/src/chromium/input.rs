@@ -54,25 +54,18 @@ impl ChromiumBrowser {
         self.expect_navigation = may_navigate;
     }
 
-    pub(super) async fn mouse(
-        &self,
-        kind: DispatchMouseEventType,
-        x: i64,
-        y: i64,
-        dy: Option<i64>,
-    ) -> Result<(), PageError> {
-        let mut params = DispatchMouseEventParams::new(kind.clone(), x as f64, y as f64);
-        match kind {
-            DispatchMouseEventType::MousePressed | DispatchMouseEventType::MouseReleased => {
-                params.button = Some(MouseButton::Left);
-                params.click_count = Some(1);
-                params.buttons = Some(i64::from(kind == DispatchMouseEventType::MousePressed));
-            }
-            DispatchMouseEventType::MouseWheel => {
-                params.delta_x = Some(0.0);
-                params.delta_y = dy.map(|dy| dy as f64);
-            }
-            DispatchMouseEventType::MouseMoved => {}
+    pub(super) async fn mouse(&self, event: &MouseEvent, at: Point) -> Result<(), PageError> {
+        let mut params =
+            DispatchMouseEventParams::new(event.kind.clone(), at.x as f64, at.y as f64);
+        params.button = event.button.clone();
+        params.buttons = Some(event.buttons);
+        params.modifiers = (event.modifiers != 0).then_some(event.modifiers);
+        if event.clicks > 0 {
+            params.click_count = Some(event.clicks);
+        }
+        if let Some((dx, dy)) = event.wheel {
+            params.delta_x = Some(dx as f64);
+            params.delta_y = Some(dy as f64);
         }
         self.input(params).await
     }
@@ -82,28 +75,27 @@ impl ChromiumBrowser {
     /// page's per event, and so does the move (a moved pointer is answered at the next animation
     /// frame): it is left out when the pointer is already at that point of the same document,
     /// as for a scroll at the last clicked point (a scroll step: 67 ms with it, 50 without; docs/benchmark.md,
-    /// "Benchmark").
+    /// "Benchmark"). The move carries the buttons held (a drag's move).
     pub(super) async fn mouse_events(
         &mut self,
-        events: &[(DispatchMouseEventType, Option<i64>)],
-        x: i64,
-        y: i64,
+        events: &[MouseEvent],
+        at: Point,
     ) -> Result<(), PageError> {
         let here = Pointer {
             tab: self.current.page.target_id().clone(),
             document: self.current.load.borrow().commits,
-            x,
-            y,
+            x: at.x,
+            y: at.y,
         };
-        let moved = (self.pointer.as_ref() != Some(&here))
-            .then_some((DispatchMouseEventType::MouseMoved, None));
+        let moved =
+            (self.pointer.as_ref() != Some(&here)).then(|| MouseEvent::moved(self.held_buttons, 0));
         // Unknown until the events are answered: a bound may drop this call half-way.
         self.pointer = None;
         futures_util::future::try_join_all(
             moved
                 .iter()
                 .chain(events)
-                .map(|(kind, dy)| self.mouse(kind.clone(), x, y, *dy)),
+                .map(|event| self.mouse(event, at)),
         )
         .await?;
         self.pointer = Some(here);
@@ -138,30 +130,6 @@ impl ChromiumBrowser {
     pub(super) async fn input<C: Command>(&self, event: C) -> Result<(), PageError> {
         self.exec_or_closed(event).await.map(|_| ())
     }
-
-    pub(super) async fn press_key(&self, key: Key) -> Result<(), PageError> {
-        let spec = key_spec(key);
-        let mut down = DispatchKeyEventParams::new(if spec.text.is_some() {
-            DispatchKeyEventType::KeyDown
-        } else {
-            DispatchKeyEventType::RawKeyDown
-        });
-        down.key = Some(spec.key.into());
-        down.code = Some(spec.code.into());
-        down.windows_virtual_key_code = Some(spec.key_code);
-        down.native_virtual_key_code = Some(spec.key_code);
-        down.modifiers = Some(spec.modifiers);
-        down.text = spec.text.map(Into::into);
-        down.unmodified_text = spec.text.map(Into::into);
-        let mut up = DispatchKeyEventParams::new(DispatchKeyEventType::KeyUp);
-        up.key = down.key.clone();
-        up.code = down.code.clone();
-        up.windows_virtual_key_code = down.windows_virtual_key_code;
-        up.native_virtual_key_code = down.native_virtual_key_code;
-        up.modifiers = down.modifiers;
-        self.key_event(down).await?;
-        self.key_event(up).await
-    }
 }
 
 /// Where the pointer was last moved: a tab, its document (counted by commits) and a point.
@@ -173,36 +141,78 @@ pub(super) struct Pointer {
     y: i64,
 }
 
-pub(super) struct KeySpec {
-    key: &'static str,
-    code: &'static str,
-    key_code: i64,
-    text: Option<&'static str>,
-    modifiers: i64,
+/// One mouse event's particulars besides its point.
+#[derive(Debug, Clone)]
+pub(super) struct MouseEvent {
+    pub kind: DispatchMouseEventType,
+    /// The button that changed (a press, a release), or the one held during a move.
+    pub button: Option<CdpButton>,
+    /// DevTools' mask of the buttons held during the event: left 1, right 2, middle 4.
+    pub buttons: i64,
+    pub clicks: i64,
+    pub modifiers: i64,
+    pub wheel: Option<(i64, i64)>,
 }
 
-/// The nine keys of the action vocabulary as real key events. ENTER carries "\r" so it submits
-/// forms; CTRL+A is Control + "a", which Chromium maps to select-all by itself.
-pub(super) fn key_spec(key: Key) -> KeySpec {
-    let spec = |key, code, key_code, text| KeySpec {
-        key,
-        code,
-        key_code,
-        text,
-        modifiers: 0,
-    };
-    match key {
-        Key::Enter => spec("Enter", "Enter", 13, Some("\r")),
-        Key::Tab => spec("Tab", "Tab", 9, None),
-        Key::Escape => spec("Escape", "Escape", 27, None),
-        Key::Backspace => spec("Backspace", "Backspace", 8, None),
-        Key::CtrlA => KeySpec {
-            modifiers: 2,
-            ..spec("a", "KeyA", 65, None)
-        },
-        Key::Up => spec("ArrowUp", "ArrowUp", 38, None),
-        Key::Down => spec("ArrowDown", "ArrowDown", 40, None),
-        Key::Left => spec("ArrowLeft", "ArrowLeft", 37, None),
-        Key::Right => spec("ArrowRight", "ArrowRight", 39, None),
+impl MouseEvent {
+    /// A move with `held` buttons (the first of them named, as a drag's moves are).
+    pub fn moved(held: u8, modifiers: i64) -> MouseEvent {
+        let button = [MouseButton::Left, MouseButton::Right, MouseButton::Middle]
+            .into_iter()
+            .find(|b| held & button_bit(*b) != 0)
+            .map(cdp_button);
+        MouseEvent {
+            kind: DispatchMouseEventType::MouseMoved,
+            button,
+            buttons: i64::from(held),
+            clicks: 0,
+            modifiers,
+            wheel: None,
+        }
+    }
+
+    /// A press (`down`) or release of `button`, the `clicks`th in a row, `held` the buttons
+    /// down after it.
+    pub fn button(down: bool, button: MouseButton, clicks: i64, held: u8, modifiers: i64) -> Self {
+        MouseEvent {
+            kind: if down {
+                DispatchMouseEventType::MousePressed
+            } else {
+                DispatchMouseEventType::MouseReleased
+            },
+            button: Some(cdp_button(button)),
+            buttons: i64::from(held),
+            clicks,
+            modifiers,
+            wheel: None,
+        }
+    }
+
+    pub fn wheel(dx: i64, dy: i64, held: u8) -> MouseEvent {
+        MouseEvent {
+            kind: DispatchMouseEventType::MouseWheel,
+            button: None,
+            buttons: i64::from(held),
+            clicks: 0,
+            modifiers: 0,
+            wheel: Some((dx, dy)),
+        }
+    }
+}
+
+/// DevTools' bit for a button in `buttons`.
+pub(super) fn button_bit(button: MouseButton) -> u8 {
+    match button {
+        MouseButton::Left => 1,
+        MouseButton::Right => 2,
+        MouseButton::Middle => 4,
+    }
+}
+
+pub(super) fn cdp_button(button: MouseButton) -> CdpButton {
+    match button {
+        MouseButton::Left => CdpButton::Left,
+        MouseButton::Right => CdpButton::Right,
+        MouseButton::Middle => CdpButton::Middle,
     }
 }

@@ -16,8 +16,11 @@
 
 mod archive;
 mod capture;
+mod clipboard;
 mod connect;
+mod dropdown;
 pub mod egress;
+mod gestures;
 mod host;
 mod input;
 mod memory;
@@ -48,7 +51,7 @@ use chromiumoxide::cdp::browser_protocol::browser::{
 use chromiumoxide::cdp::browser_protocol::emulation::SetDeviceMetricsOverrideParams;
 use chromiumoxide::cdp::browser_protocol::input::{
     DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType,
-    MouseButton,
+    MouseButton as CdpButton,
 };
 use chromiumoxide::cdp::browser_protocol::network::{
     EventLoadingFailed, EventRequestWillBeSent, ResourceType,
@@ -74,7 +77,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use browserenv::models::{Key, VIEWPORT_HEIGHT, VIEWPORT_WIDTH};
+use browserenv::models::{Chord, Modifiers, MouseButton, Point, VIEWPORT_HEIGHT, VIEWPORT_WIDTH};
 use browserenv::text_layer::{TextRun, MAX_RUNS, MAX_RUN_CHARS};
 
 use crate::browser::{
@@ -395,6 +398,8 @@ struct CurrentPage {
     page: Page,
     load: watch::Receiver<LoadState>,
     tasks: Vec<JoinHandle<()>>,
+    /// Its drags, its isolated world, its copies (`gestures.rs`).
+    gestures: gestures::PageGestures,
 }
 
 pub struct ChromiumBrowser {
@@ -435,6 +440,14 @@ pub struct ChromiumBrowser {
     frames_misfit: AtomicBool,
     /// Where the pointer is (`input.rs`), when known.
     pointer: Option<input::Pointer>,
+    /// The mouse buttons held down (`mouse_down` until `mouse_up`), DevTools' mask.
+    held_buttons: u8,
+    /// A drag-and-drop the page started and the pointer has not dropped yet (`gestures.rs`).
+    dragging: Option<gestures::Dragging>,
+    /// The episode's clipboard (`clipboard.rs`).
+    clipboard: clipboard::Clipboard,
+    /// The open `<select>`'s popup as drawn on the page (`dropdown.rs`).
+    dropdown: Option<dropdown::Dropdown>,
     /// Counts our tabs opened and closed; marked seen when the current tab was last brought to
     /// the front. A tab behind another is not drawn: its capture takes seconds, its animation
     /// frames stop (see `ChromiumBrowser::keep_in_front`).

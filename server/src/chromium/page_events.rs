@@ -10,6 +10,7 @@ pub(super) async fn prepare_page(
     requests: requests::RequestLog,
     load_states: &LoadStates,
     frames: &Frames,
+    clipboard: &super::clipboard::Clipboard,
 ) -> anyhow::Result<CurrentPage> {
     let metrics = SetDeviceMetricsOverrideParams::new(VIEWPORT_WIDTH, VIEWPORT_HEIGHT, 1.0, false);
     // The full Chromium's monospace font (its "Monospace", which fontconfig resolves): the
@@ -32,14 +33,16 @@ pub(super) async fn prepare_page(
     // Sent together, not one after another's answer: Chromium runs a tab's commands in the
     // order they come, and six round trips in a row were about 6 ms of every new context.
     // Documents that loaded before we attached (a new tab) get the probe at once (`evaluate`).
-    let (sized, fonts, attached, probe_installed, _, front) = tokio::join!(
+    let (sized, fonts, attached, probe_installed, _, front, gestures) = tokio::join!(
         page.execute(metrics),
         page.execute(SetFontFamiliesParams::new(fonts)),
         page.execute(attach),
         page.execute(AddScriptToEvaluateOnNewDocumentParams::new(PROBE_JS)),
         evaluate(&page, PROBE_JS.into(), false),
         page.execute(BringToFrontParams::default()),
+        super::gestures::prepare(&page, clipboard),
     );
+    let gestures = gestures?;
     if let Err(err) = fonts {
         tracing::debug!("font families: {err}");
     }
@@ -220,6 +223,7 @@ pub(super) async fn prepare_page(
         page,
         load: rx,
         tasks,
+        gestures,
     })
 }
 

@@ -8,6 +8,26 @@ use crate::browser::{
 use browserenv_collect::tasks::{Lookup, PageState, Wants};
 use chromiumoxide::cdp::browser_protocol::network::GetCookiesParams;
 use chromiumoxide::cdp::browser_protocol::page::CreateIsolatedWorldParams;
+use serde_json::json;
+
+impl ChromiumBrowser {
+    /// One step through the tab's history (`-1` back, `1` forward); false when there is no
+    /// entry there.
+    async fn through_history(&mut self, step: i64) -> Result<bool, PageError> {
+        let (index, entries) = self.history().await?;
+        let next = usize::try_from(index + step)
+            .ok()
+            .and_then(|i| entries.get(i));
+        let Some((entry_id, _)) = next else {
+            self.acted(false);
+            return Ok(false);
+        };
+        self.exec(NavigateToHistoryEntryParams::new(*entry_id))
+            .await?;
+        self.acted(true);
+        Ok(true)
+    }
+}
 
 impl Browser for ChromiumBrowser {
     async fn goto(&mut self, url: &str, timeout: Duration) -> Result<(), PageError> {
@@ -40,17 +60,17 @@ impl Browser for ChromiumBrowser {
         }
     }
 
-    async fn click(&mut self, x: i64, y: i64) -> Result<(), PageError> {
-        self.mouse_events(
-            &[
-                (DispatchMouseEventType::MousePressed, None),
-                (DispatchMouseEventType::MouseReleased, None),
-            ],
-            x,
-            y,
-        )
-        .await?;
+    async fn click(
+        &mut self,
+        at: Point,
+        button: MouseButton,
+        count: u8,
+        modifiers: Modifiers,
+    ) -> Result<(), PageError> {
+        self.click_or_choose(at, button, count, modifiers).await?;
         self.acted(true);
+        // A click may open a dropdown (or close the one open): drawn before the settle.
+        self.refresh_dropdown(Value::Null).await;
         Ok(())
     }
 
@@ -58,11 +78,12 @@ impl Browser for ChromiumBrowser {
         // Each character is a real key down and up, as before; they are sent without waiting for
         // each answer (Chromium handles them in order), so 2,000 characters take well under a
         // second instead of a round trip per event (10 s, past the action timeout).
+        let enter = Chord::parse("ENTER").map_err(|e| PageError::ActionFailed(e.0))?;
         let mut events = Vec::new();
         for ch in text.chars() {
             if ch == '\n' {
                 self.send_keys(std::mem::take(&mut events)).await?;
-                self.press_key(Key::Enter).await?;
+                self.press_chord(enter, 1).await?;
                 continue;
             }
             let typed = ch.to_string();
@@ -77,33 +98,88 @@ impl Browser for ChromiumBrowser {
         }
         self.send_keys(events).await?;
         self.acted(text.contains('\n'));
+        if self.dropdown_open() {
+            self.refresh_dropdown(Value::Null).await;
+        }
         Ok(())
     }
 
-    async fn press(&mut self, key: Key) -> Result<(), PageError> {
-        self.press_key(key).await?;
-        self.acted(matches!(key, Key::Enter));
+    async fn press(&mut self, chord: Chord, repeat: u8) -> Result<(), PageError> {
+        let was_open = self.dropdown_open();
+        self.press_keeping_clipboard(chord, repeat).await?;
+        let key = chord.key.name();
+        self.acted(matches!(key, "ENTER" | "NUMPAD_ENTER" | "SPACE"));
+        // Keys in an open popup move its highlight; a key may open one (ALT+DOWN, SPACE).
+        let nav = match (was_open && chord.modifiers.is_empty(), key) {
+            (true, "UP" | "DOWN" | "HOME" | "END" | "PAGE_UP" | "PAGE_DOWN") => {
+                json!({"key": key, "repeat": repeat})
+            }
+            (true, single) if single.len() == 1 => json!({"key": single, "repeat": repeat}),
+            _ => Value::Null,
+        };
+        self.refresh_dropdown(nav).await;
         Ok(())
     }
 
-    async fn scroll(&mut self, x: i64, y: i64, dy: i64) -> Result<(), PageError> {
-        self.mouse_events(&[(DispatchMouseEventType::MouseWheel, Some(dy))], x, y)
-            .await?;
+    async fn scroll(&mut self, at: Point, dx: i64, dy: i64) -> Result<(), PageError> {
+        let wheel = input::MouseEvent::wheel(dx, dy, self.held_buttons);
+        self.mouse_events(&[wheel], at).await?;
         self.acted(false);
+        if self.dropdown_open() {
+            self.refresh_dropdown(Value::Null).await;
+        }
+        Ok(())
+    }
+
+    async fn move_to(&mut self, at: Point) -> Result<(), PageError> {
+        if let Some(hovered) = self.hover_dropdown(at).await {
+            return hovered;
+        }
+        self.move_pointer(at).await?;
+        self.acted(false);
+        if self.dropdown_open() {
+            self.refresh_dropdown(Value::Null).await;
+        }
+        Ok(())
+    }
+
+    async fn drag(
+        &mut self,
+        path: &[Point],
+        button: MouseButton,
+        modifiers: Modifiers,
+    ) -> Result<(), PageError> {
+        self.drag_along(path, button, modifiers).await?;
+        self.acted(true);
+        self.refresh_dropdown(Value::Null).await;
+        Ok(())
+    }
+
+    async fn mouse_button(
+        &mut self,
+        at: Point,
+        button: MouseButton,
+        down: bool,
+    ) -> Result<(), PageError> {
+        self.button_at(at, button, down).await?;
+        self.acted(!down);
+        self.refresh_dropdown(Value::Null).await;
+        Ok(())
+    }
+
+    async fn select_option(&mut self, at: Point, label: &str) -> Result<(), PageError> {
+        self.select_label(at, label).await?;
+        self.acted(true);
+        self.refresh_dropdown(Value::Null).await;
         Ok(())
     }
 
     async fn back(&mut self) -> Result<bool, PageError> {
-        let (index, entries) = self.history().await?;
-        let previous = usize::try_from(index - 1).ok().and_then(|i| entries.get(i));
-        let Some((entry_id, _)) = previous else {
-            self.acted(false);
-            return Ok(false);
-        };
-        self.exec(NavigateToHistoryEntryParams::new(*entry_id))
-            .await?;
-        self.acted(true);
-        Ok(true)
+        self.through_history(-1).await
+    }
+
+    async fn forward(&mut self) -> Result<bool, PageError> {
+        self.through_history(1).await
     }
 
     async fn settle(&mut self, bound: Duration) -> Result<SettleOutcome, PageError> {

@@ -31,6 +31,7 @@ impl ChromiumBrowser {
             self.requests.clone(),
             &self.load_states,
             &self.frames,
+            &self.clipboard,
         )
         .await
         .map_err(|err| PageError::ActionFailed(format!("cannot switch tabs: {err}")))?;

@@ -34,8 +34,11 @@ from pydantic import ValidationError
 
 from .client import DEFAULT_MAX_CHARS, BrowserClient
 from .models import (
+    MAX_PATH_POINTS,
+    MAX_REPEAT,
     MAX_SCROLL,
     MAX_TEXT_CHARS,
+    MIN_PATH_POINTS,
     SCREEN_HEIGHT,
     SCREEN_WIDTH,
     SUPPORTED_KEYS,
@@ -58,6 +61,9 @@ ENVIRONMENT_ERRORS = frozenset(
 RESET_ERRORS = ENVIRONMENT_ERRORS | {"page_load_timeout", "navigation_failed"}
 #: The starts of the server's refusals that mean the row itself is wrong (no retry can help).
 _ROW_ERRORS = ("unknown task_id", "expected an HTTP(S) URL", "reset needs start_url", "start_url")
+#: ... and of the refusals of one action the model asked for (a URL the reset's rule refuses):
+#: the model's to read, the episode goes on.
+_ACTION_ERRORS = ("url: ", "url is this server's own address", "is not an action of this server")
 
 _LIMITS = {
     "width": SCREEN_WIDTH,
@@ -67,6 +73,9 @@ _LIMITS = {
     "max_scroll": MAX_SCROLL,
     "max_text": MAX_TEXT_CHARS,
     "keys": ", ".join(SUPPORTED_KEYS),
+    "min_path": MIN_PATH_POINTS,
+    "max_path": MAX_PATH_POINTS,
+    "max_repeat": MAX_REPEAT,
 }
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -208,6 +217,102 @@ class BrowserEnv:
         """
         return self._act(op="scroll", dy=dy)
 
+    @_with_limits
+    def double_click(self, x: int, y: int) -> str | list:
+        """Double-click at a point of the page (selects a word, opens an item, starts editing a name).
+
+        Args:
+            x: Pixel column, from 0 (left edge) to {max_x} (right edge).
+            y: Pixel row, from 0 (top edge) to {max_y} (bottom edge).
+
+        Returns:
+            The page after the double click: its URL, any error, and its visible text.
+        """
+        return self._act(op="click", x=x, y=y, count=2)
+
+    @_with_limits
+    def right_click(self, x: int, y: int) -> str | list:
+        """Click with the right mouse button at a point of the page (opens the page's own context menu, if it has one).
+
+        Args:
+            x: Pixel column, from 0 (left edge) to {max_x} (right edge).
+            y: Pixel row, from 0 (top edge) to {max_y} (bottom edge).
+
+        Returns:
+            The page after the right click: its URL, any error, and its visible text.
+        """
+        return self._act(op="click", x=x, y=y, button="right")
+
+    @_with_limits
+    def hover(self, x: int, y: int) -> str | list:
+        """Move the mouse pointer to a point of the page without clicking: opens menus and tooltips that show on hover.
+
+        Args:
+            x: Pixel column, from 0 (left edge) to {max_x} (right edge).
+            y: Pixel row, from 0 (top edge) to {max_y} (bottom edge).
+
+        Returns:
+            The page with the pointer there: its URL, any error, and its visible text.
+        """
+        return self._act(op="move", x=x, y=y)
+
+    @_with_limits
+    def drag(self, path: list[list[int]]) -> str | list:
+        """Drag with the mouse: press at the first point, move through the others, release at the last. Moves sliders, reorders lists, drops cards into columns, selects text.
+
+        Args:
+            path: {min_path} to {max_path} points [x, y] in pixels of the screenshot (x 0..{max_x}, y 0..{max_y}).
+
+        Returns:
+            The page after the drag: its URL, any error, and its visible text.
+        """
+        return self._act(op="drag", path=path)
+
+    @_with_limits
+    def press(self, keys: str, repeat: int = 1) -> str | list:
+        """Press a key or a chord of keys, by name: PAGE_DOWN, HOME, END, DELETE, F5, SPACE, a letter or digit, or modifiers joined with + before a key: SHIFT+TAB, CTRL+C (copy), CTRL+V (paste), CTRL+Z.
+
+        Args:
+            keys: The key or chord, e.g. SHIFT+TAB.
+            repeat: How many times to press it, 1 to {max_repeat}.
+
+        Returns:
+            The page after the keys: its URL, any error, and its visible text.
+        """
+        return self._act(op="press", text=keys, repeat=repeat)
+
+    def select(self, x: int, y: int, label: str) -> str | list:
+        """Choose an option of a dropdown (a select box) by its label, as a person would; the dropdown is the one at the point x, y.
+
+        Args:
+            x: Pixel column of the dropdown.
+            y: Pixel row of the dropdown.
+            label: The option's text, as the dropdown shows it.
+
+        Returns:
+            The page after the choice: its URL, any error (naming the options when none has that label), and its visible text.
+        """
+        return self._act(op="select", x=x, y=y, text=label)
+
+    def go_forward(self) -> str | list:
+        """Go forward to the next page in the browser's history (after going back).
+
+        Returns:
+            The next page: its URL, any error, and its visible text.
+        """
+        return self._act(op="forward")
+
+    def open_url(self, url: str) -> str | list:
+        """Open a web address (http or https) in the current tab, as if typed in the address bar.
+
+        Args:
+            url: The address, e.g. https://example.com/.
+
+        Returns:
+            The page: its URL, any error, and its visible text.
+        """
+        return self._act(op="goto", url=url)
+
     def go_back(self) -> str | list:
         """Go back to the previous page in the browser's history.
 
@@ -311,6 +416,9 @@ class BrowserEnv:
         try:
             result = self._client.step(action)
         except Exception as error:  # noqa: BLE001 - the server or the connection failed
+            if "EXECUTION_ERROR" in str(error) and any(s in str(error) for s in _ACTION_ERRORS):
+                message = str(error).removeprefix("Server error: ").split(" (code: ")[0]
+                raise ValueError(message) from None
             self._disconnect()
             self._fail(f"{action.op} failed: {_short(error)}")
             raise RuntimeError(self._failure_text()) from None

@@ -32,7 +32,11 @@ SITE_ARGS = ["--site", "assets/site", "--tasks", "assets/tasks/demo.jsonl"]
 TASK, ANSWER = "info-workshop-time", "10:00"
 # "Browse the catalog" on the demo site's home page.
 CATALOG_LINK = {"x": 312, "y": 235}
-TOOLS = ["reset", "click", "type", "key", "scroll", "back", "wait", "finish", "read_page", "request_human"]
+TOOLS = [
+    "reset", "click", "type", "key", "scroll", "back", "wait", "finish",
+    "move", "drag", "mouse_down", "mouse_up", "press", "select", "forward", "goto",
+    "read_page", "request_human",
+]
 
 
 def sessions(base_url: str) -> list[dict]:

@@ -31,7 +31,10 @@ from conftest import REPO_ROOT, SERVER_PIDS, free_port, launch_server
 TOKEN = "trl-s3cret"
 # `wait` sleeps BROWSER_EXPLICIT_WAIT_SECONDS (3 s by default).
 SITE_ARGS = ["--site", "assets/site", "--tasks", "assets/tasks/demo.jsonl", "--explicit-wait", "0.5"]
-TOOLS = ["click", "finish", "go_back", "press_key", "read_page", "scroll", "type_text", "wait"]
+TOOLS = [
+    "click", "double_click", "drag", "finish", "go_back", "go_forward", "hover", "open_url", "press",
+    "press_key", "read_page", "right_click", "scroll", "select", "type_text", "wait",
+]
 
 # (tool, arguments, words the tool's result must hold); from assets/tasks/demo-solutions.jsonl, with
 # read_page, go_back and wait added where they change nothing of the outcome.
@@ -126,8 +129,14 @@ def test_get_json_schema_describes_every_tool():
     assert str(MAX_TEXT_CHARS) in schemas["type_text"]["parameters"]["properties"]["text"]["description"]
     finish = schemas["finish"]["parameters"]
     assert finish["properties"]["answer"]["type"] == "string" and "required" not in finish
-    for name in ("go_back", "wait", "read_page"):
+    for name in ("go_back", "go_forward", "wait", "read_page"):
         assert schemas[name]["parameters"]["properties"] == {}
+    path = schemas["drag"]["parameters"]["properties"]["path"]
+    assert path["type"] == "array" and path["items"] == {"type": "array", "items": {"type": "integer"}}
+    press = schemas["press"]["parameters"]
+    assert press["required"] == ["keys"] and "SHIFT+TAB" in press["properties"]["keys"]["description"]
+    select = schemas["select"]["parameters"]
+    assert select["required"] == ["x", "y", "label"]
 
 
 # --------------------------------------------------------------------------- episodes
@@ -193,6 +202,29 @@ def test_a_start_url_row(configured):
     page = env.reset(start_url=f"{site}/hours.html", instruction="Read the Sunday hours.")
     assert page.startswith("Task: Read the Sunday hours.") and "Opening hours" in page
     assert env.finish("whatever").endswith("Reward: 0.0") and env.get_reward() == 0.0
+
+
+def test_the_gesture_tools_do_on_real_pages_what_they_say(configured, pages_url):
+    env = BrowserEnv()
+    tools = trl_tools(env)
+    env.reset(start_url=f"{pages_url}shop.html")
+    assert '"sort":"price-desc"' in call_tool(tools, "select", {"x": 180, "y": 68, "label": "Price: high to low"})
+    assert '"max":100' in call_tool(tools, "drag", {"path": [[620, 68], [520, 68], [420, 68]]})
+    assert "Error: action_failed" in call_tool(tools, "select", {"x": 180, "y": 68, "label": "Cheapest"})
+    call_tool(tools, "open_url", {"url": f"{pages_url}menu.html"})
+    assert '"mega":true' in call_tool(tools, "hover", {"x": 70, "y": 20})
+    assert '"editing":true' in call_tool(tools, "double_click", {"x": 60, "y": 250})
+    assert '"ctx":[100,400]' in call_tool(tools, "right_click", {"x": 100, "y": 400})
+    back = call_tool(tools, "go_back", {})
+    assert "shop.html" in back and "menu.html" in call_tool(tools, "go_forward", {})
+    call_tool(tools, "open_url", {"url": f"{pages_url}editor.html"})
+    call_tool(tools, "click", {"x": 560, "y": 154})
+    assert '"focus":"a"' in call_tool(tools, "press", {"keys": "SHIFT+TAB", "repeat": 2})
+    # Bad arguments are the model's to read; the episode goes on.
+    assert 'unknown key "FOO"' in call_tool(tools, "press", {"keys": "CTRL+FOO"})["error"]
+    assert "Input should be less than 800" in call_tool(tools, "drag", {"path": [[0, 0], [900, 0]]})["error"]
+    assert "url: expected an HTTP(S) URL" in call_tool(tools, "open_url", {"url": "file:///etc/passwd"})["error"]
+    assert "Reward: 0.0" in call_tool(tools, "finish", {})
 
 
 def test_vision_models_get_the_screenshot_as_an_image_part(configured):

@@ -303,6 +303,14 @@ pub struct Chord {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChordError(pub String);
 
+impl fmt::Display for ChordError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ChordError {}
+
 impl Chord {
     pub fn new(key: KeyName) -> Chord {
         Chord {

@@ -504,3 +504,35 @@ fn every_list_of_key_names_in_the_docs_is_key_all() {
         wrong.join("\n")
     );
 }
+
+/// docs/server.md's table of actions lists every op of `Op::ALL`, in its order, each with the
+/// fields it acts on (`Op::fields`) and no other: a new op or field is documented or this fails.
+#[test]
+fn the_documented_action_table_is_every_op_with_its_fields() {
+    use browserenv::models::Op;
+    let doc = std::fs::read_to_string(repo_root().join("docs/server.md")).unwrap();
+    let table = doc
+        .split("\n## Actions\n")
+        .nth(1)
+        .expect("docs/server.md has its Actions section");
+    let every_field: BTreeSet<&str> = Op::ALL.iter().flat_map(|op| op.fields().iter().copied()).collect();
+    let mut listed = Vec::new();
+    for line in table.lines().skip_while(|l| !l.starts_with("| `")) {
+        if !line.starts_with('|') {
+            break;
+        }
+        let cells: Vec<&str> = line.split(" | ").collect();
+        let name = cells[0].trim_start_matches("| ").trim_matches('`');
+        let op = Op::from_name(name).unwrap_or_else(|| panic!("docs/server.md lists {name:?}, not an op"));
+        let named: BTreeSet<&str> = cells[1]
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|word| every_field.contains(word))
+            .collect();
+        let fields: BTreeSet<&str> = op.fields().iter().copied().collect();
+        assert_eq!(named, fields, "docs/server.md's fields of {op}");
+        listed.push(op);
+    }
+    assert_eq!(listed, Op::ALL.to_vec(), "every op, in Op::ALL's order");
+}

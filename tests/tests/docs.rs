@@ -515,7 +515,10 @@ fn the_documented_action_table_is_every_op_with_its_fields() {
         .split("\n## Actions\n")
         .nth(1)
         .expect("docs/server.md has its Actions section");
-    let every_field: BTreeSet<&str> = Op::ALL.iter().flat_map(|op| op.fields().iter().copied()).collect();
+    let every_field: BTreeSet<&str> = Op::ALL
+        .iter()
+        .flat_map(|op| op.fields().iter().copied())
+        .collect();
     let mut listed = Vec::new();
     for line in table.lines().skip_while(|l| !l.starts_with("| `")) {
         if !line.starts_with('|') {
@@ -523,7 +526,8 @@ fn the_documented_action_table_is_every_op_with_its_fields() {
         }
         let cells: Vec<&str> = line.split(" | ").collect();
         let name = cells[0].trim_start_matches("| ").trim_matches('`');
-        let op = Op::from_name(name).unwrap_or_else(|| panic!("docs/server.md lists {name:?}, not an op"));
+        let op = Op::from_name(name)
+            .unwrap_or_else(|| panic!("docs/server.md lists {name:?}, not an op"));
         let named: BTreeSet<&str> = cells[1]
             .split('`')
             .skip(1)

@@ -30,7 +30,11 @@ async fn wait_for_episodes(dir: &Path, count: usize) -> Vec<Value> {
 
 async fn step(client: &mut Client, action: BrowserAction) {
     let result = client.step(action).await.unwrap();
-    assert_eq!(result.observation.error, "", "{:?}", result.observation.metadata);
+    assert_eq!(
+        result.observation.error, "",
+        "{:?}",
+        result.observation.metadata
+    );
 }
 
 #[tokio::test]
@@ -38,7 +42,10 @@ async fn gestures_are_recorded_with_their_arguments_exported_as_tool_calls_and_r
     let dir = std::env::temp_dir().join(format!("browserenv-gestures-rec-{}", std::process::id()));
     let harness = Harness::recording(&dir, test_settings()).await;
     let mut client = harness.client().await;
-    client.reset(ResetOptions::new(harness.page("shop.html"))).await.unwrap();
+    client
+        .reset(ResetOptions::new(harness.page("shop.html")))
+        .await
+        .unwrap();
     let gestures = [
         BrowserAction::select(180, 68, "Price: low to high"),
         BrowserAction::drag([(620, 68), (560, 68), (420, 68)]),
@@ -67,8 +74,14 @@ async fn gestures_are_recorded_with_their_arguments_exported_as_tool_calls_and_r
     }
     assert_eq!(steps[0]["action"]["text"], "Price: low to high");
     assert_eq!(steps[0]["element"]["tag"], "select");
-    assert_eq!(steps[1]["action"]["path"], json!([[620, 68], [560, 68], [420, 68]]));
-    assert_eq!(steps[1]["element"]["tag"], "div", "the slider's thumb, where the drag began");
+    assert_eq!(
+        steps[1]["action"]["path"],
+        json!([[620, 68], [560, 68], [420, 68]])
+    );
+    assert_eq!(
+        steps[1]["element"]["tag"], "div",
+        "the slider's thumb, where the drag began"
+    );
     assert_eq!(steps[3]["action"]["repeat"], 2);
     assert_eq!(steps[6]["element"]["text"], "Products");
     assert_eq!(steps[7]["action"]["count"], 2);
@@ -81,15 +94,26 @@ async fn gestures_are_recorded_with_their_arguments_exported_as_tool_calls_and_r
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let call = |row: &Value| -> Value { serde_json::from_str(row["tool_call"].as_str().unwrap()).unwrap() };
+    let call = |row: &Value| -> Value {
+        serde_json::from_str(row["tool_call"].as_str().unwrap()).unwrap()
+    };
     assert_eq!(
         call(&rows[0]),
         json!({"name": "select", "arguments": {"x": 180, "y": 68, "label": "Price: low to high"}})
     );
-    assert_eq!(call(&rows[1])["arguments"]["path"], json!([[620, 68], [560, 68], [420, 68]]));
+    assert_eq!(
+        call(&rows[1])["arguments"]["path"],
+        json!([[620, 68], [560, 68], [420, 68]])
+    );
     assert_eq!(rows[1]["path"], json!([[620, 68], [560, 68], [420, 68]]));
-    assert_eq!(call(&rows[3]), json!({"name": "press", "arguments": {"keys": "DOWN", "repeat": 2}}));
-    assert_eq!((rows[7]["count"].as_i64(), rows[9]["button"].as_str()), (Some(2), Some("right")));
+    assert_eq!(
+        call(&rows[3]),
+        json!({"name": "press", "arguments": {"keys": "DOWN", "repeat": 2}})
+    );
+    assert_eq!(
+        (rows[7]["count"].as_i64(), rows[9]["button"].as_str()),
+        (Some(2), Some("right"))
+    );
     let atif = dir.join("export-atif");
     export(&dir, &atif, ExportFormat::Atif, &Selection::default()).unwrap();
     let document = std::fs::read_dir(&atif)
@@ -107,43 +131,80 @@ async fn gestures_are_recorded_with_their_arguments_exported_as_tool_calls_and_r
     assert_eq!(calls[1]["function_name"], "drag");
     assert_eq!(calls[6]["arguments"], json!({"x": 70, "y": 20}));
     assert!(
-        document["steps"][1]["message"][0]["text"].as_str().unwrap().contains("drag 620 68 560 68 420 68"),
+        document["steps"][1]["message"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("drag 620 68 560 68 420 68"),
         "the step named with its path"
     );
     // Replayed: every op again on a fresh browser, the same pages.
-    let (lines, diverged) = replay(&dir, &harness.server.base_url(), None, DEFAULT_TOLERANCE, None)
-        .await
-        .unwrap();
+    let (lines, diverged) = replay(
+        &dir,
+        &harness.server.base_url(),
+        None,
+        DEFAULT_TOLERANCE,
+        None,
+    )
+    .await
+    .unwrap();
     assert!(!diverged, "{lines:#?}");
-    assert!(lines.iter().any(|l| l.contains("press DOWN 2: same")), "{lines:#?}");
-    assert!(lines.iter().any(|l| l.contains("select 180 68 Price: low to high: same")), "{lines:#?}");
+    assert!(
+        lines.iter().any(|l| l.contains("press DOWN 2: same")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("select 180 68 Price: low to high: same")),
+        "{lines:#?}"
+    );
     harness.stop().await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[tokio::test]
 async fn what_a_chord_or_a_marked_select_puts_in_a_secret_field_is_never_recorded() {
-    let dir = std::env::temp_dir().join(format!("browserenv-gestures-secret-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("browserenv-gestures-secret-{}", std::process::id()));
     let harness = Harness::recording(&dir, test_settings()).await;
     let mut agent = harness.client().await;
-    agent.reset(ResetOptions::new(harness.page("pwform.html"))).await.unwrap();
+    agent
+        .reset(ResetOptions::new(harness.page("pwform.html")))
+        .await
+        .unwrap();
     // Chords into the password field: each a character of the secret, then the form sent.
     step(&mut agent, BrowserAction::click(250, 215)).await;
     for chord in ["SHIFT+Z", "SHIFT+Q", "7", "SHIFT+1"] {
-        step(&mut agent, BrowserAction::press_repeat(Chord::parse(chord).unwrap(), 2)).await;
+        step(
+            &mut agent,
+            BrowserAction::press_repeat(Chord::parse(chord).unwrap(), 2),
+        )
+        .await;
     }
-    let sent = agent.step(BrowserAction::press(Chord::parse("ENTER").unwrap())).await.unwrap();
+    let sent = agent
+        .step(BrowserAction::press(Chord::parse("ENTER").unwrap()))
+        .await
+        .unwrap();
     assert!(
-        sent.observation.url.contains("pw=%3Credacted%3A8%20characters%3E")
+        sent.observation
+            .url
+            .contains("pw=%3Credacted%3A8%20characters%3E")
             || sent.observation.url.contains("pw=<redacted:8 characters>"),
         "{}",
         sent.observation.url
     );
     // A person marks a select's choice as theirs alone.
-    agent.step(BrowserAction::goto(harness.page("shop.html"))).await.unwrap();
+    agent
+        .step(BrowserAction::goto(harness.page("shop.html")))
+        .await
+        .unwrap();
     let id = session_id(&harness).await;
     let mut person = watch(&harness, &id, None).await.unwrap();
-    send(&mut person, json!({"type": "take", "data": {"name": "ana"}})).await;
+    send(
+        &mut person,
+        json!({"type": "take", "data": {"name": "ana"}}),
+    )
+    .await;
     until(&mut person, reply).await;
     send(
         &mut person,
@@ -157,7 +218,19 @@ async fn what_a_chord_or_a_marked_select_puts_in_a_secret_field_is_never_recorde
     until(&mut person, |f| f["type"] == "control").await;
     let after = agent.step(BrowserAction::wait()).await.unwrap();
     let shown = Value::Object(after.observation.metadata.clone()).to_string();
-    assert!(!shown.contains("Most reviews") && !shown.contains("\"reviews\""), "{shown}");
+    assert!(
+        !shown.contains("Most reviews") && !shown.contains("\"reviews\""),
+        "{shown}"
+    );
+    // The page's text, where the select shows the label chosen: hidden there too.
+    let text = reqwest::get(format!("{}/sessions/{id}/text", harness.server.base_url()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!text.contains("Most reviews"), "{text}");
+    assert!(text.contains("<redacted:12 characters>"), "{text}");
     agent.step(BrowserAction::finish("")).await.unwrap();
     agent.close().await.unwrap();
     wait_for_episodes(&dir, 2).await;
@@ -168,11 +241,20 @@ async fn what_a_chord_or_a_marked_select_puts_in_a_secret_field_is_never_recorde
         .map(|e| std::fs::read_to_string(e.path()).unwrap())
         .collect();
     for secret in ["ZZQQ77!!", "Most reviews", "\"reviews\""] {
-        assert!(!everything.contains(secret), "{secret} reached the recording");
+        assert!(
+            !everything.contains(secret),
+            "{secret} reached the recording"
+        );
     }
-    assert!(everything.contains("<redacted:2 characters>"), "the chords, as typing hidden");
-    assert!(everything.contains("\"op\":\"select\",\"text\":\"<redacted:12 characters>\"")
-        || everything.contains("<redacted:12 characters>"), "the select's label hidden");
+    assert!(
+        everything.contains("<redacted:2 characters>"),
+        "the chords, as typing hidden"
+    );
+    assert!(
+        everything.contains("\"op\":\"select\",\"text\":\"<redacted:12 characters>\"")
+            || everything.contains("<redacted:12 characters>"),
+        "the select's label hidden"
+    );
     harness.stop().await;
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -360,14 +360,14 @@ impl<L: Launcher> Environment<L> {
                     .unwrap_or(false));
         let outcome = act(episode, &settings, &action.action).await;
         let settle_needed = !matches!(action.action, Action::Wait | Action::Finish { .. });
-        if let (true, Action::Select { .. }) = (mark, &action.action) {
-            // The chosen select has the focus now: it is the person's secret field from here.
-            let _ = bounded(
-                ELEMENT_TIMEOUT,
-                timeout,
-                episode.browser.element(None, true),
-            )
-            .await;
+        if let (true, Action::Select { label, .. }) = (in_secret_field, &action.action) {
+            if mark {
+                // The chosen select has the focus now: the person's secret field from here.
+                let marking = episode.browser.element(None, true);
+                let _ = bounded(ELEMENT_TIMEOUT, timeout, marking).await;
+            }
+            // The label shows on the page as much as the value the field holds.
+            episode.secrets.add(label);
         }
         timings.action = started.elapsed();
         let error = outcome.err();

@@ -5,10 +5,13 @@ reset/step/state protocol).
 - ``BrowserClient``: the typed OpenEnv client, async or ``.sync()`` (``client``); its
   ``request_human`` returns a ``HumanAnswer``.
 - ``browserenv.trl.BrowserEnv``: an ``environment_factory`` class for TRL's ``GRPOTrainer``.
+- ``browserenv.computer_use``: OpenAI's, Anthropic's and Gemini's computer-use calls run on a
+  session, answered in each vendor's shape; ``browserenv.browsergym``: BrowserGym's coordinate
+  actions.
 - ``python -m browserenv.hf_sandbox``: the server's image in a Hugging Face Sandbox.
 """
 
-from .client import DEFAULT_IMAGE, MAX_ASK_WAIT_S, BrowserClient, HumanAnswer, PageText
+from .client import DEFAULT_IMAGE, MAX_ASK_WAIT_S, BrowserClient, HumanAnswer, PageText, Picture
 from .models import (
     MAX_SCROLL,
     MAX_TEXT_CHARS,
@@ -35,6 +38,7 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "OPS",
     "PageText",
+    "Picture",
     "SCREEN_HEIGHT",
     "SCREEN_WIDTH",
     "SUPPORTED_KEYS",

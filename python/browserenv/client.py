@@ -10,7 +10,8 @@ OpenEnv's ``EnvClient``, which gives it both ways of use:
         result = browser.reset(start_url="https://example.com")
 
 Additions: ``token`` (a server started with ``BROWSER_API_TOKEN`` wants ``Authorization: Bearer
-TOKEN``), ``read_page()`` (the page's visible text, over the session's own socket),
+TOKEN``), ``read_page()`` (the page's visible text, over the session's own socket), ``capture()``
+(a fresh picture of the page or a sharper one of a region of it, without acting),
 ``request_human()`` (ask the people watching the session for help, and get what they did and
 said) and a ``from_docker_image`` that starts the image with a token of its own.
 """
@@ -53,6 +54,23 @@ class PageText:
     text: str
     truncated: bool
     url: str
+    episode_id: Optional[str]
+    step: int
+
+
+@dataclass(frozen=True)
+class Picture:
+    """A picture of the page taken without acting (the server's ``capture`` tool): ``png`` is
+    base64, ``width`` x ``height`` pixels, of ``region`` (``[x0, y0, x1, y1]`` in screenshot
+    pixels) drawn at ``scale`` picture pixels per screenshot pixel. Fields holding a secret are
+    covered. Taking it never steps the episode."""
+
+    png: str
+    url: str
+    region: List[int]
+    scale: float
+    width: int
+    height: int
     episode_id: Optional[str]
     step: int
 
@@ -217,6 +235,34 @@ class BrowserClient(EnvClient[BrowserAction, BrowserObservation, BrowserState]):
             step=int(facts.get("step", 0)),
         )
 
+    # A picture without acting.
+
+    def capture(self, region: Optional[List[int]] = None, scale: Optional[float] = None) -> Any:
+        """A fresh picture of the page without acting (a ``Picture``): the whole viewport as it is
+        now, or ``region`` ``[x0, y0, x1, y1]`` (screenshot pixels, x1 and y1 excluded) drawn again
+        at ``scale`` (0.25..4; by default the largest at which the region fills 800x600): more
+        pixels of the page, not an enlarged screenshot. The server's ``capture`` tool, on this
+        session. Awaitable in async code, a value in sync code."""
+        return self._dispatch(lambda: self._capture_async(region, scale))
+
+    async def _capture_async(self, region: Optional[List[int]] = None, scale: Optional[float] = None) -> Picture:
+        arguments: Dict[str, Any] = {}
+        if region is not None:
+            arguments["region"] = list(region)
+        if scale is not None:
+            arguments["scale"] = scale
+        data = await self._call_tool_async("capture", arguments)
+        return Picture(
+            png=data.get("screenshot", ""),
+            url=data.get("url", ""),
+            region=list(data.get("region") or []),
+            scale=float(data.get("scale", 1.0)),
+            width=int(data.get("width", 0)),
+            height=int(data.get("height", 0)),
+            episode_id=data.get("episode_id"),
+            step=int(data.get("step", 0)),
+        )
+
     # A person's help.
 
     def request_human(self, reason: str, wait_seconds: Optional[int] = None) -> Any:
@@ -336,4 +382,4 @@ class BrowserClient(EnvClient[BrowserAction, BrowserObservation, BrowserState]):
         return _BootstrapResult(bootstrap)
 
 
-__all__ = ["BrowserClient", "DEFAULT_IMAGE", "HumanAnswer", "MAX_ASK_WAIT_S", "PageText"]
+__all__ = ["BrowserClient", "DEFAULT_IMAGE", "HumanAnswer", "MAX_ASK_WAIT_S", "PageText", "Picture"]

@@ -314,6 +314,13 @@ pub trait Browser: Send + 'static {
     ) -> impl Future<Output = Result<PageState, PageError>> + Send;
     /// A PNG of the viewport, base64-encoded.
     fn screenshot(&mut self) -> impl Future<Output = Result<String, PageError>> + Send;
+    /// A PNG (base64) of `region` of the viewport as it is now, drawn at `scale` (2: twice the
+    /// pixels each way, drawn anew by the page's renderer, not an enlarged screenshot).
+    fn capture_region(
+        &mut self,
+        region: crate::environment::Region,
+        scale: f64,
+    ) -> impl Future<Output = Result<String, PageError>> + Send;
     /// What happened on its own since the last call.
     fn take_incidents(&mut self) -> Incidents;
     /// Close the browser and remove its profile.

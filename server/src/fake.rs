@@ -262,6 +262,18 @@ impl Browser for FakeBrowser {
         Ok(TINY_PNG.to_string())
     }
 
+    async fn capture_region(
+        &mut self,
+        region: crate::environment::Region,
+        scale: f64,
+    ) -> Result<String, PageError> {
+        self.record(format!("capture_region {:?} at {scale}", region.corners()));
+        if self.script.hang_screenshot {
+            hang().await;
+        }
+        Ok(TINY_PNG.to_string())
+    }
+
     fn take_incidents(&mut self) -> Incidents {
         if std::mem::replace(&mut self.incidents_reported, true) {
             Incidents::default()

@@ -14,7 +14,7 @@
 
 use chromiumoxide::cdp::browser_protocol::page::{
     EventScreencastFrame, ScreencastFrameAckParams, StartScreencastFormat, StartScreencastParams,
-    StopScreencastParams,
+    StopScreencastParams, Viewport,
 };
 
 use super::*;
@@ -54,6 +54,39 @@ impl ChromiumBrowser {
             ..CaptureScreenshotParams::default()
         };
         // Already base64 on the wire from Chromium: pass it through.
+        Ok(self.exec(params).await?.data.into())
+    }
+
+    /// `region` of the viewport drawn at `scale` by `Page.captureScreenshot`'s clip: the renderer
+    /// paints the clip again at that scale (text and edges as sharp as a display that dense would
+    /// show them), not an enlargement of the screenshot's pixels. The clip is in the document's
+    /// CSS pixels, so the viewport's scroll offsets are added to the region's.
+    pub(super) async fn capture_clip(
+        &self,
+        region: crate::environment::Region,
+        scale: f64,
+    ) -> Result<String, PageError> {
+        let scrolled = evaluate(
+            self.page()?,
+            "[visualViewport.pageLeft, visualViewport.pageTop]".into(),
+            false,
+        )
+        .await?;
+        let offset = |at: usize| scrolled.get(at).and_then(Value::as_f64).unwrap_or(0.0);
+        let clip = Viewport {
+            x: offset(0) + f64::from(region.left),
+            y: offset(1) + f64::from(region.top),
+            width: f64::from(region.width()),
+            height: f64::from(region.height()),
+            scale,
+        };
+        let params = CaptureScreenshotParams {
+            format: Some(CaptureScreenshotFormat::Png),
+            clip: Some(clip),
+            from_surface: Some(true),
+            capture_beyond_viewport: Some(false),
+            ..CaptureScreenshotParams::default()
+        };
         Ok(self.exec(params).await?.data.into())
     }
 

@@ -371,6 +371,15 @@ impl Browser for ChromiumBrowser {
         Ok(state)
     }
 
+    async fn capture_region(
+        &mut self,
+        region: crate::environment::Region,
+        scale: f64,
+    ) -> Result<String, PageError> {
+        self.keep_in_front().await?;
+        self.capture_clip(region, scale).await
+    }
+
     async fn screenshot(&mut self) -> Result<String, PageError> {
         // A capture still pending when the page commits a new document (often in a new renderer)
         // goes down with the old one: it fails ("Not attached to an active page") or is never

@@ -449,6 +449,19 @@ impl<L: Launcher> Session<L> {
         self.env.visible_text().await
     }
 
+    /// A picture of the current page (or a region of it at a higher scale); the episode is
+    /// untouched.
+    pub async fn capture(
+        &mut self,
+        region: crate::environment::Region,
+        scale: Option<f64>,
+    ) -> Result<crate::environment::Capture, EnvError> {
+        if self.outlets.is_closed() {
+            return Err(self.closed());
+        }
+        self.env.capture(region, scale).await
+    }
+
     /// End the session. It leaves the registry first (its watchers see it end), then its browser
     /// closes, then the recording ends and the slot is free: a client told that the session ended
     /// finds all of it released. Closing twice does nothing.

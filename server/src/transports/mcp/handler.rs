@@ -25,7 +25,8 @@ const INSTRUCTIONS: &str = "A real Chromium browser with an 800x600 viewport. Ca
     title, error code and done flag. Coordinates are pixels of that screenshot: x from the left \
     (0-799), y from the top (0-599). Click a field before typing into it; finish ends the episode. \
     read_page gives the page's visible text, one line per line of text with its box in those \
-    pixels, without acting.";
+    pixels, without acting; capture takes a fresh picture without acting, of the viewport or of a \
+    region of it drawn at a higher scale (to read small print).";
 
 pub struct BrowserTools<L: Launcher> {
     sessions: Arc<Sessions<L>>,

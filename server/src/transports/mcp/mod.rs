@@ -1,9 +1,11 @@
 //! MCP (Model Context Protocol): a session's browser as tools, for agent frameworks and coding
-//! assistants. `tools.rs` says what the tools are and runs them on a session (`server/src/session/mod.rs`);
+//! assistants. `tools.rs` says what the tools are and runs them on a session (`server/src/session/mod.rs`),
+//! `capture.rs` the one that takes a picture of the page;
 //! `handler.rs` is the standard MCP server (rmcp) over Streamable HTTP at `/mcp` and over stdio;
 //! `openenv.rs` is OpenEnv's own MCP dialect (`MCPToolClient`); `endpoint.rs` tells the two apart
 //! on `/mcp`. docs/server.md, "MCP", has the client side.
 
+pub mod capture;
 pub mod endpoint;
 pub mod handler;
 pub mod openenv;

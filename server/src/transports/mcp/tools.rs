@@ -1,6 +1,7 @@
 //! The tools an MCP client sees, and what a call does to its session: `reset` plus one tool per
 //! action (their schemas and argument checks are the action model's, `browserenv::models::tools`),
-//! and `read_page`, which reads the page's text without acting. `tools()` is the one list of them.
+//! `read_page`, which reads the page's text without acting, and `capture`, which takes a picture
+//! of it without acting (`capture.rs`). `tools()` is the one list of them.
 //! Both MCP faces (`handler.rs` for MCP clients, `openenv.rs` for OpenEnv's `MCPToolClient`) call
 //! `call` and only say the outcome in their own shape.
 
@@ -66,10 +67,12 @@ pub struct PageRead {
     pub facts: Value,
 }
 
-/// What a tool call gave: an observation (`reset` and the actions), or the page's text.
+/// What a tool call gave: an observation (`reset` and the actions), the page's text, or a
+/// picture of it.
 pub enum Called {
     Observation(Outcome),
     Text(PageRead),
+    Picture(super::capture::Picture),
 }
 
 fn tool(name: &str, description: String, schema: Value, read_only: bool) -> Tool {
@@ -88,8 +91,8 @@ fn tool_with_output(
     };
     let mut tool = Tool::new(name.to_string(), description, Arc::new(schema))
         .with_raw_output_schema(Arc::new(output));
-    // Hints for clients that ask before acting: only `wait` and `read_page` leave the page as it
-    // is.
+    // Hints for clients that ask before acting: only `wait`, `read_page` and `capture` leave the
+    // page as it is.
     let mut annotations = rmcp::model::ToolAnnotations::default();
     annotations.read_only_hint = Some(read_only);
     annotations.open_world_hint = Some(true);
@@ -150,6 +153,13 @@ pub fn tools(set: browserenv::ActionSet) -> Vec<Tool> {
         true,
         read_page_output_schema(),
     );
+    let capture = tool_with_output(
+        super::capture::CAPTURE,
+        super::capture::description(),
+        super::capture::schema(),
+        true,
+        super::capture::output_schema(),
+    );
     let request_human = tool(
         REQUEST_HUMAN,
         "Ask a person for help when stuck (a login, a captcha, a page you cannot get past): the \
@@ -181,7 +191,7 @@ pub fn tools(set: browserenv::ActionSet) -> Vec<Tool> {
                 op == Op::Wait,
             )
         }))
-        .chain([read_page, request_human])
+        .chain([read_page, capture, request_human])
         .collect()
 }
 
@@ -330,6 +340,20 @@ pub async fn call<L: Launcher>(
             }),
         }));
     }
+    if name == super::capture::CAPTURE {
+        let (region, scale) = super::capture::arguments(arguments)?;
+        let mut session = shared.lock().await;
+        let capture = session
+            .capture(region, scale)
+            .await
+            .map_err(|err| ToolFailure::Environment(err.0))?;
+        let state = session.state();
+        return Ok(Called::Picture(super::capture::Picture {
+            capture,
+            episode_id: state.episode_id,
+            step: state.step_count,
+        }));
+    }
     if name == REQUEST_HUMAN {
         let (reason, wait) = ask_arguments(arguments)?;
         let result = crate::session::ask_for_a_person(shared, &reason, wait)
@@ -372,15 +396,20 @@ impl Called {
         match self {
             Called::Observation(outcome) => outcome.facts(),
             Called::Text(read) => read.facts.clone(),
+            Called::Picture(picture) => picture.facts(),
         }
     }
 
     /// OpenEnv's `data` (what `MCPToolClient.call_tool` returns): the facts, and an
-    /// observation's screenshot.
+    /// observation's screenshot or the picture taken (as `screenshot`).
     pub fn data(&self) -> Value {
         let mut data = self.facts();
-        if let Called::Observation(outcome) = self {
-            data["screenshot"] = json!(outcome.result.observation.screenshot);
+        match self {
+            Called::Observation(outcome) => {
+                data["screenshot"] = json!(outcome.result.observation.screenshot);
+            }
+            Called::Picture(picture) => data["screenshot"] = json!(picture.capture.png),
+            Called::Text(_) => {}
         }
         data
     }
@@ -396,6 +425,7 @@ impl Called {
                 result.structured_content = Some(read.facts);
                 result
             }
+            Called::Picture(picture) => picture.into_result(),
         }
     }
 }
@@ -459,7 +489,7 @@ mod tests {
         let expected = |ops: &[&str]| -> Vec<String> {
             std::iter::once("reset")
                 .chain(ops.iter().copied())
-                .chain(["read_page", "request_human"])
+                .chain(["read_page", "capture", "request_human"])
                 .map(String::from)
                 .collect()
         };
@@ -472,7 +502,7 @@ mod tests {
             assert!(tool.output_schema.is_some(), "{}", tool.name);
             assert_eq!(tool.input_schema["type"], "object");
             let read_only = tool.annotations.as_ref().and_then(|a| a.read_only_hint);
-            let expected = matches!(tool.name.as_ref(), "wait" | "read_page");
+            let expected = matches!(tool.name.as_ref(), "wait" | "read_page" | "capture");
             assert_eq!(read_only, Some(expected), "{}", tool.name);
         }
     }

@@ -119,7 +119,7 @@ class OpenAIComputer:
     def _act(self, call: str, kind: str, action: dict) -> Optional[str]:
         """Do one action; the screenshot after it when it took one."""
         computer = self.computer
-        held = _held(call, action.get("keys"))
+        held = [] if kind == "keypress" else _held(call, action.get("keys"))
         if kind in ("click", "double_click"):
             button = action.get("button") or "left"
             if button in ("back", "forward"):

@@ -9,6 +9,7 @@ clock: what is asked for is checked, not slept.
 from __future__ import annotations
 
 import base64
+import io
 import json
 
 import pytest
@@ -18,6 +19,7 @@ from anthropic.types.computer_tool_use_block import ComputerToolUseBlock
 from google.genai import types as gtypes
 from openai.types.responses import ResponseComputerToolCall, ResponseInputItemParam, ToolParam
 from openai.types.responses import computer_action as oa
+from PIL import Image
 from pydantic import TypeAdapter
 
 from browserenv import BrowserClient
@@ -212,6 +214,15 @@ def test_anthropic_zoom_is_the_region_drawn_again_larger(computer):
     # The older tool's zoom (computer_20251124) is the same member.
     old = BetaToolUseBlock(id="toolu_z", type="tool_use", name="computer", input={"action": "zoom", "region": [0, 0, 400, 300]})
     assert image_of(answer(adapter, old)[0]) == (800, 600)
+    # A field holding a secret is covered in a zoomed picture too, wherever it lands in it.
+    computer.act("setup", op="click", x=660, y=355)
+    computer.act("setup", op="type", text="hunter22")
+    covered = answer(adapter, member("zoom", region=[540, 330, 780, 390]))[0]
+    image = next(block for block in covered["content"] if block["type"] == "image")
+    picture = Image.open(io.BytesIO(base64.b64decode(image["source"]["data"]))).convert("RGB")
+    scale = picture.width / 240
+    field = picture.crop((round(21 * scale), round(11 * scale), round(219 * scale), round(39 * scale)))
+    assert field.getextrema() == ((0, 0), (0, 0), (0, 0)), "the secret field is drawn black"
 
 
 def test_anthropic_older_tools_and_refusals(computer):

@@ -35,7 +35,7 @@ CATALOG_LINK = {"x": 312, "y": 235}
 TOOLS = [
     "reset", "click", "type", "key", "scroll", "back", "wait", "finish",
     "move", "drag", "mouse_down", "mouse_up", "press", "select", "forward", "goto",
-    "read_page", "request_human",
+    "read_page", "capture", "request_human",
 ]
 
 

@@ -108,7 +108,14 @@ def test_a_pure_python_wheel_builds_from_python_without_rust(tmp_path):
     modules = sorted(n for n in names if n.startswith("browserenv/"))
     assert modules == [
         "browserenv/__init__.py",
+        "browserenv/browsergym.py",
         "browserenv/client.py",
+        "browserenv/computer_use/__init__.py",
+        "browserenv/computer_use/anthropic.py",
+        "browserenv/computer_use/gemini.py",
+        "browserenv/computer_use/keys.py",
+        "browserenv/computer_use/openai.py",
+        "browserenv/computer_use/session.py",
         "browserenv/hf_sandbox.py",
         "browserenv/models.py",
         "browserenv/trl.py",

@@ -20,6 +20,8 @@ mod concurrent;
 mod floor;
 #[path = "bench/frames.rs"]
 mod frames;
+#[path = "bench/gestures.rs"]
+mod gestures;
 #[path = "bench/memory.rs"]
 mod memory;
 #[path = "bench/recording.rs"]
@@ -61,6 +63,8 @@ enum Part {
     Steps,
     /// The scroll step alone (a quick check of the step path).
     Scroll,
+    /// The gestures (hover, drag, press, select) beside a click.
+    Gestures,
     /// Where a scroll step's time goes.
     Frames,
     /// 8 sessions stepping at once, Chromium CPU per step, and memory by sessions.
@@ -77,11 +81,12 @@ enum Part {
 
 impl Part {
     /// Every part, in the order a full run takes them (`scroll` is in `steps`).
-    const ALL: [Part; 10] = [
+    const ALL: [Part; 11] = [
         Part::Floor,
         Part::Transport,
         Part::Reset,
         Part::Steps,
+        Part::Gestures,
         Part::Frames,
         Part::Sessions,
         Part::Throughput,
@@ -97,6 +102,7 @@ impl Part {
             Part::Reset => "reset",
             Part::Steps => "steps",
             Part::Scroll => "scroll",
+            Part::Gestures => "gestures",
             Part::Frames => "frames",
             Part::Sessions => "sessions",
             Part::Throughput => "throughput",
@@ -138,6 +144,10 @@ impl Part {
                 Ok(())
             }
             Part::Scroll => steps::scroll_only(rounds).await,
+            Part::Gestures => {
+                print_measure_header();
+                gestures::run(rounds).await
+            }
             Part::Frames => frames::run(rounds).await,
             Part::Sessions => {
                 print_measure_header();

@@ -9,7 +9,9 @@
 //! watchers and load state), `input` (commands and input events), `navigation` (history, URL,
 //! loads, settling), `tabs` (following tabs), `capture` (screenshots), `seam` (the `Browser`
 //! operations built from them),
-//! `archive` (an episode's archive work: request interception), `remote` (`--browser-url`),
+//! `archive` (an episode's archive work: request interception), `page_setup` (a zoom and scripts
+//! an episode asks of its pages, and the picture's pixels mapped to the page's), `remote`
+//! (`--browser-url`),
 //! `process` (our own Chromium processes and profiles), `sandbox`,
 //! `memory` (the renderer memory limit), `egress` (the private-network proxy). This file holds the
 //! settings, the launcher and the state the rooms share.
@@ -23,6 +25,7 @@ mod input;
 mod memory;
 mod navigation;
 mod page_events;
+mod page_setup;
 /// Public for the tests and the bench's `transport` part, which measure the bridge.
 pub mod pipe;
 mod process;
@@ -439,6 +442,9 @@ pub struct ChromiumBrowser {
     /// the front. A tab behind another is not drawn: its capture takes seconds, its animation
     /// frames stop (see `ChromiumBrowser::keep_in_front`).
     tab_changes: watch::Receiver<u64>,
+    /// What the episode asked of its pages beyond the seed's setup: a zoom and scripts for every
+    /// new document, given to each tab that becomes the page (`page_setup.rs`).
+    setup: page_setup::PageSetup,
 }
 
 fn cdp_error(err: CdpError) -> PageError {

@@ -17,6 +17,22 @@ use crate::browser::{clip, Capped};
 /// The page's clock in a replay (see the file).
 const CLOCK_JS: &str = include_str!("clock.js");
 
+/// The page clock of `clock.js`, for every new document of an episode: it reads `start` (ms
+/// since the epoch) when the document starts; without a seed it runs with the machine's clock,
+/// `offset` ms from it; with one it is the page's own and `Math.random` is seeded (see the file).
+/// Replays use it, and so do MiniWoB++ episodes (`features/miniwob/`), which need the same
+/// pixels from the same seed and actions.
+pub fn clock_script(start: i64, offset: i64, seed: Option<u64>) -> String {
+    let seed = match seed {
+        Some(seed) => ((seed ^ (seed >> 32)) & 0xffff_ffff).to_string(),
+        None => "null".into(),
+    };
+    CLOCK_JS
+        .replace("__START__", &start.to_string())
+        .replace("__OFFSET__", &offset.to_string())
+        .replace("__SEED__", &seed)
+}
+
 /// How a paused request is answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
@@ -168,14 +184,7 @@ impl Replaying {
         };
         let start = millis(self.recorded) as i64;
         let offset = start - millis(SystemTime::now()) as i64;
-        let seed = match self.seed {
-            Some(seed) => ((seed ^ (seed >> 32)) & 0xffff_ffff).to_string(),
-            None => "null".into(),
-        };
-        CLOCK_JS
-            .replace("__START__", &start.to_string())
-            .replace("__OFFSET__", &offset.to_string())
-            .replace("__SEED__", &seed)
+        clock_script(start, offset, self.seed)
     }
 
     /// What the observation says of the replay: the archive, how many requests it answered and

@@ -1,0 +1,185 @@
+//! A MiniWoB++ episode in the episode logic (`features/miniwob/`): the reset that sets up and
+//! starts its task, and after every step the page's own verdict, which ends the episode and
+//! gives its reward.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::limits::{bounded, Budget, ELEMENT_TIMEOUT};
+use super::{EnvError, Episode};
+use crate::browser::{Browser, PageError};
+use crate::features::miniwob::{self, MiniWob, MiniWobTask, PageVerdict};
+
+/// What a MiniWoB++ episode knows of its task.
+pub(super) struct MiniWobEpisode {
+    task: MiniWobTask,
+    url: String,
+    seed: u64,
+    /// The page's utterance for this seed, read once started.
+    instruction: String,
+    /// Set once the page ended the episode (or the page left the task).
+    verdict: Option<PageVerdict>,
+}
+
+/// The MiniWoB++ task a reset names, with its page; `None` for any other reset.
+pub(super) fn task_named(
+    miniwob: Option<&Arc<MiniWob>>,
+    kwargs: &Map<String, Value>,
+) -> Result<Option<(MiniWobTask, String)>, EnvError> {
+    let Some(Value::String(id)) = kwargs.get("task_id") else {
+        return Ok(None);
+    };
+    if !id.starts_with("miniwob.") {
+        return Ok(None);
+    }
+    let Some(miniwob) = miniwob else {
+        return Err(EnvError(format!(
+            "unknown task_id {id:?}: this server has no MiniWoB++ tasks (start it with --miniwob \
+             DIR, the miniwob package's html folder)"
+        )));
+    };
+    let Some(task) = miniwob.get(id) else {
+        let known: Vec<&str> = miniwob.tasks().iter().map(|t| t.id.as_str()).collect();
+        return Err(EnvError(format!(
+            "unknown task_id {id:?}; the MiniWoB++ tasks are {}",
+            known.join(", ")
+        )));
+    };
+    Ok(Some((task.clone(), miniwob.url(task))))
+}
+
+/// The seed a reset gives (an integer), or one drawn for it: every MiniWoB++ episode has one,
+/// and says which, so that it can be played again.
+pub(super) fn seed(kwargs: &Map<String, Value>) -> Result<u64, EnvError> {
+    match kwargs.get("seed") {
+        None | Some(Value::Null) => Ok(u64::from(rand_seed())),
+        Some(value) => value
+            .as_u64()
+            .ok_or_else(|| EnvError(format!("seed must be a whole number from 0, got {value}"))),
+    }
+}
+
+fn rand_seed() -> u32 {
+    // A fresh UUID's random bits: no RNG crate for one number per episode.
+    let bytes = uuid::Uuid::new_v4().into_bytes();
+    u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+}
+
+impl MiniWobEpisode {
+    /// Before the page loads: the seeded page clock in its documents, and the zoom.
+    pub(super) async fn prepare<B: Browser>(
+        browser: &mut B,
+        task: MiniWobTask,
+        url: String,
+        seed: u64,
+    ) -> Result<MiniWobEpisode, EnvError> {
+        let set_up = async {
+            browser
+                .add_document_script(miniwob::clock_script(seed))
+                .await?;
+            browser.zoom(miniwob::ZOOM).await
+        };
+        bounded(ELEMENT_TIMEOUT * 5, PageError::ActionTimeout, set_up)
+            .await
+            .map_err(|err| EnvError(format!("cannot set up the MiniWoB++ page: {err}")))?;
+        Ok(MiniWobEpisode {
+            task,
+            url,
+            seed,
+            instruction: String::new(),
+            verdict: None,
+        })
+    }
+
+    /// Once the page loaded: start the episode (`start.js`) and read its instruction.
+    pub(super) async fn start<B: Browser>(&mut self, browser: &mut B) -> Result<(), EnvError> {
+        let limit = Duration::from_millis(2 * miniwob::START_WAIT_MS) + ELEMENT_TIMEOUT;
+        let started = bounded(
+            limit,
+            PageError::ActionTimeout,
+            browser.evaluate(miniwob::start_expression(&self.task, self.seed)),
+        )
+        .await
+        .map_err(|err| EnvError(format!("cannot start {}: {err}", self.task.id)))?;
+        if let Some(error) = started["error"].as_str() {
+            return Err(EnvError(format!("cannot start {}: {error}", self.task.id)));
+        }
+        self.instruction = started["instruction"]
+            .as_str()
+            .map(|said| crate::browser::first_chars(said, 2000))
+            .unwrap_or_default();
+        Ok(())
+    }
+
+    pub(super) fn task_id(&self) -> &str {
+        &self.task.id
+    }
+
+    /// `metadata.task`.
+    fn shown(&self, max_steps: u64) -> Value {
+        json!({"id": self.task.id, "instruction": self.instruction, "seed": self.seed,
+               "split": self.task.split, "max_steps": max_steps, "scored_by": "page"})
+    }
+}
+
+/// After a step's settle: whether the page ended the episode. Its verdict is read in the
+/// page's own world, within the step's shared budget; a page that does not answer has not ended
+/// it. A page that left the task (a link elsewhere) ends it with nothing.
+pub(super) async fn page_ended<B: Browser>(
+    episode: &mut Episode<B>,
+    url: &str,
+    budget: &Budget,
+) -> bool {
+    let Some(miniwob) = &mut episode.miniwob else {
+        return false;
+    };
+    let on_task = url.is_empty() || url.split('#').next() == Some(miniwob.url.as_str());
+    if !on_task {
+        miniwob.verdict = Some(PageVerdict {
+            raw_reward: 0.0,
+            reward: 0.0,
+            reason: Some("the page left the task".into()),
+        });
+        return true;
+    }
+    let read = bounded(
+        budget.within(ELEMENT_TIMEOUT),
+        PageError::RendererTimeout,
+        episode.browser.evaluate(miniwob::VERDICT.to_string()),
+    )
+    .await;
+    match read {
+        Ok(value) => {
+            miniwob.verdict = PageVerdict::read(&value);
+            miniwob.verdict.is_some()
+        }
+        Err(err) => {
+            tracing::debug!("the MiniWoB++ page's verdict: {err}");
+            false
+        }
+    }
+}
+
+/// The step's reward in a MiniWoB++ episode: the page's raw reward once it ended the episode,
+/// else 0. `None` for other episodes.
+pub(super) fn reward<B: Browser>(episode: &Episode<B>) -> Option<f64> {
+    let miniwob = episode.miniwob.as_ref()?;
+    Some(miniwob.verdict.as_ref().map_or(0.0, |v| v.raw_reward))
+}
+
+/// `metadata.task` and, once the page ended the episode, `metadata.miniwob`.
+pub(super) fn describe<B: Browser>(
+    episode: &Episode<B>,
+    max_steps: u64,
+    metadata: &mut Map<String, Value>,
+) {
+    let Some(miniwob) = &episode.miniwob else {
+        return;
+    };
+    metadata.insert("task".into(), miniwob.shown(max_steps));
+    if let Some(verdict) = &miniwob.verdict {
+        metadata.insert("miniwob".into(), verdict.shown());
+    }
+}

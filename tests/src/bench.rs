@@ -22,6 +22,8 @@ mod floor;
 mod frames;
 #[path = "bench/memory.rs"]
 mod memory;
+#[path = "bench/miniwob.rs"]
+mod miniwob;
 #[path = "bench/recording.rs"]
 mod recording;
 #[path = "bench/regressions.rs"]
@@ -73,11 +75,13 @@ enum Part {
     Replicas,
     /// Web archives: a reset and a scroll step live, recording and replaying; an archive's size.
     Archive,
+    /// MiniWoB++: a reset, a step, episodes per second with 1, 4 and 8 sessions.
+    MiniWob,
 }
 
 impl Part {
     /// Every part, in the order a full run takes them (`scroll` is in `steps`).
-    const ALL: [Part; 10] = [
+    const ALL: [Part; 11] = [
         Part::Floor,
         Part::Transport,
         Part::Reset,
@@ -88,6 +92,7 @@ impl Part {
         Part::Tui,
         Part::Replicas,
         Part::Archive,
+        Part::MiniWob,
     ];
 
     fn name(self) -> &'static str {
@@ -103,6 +108,7 @@ impl Part {
             Part::Tui => "tui",
             Part::Replicas => "replicas",
             Part::Archive => "archive",
+            Part::MiniWob => "miniwob",
         }
     }
 
@@ -155,6 +161,7 @@ impl Part {
             }
             Part::Replicas => replicas::run(rounds).await,
             Part::Archive => archive::run(rounds).await,
+            Part::MiniWob => miniwob::run(rounds).await,
         }
     }
 }

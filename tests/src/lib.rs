@@ -28,6 +28,20 @@ pub fn assets_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../assets")
 }
 
+/// MiniWoB++'s pages: `BROWSER_MINIWOB_DIR`, else the `html` folder of the `miniwob` package in
+/// the repository's venv (`.venv`, which `make venv` installs from tests/python/requirements.txt).
+pub fn miniwob_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("BROWSER_MINIWOB_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    let lib = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.venv/lib");
+    std::fs::read_dir(lib)
+        .ok()?
+        .flatten()
+        .map(|python| python.path().join("site-packages/miniwob/html"))
+        .find(|html| html.join("core/core.js").is_file())
+}
+
 pub fn chromium_path() -> PathBuf {
     std::env::var_os("BROWSER_CHROMIUM")
         .map(PathBuf::from)

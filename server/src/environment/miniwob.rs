@@ -183,3 +183,168 @@ pub(super) fn describe<B: Browser>(
         metadata.insert("miniwob".into(), verdict.shown());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use serde_json::{json, Map, Value};
+
+    use super::super::Environment;
+    use crate::fake::{FakeLauncher, FakeScript};
+    use crate::features::miniwob::{tasks, MiniWob};
+    use crate::settings::EnvSettings;
+    use browserenv::models::BrowserAction;
+
+    /// A folder removed when dropped.
+    struct Folder(std::path::PathBuf);
+
+    impl Drop for Folder {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// A folder laid out as the `miniwob` package's `html` (empty pages): what `--miniwob` checks.
+    async fn catalog() -> (Folder, Arc<MiniWob>) {
+        let dir = Folder(
+            std::env::temp_dir().join(format!("browserenv-miniwob-test-{}", uuid::Uuid::new_v4())),
+        );
+        std::fs::create_dir_all(dir.0.join("core")).unwrap();
+        std::fs::create_dir_all(dir.0.join("miniwob")).unwrap();
+        std::fs::write(dir.0.join("core/core.js"), "").unwrap();
+        for task in tasks() {
+            std::fs::write(dir.0.join(format!("miniwob/{}.html", task.page())), "").unwrap();
+        }
+        let miniwob = MiniWob::serve(&dir.0).await.unwrap();
+        (dir, Arc::new(miniwob))
+    }
+
+    fn reset(id: &str, seed: Option<i64>) -> Map<String, Value> {
+        let mut kwargs = Map::new();
+        kwargs.insert("task_id".into(), json!(id));
+        if let Some(seed) = seed {
+            kwargs.insert("seed".into(), json!(seed));
+        }
+        kwargs
+    }
+
+    fn env(
+        miniwob: Option<Arc<MiniWob>>,
+        evaluations: Vec<Value>,
+    ) -> (Environment<FakeLauncher>, Arc<FakeLauncher>) {
+        let launcher = Arc::new(FakeLauncher::new(FakeScript {
+            evaluations,
+            ..FakeScript::default()
+        }));
+        let settings = EnvSettings {
+            max_steps: 3,
+            action_wait: Duration::from_millis(20),
+            ..EnvSettings::default()
+        };
+        let env = Environment::new(launcher.clone(), settings).with_miniwob(miniwob);
+        (env, launcher)
+    }
+
+    #[tokio::test]
+    async fn the_page_s_verdict_ends_the_episode_with_its_raw_reward() {
+        let (_dir, miniwob) = catalog().await;
+        let task = miniwob.get("miniwob.click-test").unwrap().clone();
+        let (mut env, launcher) = env(
+            Some(miniwob.clone()),
+            vec![
+                json!({"instruction": "Click the button."}),
+                // Read after the reset's load, then after each step.
+                json!([false, 0, 0, null]),
+                json!([false, 0, 0, null]),
+                json!([true, 1, 0.93, "Cool!"]),
+            ],
+        );
+        let first = env
+            .reset(&reset("miniwob.click-test", Some(5)))
+            .await
+            .unwrap();
+        let task_shown = &first.observation.metadata["task"];
+        assert_eq!(task_shown["instruction"], "Click the button.");
+        assert_eq!(
+            (task_shown["seed"].clone(), task_shown["split"].clone()),
+            (json!(5), json!("test"))
+        );
+        assert_eq!((first.reward, first.done), (Some(0.0), false));
+        let calls = launcher.calls();
+        let at = |start: &str| calls.iter().position(|c| c.starts_with(start)).unwrap();
+        // The clock and the zoom before the page loads, the start once it has.
+        assert!(at("document script") < at("goto") && at("zoom 2.5") < at("goto"));
+        assert!(calls[at("goto")].ends_with(&miniwob.url(&task)));
+        assert!(at("goto") < at("evaluate"));
+        let on = env
+            .step(&BrowserAction::click(10, 10), false)
+            .await
+            .unwrap();
+        assert_eq!((on.reward, on.done), (Some(0.0), false));
+        assert!(on.observation.metadata.get("miniwob").is_none());
+        let last = env
+            .step(&BrowserAction::click(10, 10), false)
+            .await
+            .unwrap();
+        assert_eq!((last.reward, last.done), (Some(1.0), true));
+        assert_eq!(
+            last.observation.metadata["miniwob"],
+            json!({"done": true, "raw_reward": 1.0, "reward": 0.93, "reason": "Cool!"})
+        );
+        assert_eq!(env.task_id().as_deref(), Some("miniwob.click-test"));
+    }
+
+    #[tokio::test]
+    async fn the_step_limit_ends_an_episode_the_page_did_not() {
+        let (_dir, miniwob) = catalog().await;
+        let (mut env, _) = env(
+            Some(miniwob),
+            vec![json!({"instruction": "x"}), json!([false, 0, 0, null])],
+        );
+        env.reset(&reset("miniwob.enter-text", None)).await.unwrap();
+        let mut last = None;
+        for _ in 0..3 {
+            last = Some(env.step(&BrowserAction::click(1, 1), false).await.unwrap());
+        }
+        let last = last.unwrap();
+        assert_eq!((last.reward, last.done), (Some(0.0), true));
+        assert!(
+            last.observation.metadata["task"]["seed"].is_u64(),
+            "a seed is drawn and said"
+        );
+    }
+
+    #[tokio::test]
+    async fn bad_resets_are_refused_and_say_why() {
+        let (_dir, miniwob) = catalog().await;
+        let (mut without, _) = env(None, Vec::new());
+        let err = without
+            .reset(&reset("miniwob.click-test", None))
+            .await
+            .unwrap_err();
+        assert!(err.0.contains("start it with --miniwob DIR"), "{}", err.0);
+        let (mut env, _) = env(
+            Some(miniwob),
+            vec![json!({"error": "not a MiniWoB++ task page"})],
+        );
+        let err = env.reset(&reset("miniwob.nope", None)).await.unwrap_err();
+        assert!(
+            err.0.contains("unknown task_id \"miniwob.nope\""),
+            "{}",
+            err.0
+        );
+        let err = env
+            .reset(&reset("miniwob.click-test", Some(-1)))
+            .await
+            .unwrap_err();
+        assert!(err.0.contains("seed must be a whole number"), "{}", err.0);
+        // A page that is not a task: the reset fails, saying so.
+        let err = env
+            .reset(&reset("miniwob.click-test", Some(1)))
+            .await
+            .unwrap_err();
+        assert!(err.0.contains("not a MiniWoB++ task page"), "{}", err.0);
+    }
+}

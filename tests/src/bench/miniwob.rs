@@ -35,7 +35,9 @@ fn reset_args(seed: u64) -> Map<String, Value> {
 
 async fn server(settings: EnvSettings) -> anyhow::Result<Harness> {
     let dir = miniwob_dir().ok_or_else(|| {
-        anyhow::anyhow!("no MiniWoB++ pages: `make venv` (the miniwob package), or BROWSER_MINIWOB_DIR")
+        anyhow::anyhow!(
+            "no MiniWoB++ pages: `make venv` (the miniwob package), or BROWSER_MINIWOB_DIR"
+        )
     })?;
     let miniwob = MiniWob::serve(&dir).await.map_err(anyhow::Error::msg)?;
     let chromium = browserenv_server::chromium::ChromiumConfig {
@@ -58,7 +60,7 @@ async fn server(settings: EnvSettings) -> anyhow::Result<Harness> {
 /// The centre of the "Click" button in an observation's text (`x,y,w,h [button] Click`).
 fn button(result: &StepResult) -> Option<(i64, i64)> {
     let text = result.observation.metadata["text"].as_str()?;
-    let line = text.lines().find(|line| line.ends_with("[button] Click"))?;
+    let line = text.lines().find(|line| line.contains("[button] Click"))?;
     let numbers: Vec<i64> = line
         .split(' ')
         .next()?
@@ -94,7 +96,9 @@ pub async fn run(rounds: usize) -> anyhow::Result<()> {
 
 /// Episodes per second with N sessions, each resetting and solving click-test in a loop.
 async fn episodes_per_second() -> anyhow::Result<()> {
-    println!("| sessions | episodes | episodes/s | reward 1.0 | median reset ms | median step ms |");
+    println!(
+        "| sessions | episodes | episodes/s | reward 1.0 | median reset ms | median step ms |"
+    );
     println!("|---|---|---|---|---|---|");
     for sessions in SESSIONS {
         let harness = server(EnvSettings {

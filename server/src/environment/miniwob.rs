@@ -50,6 +50,9 @@ pub(super) fn task_named(
     Ok(Some((task.clone(), miniwob.url(task))))
 }
 
+/// The largest seed: the page reads it as a JavaScript number, exact up to 2^53 - 1.
+const MAX_SEED: u64 = (1 << 53) - 1;
+
 /// The seed a reset gives (an integer), or one drawn for it: every MiniWoB++ episode has one,
 /// and says which, so that it can be played again.
 pub(super) fn seed(kwargs: &Map<String, Value>) -> Result<u64, EnvError> {
@@ -57,7 +60,12 @@ pub(super) fn seed(kwargs: &Map<String, Value>) -> Result<u64, EnvError> {
         None | Some(Value::Null) => Ok(u64::from(rand_seed())),
         Some(value) => value
             .as_u64()
-            .ok_or_else(|| EnvError(format!("seed must be a whole number from 0, got {value}"))),
+            .filter(|seed| *seed <= MAX_SEED)
+            .ok_or_else(|| {
+                EnvError(format!(
+                    "seed must be a whole number from 0 to {MAX_SEED}, got {value}"
+                ))
+            }),
     }
 }
 
@@ -335,11 +343,13 @@ mod tests {
             "{}",
             err.0
         );
-        let err = env
-            .reset(&reset("miniwob.click-test", Some(-1)))
-            .await
-            .unwrap_err();
-        assert!(err.0.contains("seed must be a whole number"), "{}", err.0);
+        for seed in [-1, 1 << 53] {
+            let err = env
+                .reset(&reset("miniwob.click-test", Some(seed)))
+                .await
+                .unwrap_err();
+            assert!(err.0.contains("seed must be a whole number"), "{}", err.0);
+        }
         // A page that is not a task: the reset fails, saying so.
         let err = env
             .reset(&reset("miniwob.click-test", Some(1)))

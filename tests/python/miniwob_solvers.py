@@ -231,8 +231,10 @@ def click_tab(page: Page) -> None:
 
 
 def find_word_run(page: Page, word: str) -> Optional[tuple[int, int]]:
-    """Where a word of a paragraph is, as a point to click."""
-    for run in page.task_runs():
+    """Where a word of a paragraph is, as a point to click: in a link first (the same word may
+    be plain text too)."""
+    runs = page.task_runs()
+    for run in sorted(runs, key=lambda run: run.marker != "link"):
         words = run.text.split(" ")
         if word in words and run.marker in ("", "link"):
             at = words.index(word)
@@ -277,6 +279,10 @@ def click_collapsible_2(page: Page) -> None:
         if page.done:
             return
         at = find_word_run(page, word)
+        if not at:
+            # A section still opening on a loaded machine: a moment more, then read again.
+            page.act(op="wait")
+            at = find_word_run(page, word)
         if at:
             page.click(at)
             return
@@ -550,6 +556,9 @@ def use_autocomplete(page: Page) -> None:
     end = re.search(r'ends with "([^"]*)"', page.instruction)
     page.key("TAB")
     page.type(start)
+    if not any(run.text.startswith(start) and run.marker != "field" and run.y > 180 for run in page.task_runs()):
+        # The suggestions come after a delay (use-autocomplete): wait for them.
+        page.act(op="wait")
     # The suggestions open under the field; DOWN walks them and puts each in the field.
     for _ in range(10):
         page.key("DOWN")
@@ -557,7 +566,17 @@ def use_autocomplete(page: Page) -> None:
         if value.startswith(start) and (not end or value.endswith(end.group(1))):
             break
     page.key("ENTER")
+    if not any(run.marker == "button" and run.text == "Submit" for run in page.task_runs()):
+        page.key("ESCAPE")
     page.submit()
+
+
+@solver("miniwob.ascending-numbers")
+def ascending_numbers(page: Page) -> None:
+    # The numbers hide after the first click: where each is, read once.
+    numbers = {int(run.text): run for run in page.task_runs() if run.text.isdigit() and not run.marker}
+    for number in sorted(numbers):
+        page.click(numbers[number])
 
 
 @solver("miniwob.generate-number")

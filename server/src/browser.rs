@@ -284,7 +284,7 @@ pub trait Browser: Send + 'static {
     /// an error.
     fn start_archive(
         &mut self,
-        work: crate::features::archive::Work,
+        work: crate::archive::Work,
     ) -> impl Future<Output = Result<(), PageError>> + Send {
         drop(work);
         async {
@@ -298,7 +298,7 @@ pub trait Browser: Send + 'static {
         async {}
     }
     /// Run `script` in every new document of this episode's tabs, before the page's own scripts
-    /// (a page clock, `features/archive/clock.js`). A browser that cannot is an error.
+    /// (a page clock, `archive/clock.js`). A browser that cannot is an error.
     fn add_document_script(
         &mut self,
         script: String,

@@ -1,4 +1,4 @@
-//! A MiniWoB++ episode in the episode logic (`features/miniwob/`): the reset that sets up and
+//! A MiniWoB++ episode in the episode logic (`miniwob/`): the reset that sets up and
 //! starts its task, and after every step the page's own verdict, which ends the episode and
 //! gives its reward.
 
@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use super::limits::{bounded, Budget, ELEMENT_TIMEOUT};
 use super::{EnvError, Episode};
 use crate::browser::{Browser, PageError};
-use crate::features::miniwob::{self, MiniWob, MiniWobTask, PageVerdict};
+use crate::miniwob::{self, MiniWob, MiniWobTask, PageVerdict};
 
 /// What a MiniWoB++ episode knows of its task.
 pub(super) struct MiniWobEpisode {
@@ -201,7 +201,7 @@ mod tests {
 
     use super::super::Environment;
     use crate::fake::{FakeLauncher, FakeScript};
-    use crate::features::miniwob::{tasks, MiniWob};
+    use crate::miniwob::{tasks, MiniWob};
     use crate::settings::EnvSettings;
     use browserenv::models::BrowserAction;
 

@@ -6,7 +6,9 @@
 mod limits;
 mod miniwob;
 mod observation;
+pub mod outcome;
 mod start_url;
+pub mod verification;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -68,7 +70,7 @@ impl TaskCatalog {
             true => std::path::PathBuf::from("."),
             false => dir.to_path_buf(),
         });
-        crate::features::archive::check_task_archives(&tasks, folder.as_deref())?;
+        crate::archive::check_task_archives(&tasks, folder.as_deref())?;
         Ok(TaskCatalog {
             tasks,
             base_url,
@@ -89,10 +91,10 @@ pub struct Environment<L: Launcher> {
     /// The session served, for its text layers.
     session: String,
     /// The server's archives (`archive/`), and this environment's work with them.
-    archives: Option<Arc<crate::features::archive::Archives>>,
-    archive: crate::features::archive::EpisodeArchive,
+    archives: Option<Arc<crate::archive::Archives>>,
+    archive: crate::archive::EpisodeArchive,
     /// The MiniWoB++ tasks `reset` may name (`--miniwob`).
-    miniwob: Option<Arc<crate::features::miniwob::MiniWob>>,
+    miniwob: Option<Arc<crate::miniwob::MiniWob>>,
 }
 
 impl<L: Launcher> Environment<L> {
@@ -112,16 +114,13 @@ impl<L: Launcher> Environment<L> {
     }
 
     /// Let `reset` take a MiniWoB++ `task_id` (`miniwob.click-test`).
-    pub fn with_miniwob(mut self, miniwob: Option<Arc<crate::features::miniwob::MiniWob>>) -> Self {
+    pub fn with_miniwob(mut self, miniwob: Option<Arc<crate::miniwob::MiniWob>>) -> Self {
         self.miniwob = miniwob;
         self
     }
 
     /// Record episodes into archives, and replay them from archives, as `archives` says.
-    pub fn with_archives(
-        mut self,
-        archives: Option<Arc<crate::features::archive::Archives>>,
-    ) -> Self {
+    pub fn with_archives(mut self, archives: Option<Arc<crate::archive::Archives>>) -> Self {
         self.archives = archives;
         self
     }
@@ -210,7 +209,7 @@ impl<L: Launcher> Environment<L> {
                 .map_err(EnvError)?,
             None => None,
         };
-        if let (Some((task, _)), Some(crate::features::archive::Plan::Replay { .. })) =
+        if let (Some((task, _)), Some(crate::archive::Plan::Replay { .. })) =
             (&miniwob_task, &archive)
         {
             return Err(EnvError(format!(

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use browserenv::{BrowserAction, Client, StepResult};
 use browserenv_server::chromium::{Isolation, DEFAULT_EPISODES_PER_BROWSER};
-use browserenv_server::features::miniwob::MiniWob;
+use browserenv_server::miniwob::MiniWob;
 use browserenv_server::settings::EnvSettings;
 use browserenv_server::ServerConfig;
 use browserenv_tests::{miniwob_dir, test_chromium, Harness};

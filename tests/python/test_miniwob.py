@@ -217,8 +217,13 @@ def test_the_same_seed_and_actions_give_the_same_screenshots_on_a_fresh_session(
             result = env.step(action)
             shots.append(result.observation.screenshot)
     assert result.reward == 1.0
-    # The time-discounted reward too: the page's clock moved the same.
-    assert result.observation.metadata["miniwob"] == played.result.observation.metadata["miniwob"]
+    # The time-discounted reward too, up to where a timer of the page fired between two of the
+    # input's events on one run and after them on the other (the page's clock jumps to a timer's
+    # due time when it fires): a few milliseconds of the episode's 10 s (0.9998 against 1.0 seen
+    # on a loaded machine), never a verdict or a raw reward of its own.
+    ours, theirs = result.observation.metadata["miniwob"], played.result.observation.metadata["miniwob"]
+    assert {**ours, "reward": None} == {**theirs, "reward": None}
+    assert abs(ours["reward"] - theirs["reward"]) <= 0.005, (ours, theirs)
     assert len(shots) == len(played.screenshots)
     for index, (first, second) in enumerate(zip(played.screenshots, shots)):
         assert first == second, f"{task_id}: screenshot {index} differs"

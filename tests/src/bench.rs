@@ -24,6 +24,8 @@ mod frames;
 mod gestures;
 #[path = "bench/memory.rs"]
 mod memory;
+#[path = "bench/miniwob.rs"]
+mod miniwob;
 #[path = "bench/recording.rs"]
 mod recording;
 #[path = "bench/regressions.rs"]
@@ -77,11 +79,13 @@ enum Part {
     Replicas,
     /// Web archives: a reset and a scroll step live, recording and replaying; an archive's size.
     Archive,
+    /// MiniWoB++: a reset, a step, episodes per second with 1, 4 and 8 sessions.
+    MiniWob,
 }
 
 impl Part {
     /// Every part, in the order a full run takes them (`scroll` is in `steps`).
-    const ALL: [Part; 11] = [
+    const ALL: [Part; 12] = [
         Part::Floor,
         Part::Transport,
         Part::Reset,
@@ -93,6 +97,7 @@ impl Part {
         Part::Tui,
         Part::Replicas,
         Part::Archive,
+        Part::MiniWob,
     ];
 
     fn name(self) -> &'static str {
@@ -109,6 +114,7 @@ impl Part {
             Part::Tui => "tui",
             Part::Replicas => "replicas",
             Part::Archive => "archive",
+            Part::MiniWob => "miniwob",
         }
     }
 
@@ -165,6 +171,7 @@ impl Part {
             }
             Part::Replicas => replicas::run(rounds).await,
             Part::Archive => archive::run(rounds).await,
+            Part::MiniWob => miniwob::run(rounds).await,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Where a reset (and a `goto`) may go: the seed's rule for a start URL, and never this server
 //! itself. The egress rules (`BROWSER_BLOCK_PRIVATE_NETWORKS`) hold for both at the browser's
-//! connections (`server/src/chromium/egress.rs`).
+//! connections (`server/src/chromium/intercept/egress.rs`).
 
 use super::EnvError;
 

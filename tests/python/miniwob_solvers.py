@@ -18,10 +18,9 @@ from browserenv import BrowserAction
 
 SOLVERS: dict[str, Callable[["Page"], None]] = {}
 
-# Tasks no scripted solver here solves with today's seven actions, by the operation they wait for
-# (the `gest` branch: `drag`, `press` chords, `move` for hovering, `select` for a list's option).
+# Tasks no scripted solver here solves yet, by the operation their solver would use (`drag`,
+# `press` chords, `move` for hovering); the operations exist, the solvers are still to write.
 WAITING: dict[str, str] = {
-    "miniwob.drag-box": "drag",
     "miniwob.drag-circle": "drag",
     "miniwob.drag-cube": "drag",
     "miniwob.drag-items": "drag",
@@ -37,7 +36,6 @@ WAITING: dict[str, str] = {
     "miniwob.resize-textarea": "drag",
     "miniwob.use-slider": "drag",
     "miniwob.use-slider-2": "drag",
-    "miniwob.copy-paste": "press",
     "miniwob.copy-paste-2": "press",
     "miniwob.text-editor": "press",
     "miniwob.click-scroll-list": "press",
@@ -145,6 +143,18 @@ class Page:
 
     def scroll(self, dy: int) -> None:
         self.act(op="scroll", dy=dy)
+
+    def press(self, chord: str) -> None:
+        self.act(op="press", text=chord)
+
+    def drag(self, start: tuple[int, int], end: tuple[int, int], points: int = 6) -> None:
+        """Press at ``start``, move in a line through ``points`` points, release at ``end``."""
+        path = [
+            [round(start[0] + (end[0] - start[0]) * i / (points - 1)),
+             round(start[1] + (end[1] - start[1]) * i / (points - 1))]
+            for i in range(points)
+        ]
+        self.act(op="drag", path=path)
 
     def submit(self, label: str = "Submit") -> None:
         self.click(self.find(label, "button"))
@@ -644,3 +654,43 @@ def click_dialog(page: Page) -> None:
     ]
     xs, ys = [p[0] for p in dark], [p[1] for p in dark]
     page.click(((min(xs) + max(xs)) // 2, (min(ys) + max(ys)) // 2))
+
+
+# Drag tasks.
+
+
+@solver("miniwob.drag-box")
+def drag_box(page: Page) -> None:
+    # Each box shows its letter at the same place inside it (its border and padding), so the
+    # small box is inside the large one when its letter is a little right of and below the
+    # large one's: the large box is 30 CSS pixels wider (75 in the picture), 37 is mid-way.
+    small, large = page.find("s", below=125), page.find("L", below=125)
+    grab = small.centre
+    page.drag(grab, (grab[0] + large.x - small.x + 37, grab[1] + large.y - small.y + 37))
+    page.submit()
+
+
+# Chords.
+
+
+@solver("miniwob.copy-paste")
+def copy_paste(page: Page) -> None:
+    # CTRL+A, CTRL+C in the text area; the empty text box is not in the text layer, but it is
+    # the field next to the text area: after it (TAB) or, when TAB reached the button instead,
+    # before it (back over the text area).
+    text = page.find("", "field", exact=False, below=125)
+    page.click(text)
+    page.press("CTRL+A")
+    page.press("CTRL+C")
+    first_word = text.text.split(" ")[0]
+
+    def pasted() -> bool:
+        fields = [run for run in page.task_runs() if run.marker == "field"]
+        return sum(run.text.startswith(first_word) for run in fields) >= 2
+
+    page.press("TAB")
+    page.press("CTRL+V")
+    if not pasted():
+        page.act(op="press", text="SHIFT+TAB", repeat=2)
+        page.press("CTRL+V")
+    page.submit()

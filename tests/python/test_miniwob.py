@@ -76,6 +76,27 @@ def test_a_scripted_solver_reaches_reward_1_on_five_seeds(miniwob_url, task_id):
         assert page.result.observation.error == ""
 
 
+def test_a_drag_lands_where_the_picture_shows_on_the_zoomed_page(miniwob_url):
+    """MiniWoB++ pages are drawn 2.5 times larger: a drag's points are the picture's, so the box
+    grabbed moves by the path's travel in the picture, not 2.5 times that."""
+    with BrowserClient(base_url=miniwob_url).sync() as env:
+        for seed, (dx, dy) in [(1, (60, 40)), (2, (-20, 50))]:
+            page = Page(env, "miniwob.drag-box", seed)
+            small = page.find("s", below=125)
+            page.drag(small.centre, (small.centre[0] + dx, small.centre[1] + dy))
+            assert page.result.observation.error == "", page.result.observation.error
+            moved = page.find("s", below=125)
+            # The letter's box is rounded outward to picture pixels: within 2 of the travel.
+            assert abs(moved.x - small.x - dx) <= 2 and abs(moved.y - small.y - dy) <= 2, (small, moved)
+            # A hover then a press and release where the box now is: it goes where the pointer is.
+            page.act(op="move", x=moved.centre[0], y=moved.centre[1])
+            page.act(op="mouse_down", x=moved.centre[0], y=moved.centre[1])
+            page.act(op="move", x=moved.centre[0] + 10, y=moved.centre[1] + 20)
+            page.act(op="mouse_up", x=moved.centre[0] + 30, y=moved.centre[1] + 30)
+            again = page.find("s", below=125)
+            assert abs(again.x - moved.x - 30) <= 2 and abs(again.y - moved.y - 30) <= 2, (moved, again)
+
+
 def test_solvers_and_waiting_tasks_are_among_browsergym_s_125(miniwob_url):
     ids = {task["task_id"] for split in ("train", "test") for task in task_api(miniwob_url, split)}
     assert len(ids) == 125

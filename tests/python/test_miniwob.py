@@ -15,6 +15,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import random
+import re
 import urllib.request
 from pathlib import Path
 
@@ -95,6 +96,43 @@ def test_a_drag_lands_where_the_picture_shows_on_the_zoomed_page(miniwob_url):
             page.act(op="mouse_up", x=moved.centre[0] + 30, y=moved.centre[1] + 30)
             again = page.find("s", below=125)
             assert abs(again.x - moved.x - 30) <= 2 and abs(again.y - moved.y - 30) <= 2, (moved, again)
+
+
+def test_a_dropdown_on_the_zoomed_page_is_drawn_and_chosen_in_picture_pixels(miniwob_url):
+    """choose-list's <select>: `select` finds it at the picture's point (its error names the
+    labels), a click opens the popup drawn under it, and a click on a row, where the picture
+    shows it, chooses that row's option."""
+    from miniwob_solvers import picture
+
+    with BrowserClient(base_url=miniwob_url).sync() as env:
+        page = Page(env, "miniwob.choose-list", 3)
+        field = page.find("", "field", exact=False, below=125)
+        page.act(op="select", x=field.centre[0], y=field.centre[1], text="no such option")
+        detail = page.result.observation.metadata["error_detail"]
+        assert page.result.observation.error == "action_failed", detail
+        labels = re.findall(r'"([^"]*)"', detail.split("its options: ", 1)[1])
+        assert field.text in labels, (field.text, labels)
+        # Opened: the current option's row is highlighted in blue under the select.
+        page.click(field)
+        image = picture(page).convert("RGB")
+        blue = [
+            y for y in range(field.y + field.height, 600)
+            if (lambda r, g, b: b > 150 and r < 80)(*image.getpixel((field.x + 5, y)))
+        ]
+        assert blue, "no highlighted row drawn under the select"
+        top, height = blue[0], len(blue)
+        assert blue[-1] - top + 1 == height, "one highlighted row"
+        current = labels.index(field.text)
+        step = 1 if current + 1 < len(labels) else -1
+        page.click((field.centre[0], top + height // 2 + step * height))
+        assert page.result.observation.error == "", page.result.observation.metadata
+        chosen = page.find("", "field", exact=False, below=125)
+        assert chosen.text == labels[current + step], (chosen.text, labels, current, step)
+        # And `select` by a label, at the picture's point.
+        wanted = labels[0] if chosen.text != labels[0] else labels[-1]
+        page.act(op="select", x=field.centre[0], y=field.centre[1], text=wanted)
+        assert page.result.observation.error == "", page.result.observation.metadata
+        assert page.find("", "field", exact=False, below=125).text == wanted
 
 
 def test_solvers_and_waiting_tasks_are_among_browsergym_s_125(miniwob_url):

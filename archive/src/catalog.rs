@@ -133,6 +133,15 @@ impl Catalog {
         files: Vec<Stored>,
         limits: ReadLimits,
     ) -> Catalog {
+        let mut entries = entries;
+        // In the order they were recorded (an index is sorted by URL): a URL asked again gets
+        // its responses in turn. A file's order is its records'; several files interleave by
+        // date.
+        if files.len() > 1 {
+            entries.sort_by_key(|e| (e.date, e.file, e.at.offset, e.at.skip));
+        } else {
+            entries.sort_by_key(|e| (e.at.offset, e.at.skip));
+        }
         let mut by_digest: HashMap<String, Vec<usize>> = HashMap::new();
         for (index, entry) in entries.iter().enumerate() {
             if let (false, Some(digest)) = (entry.revisit, &entry.digest) {

@@ -228,7 +228,7 @@ async fn hostile_archives_and_names_are_refused_or_contained_and_the_server_stay
         (json!(42), "must be a string"),
         (json!("truncated.warc.gz"), "truncated"),
         (json!("control.warc.gz"), "control character"),
-        (json!("claims-gigabytes.warc.gz"), "truncated"),
+        (json!("claims-gigabytes.warc.gz"), "over the limit"),
         (json!("big-body.warc.gz"), "over the limit"),
         (json!("bomb.warc.gz"), "once unpacked"),
         (

@@ -16,28 +16,27 @@ use crate::budget::{Budget, Charged};
 use crate::catalog::{Entry, MAX_ENTRIES};
 use crate::framing::At;
 use crate::read::{open_file, target};
-use crate::ReadLimits;
 
 /// The longest line of an index.
 const LINE_BYTES: u64 = 64 << 10;
+/// Blank lines and comments an index may have.
+const BLANK_LINES: usize = 4096;
 
 /// The index at `path`: its entries, `file_of` telling which of the archive's files a line's
 /// `filename` names (`None`: the line names a file the archive lacks).
 pub(crate) fn read_index(
     path: &Path,
     budget: &Budget,
-    limits: &ReadLimits,
     file_of: impl Fn(Option<&str>) -> Option<usize>,
 ) -> Result<Vec<Entry>, String> {
     let (file, _) = open_file(path).map_err(|err| format!("it cannot be opened ({err})"))?;
-    parse(file, budget, limits, file_of)
+    parse(file, budget, file_of)
 }
 
 /// An index's lines from `source` (plain, or gzip: a WACZ's `index.cdx.gz`).
 pub(crate) fn parse(
     source: impl Read,
     budget: &Budget,
-    limits: &ReadLimits,
     file_of: impl Fn(Option<&str>) -> Option<usize>,
 ) -> Result<Vec<Entry>, String> {
     let mut source = BufReader::new(source);
@@ -50,9 +49,10 @@ pub(crate) fn parse(
     } else {
         Box::new(source)
     };
-    let mut lines = BufReader::new(Charged::new(unpacked.take(limits.archive_bytes), budget));
+    let mut lines = BufReader::new(Charged::new(unpacked, budget));
     let mut entries = Vec::new();
     let mut number = 0;
+    let mut blank = 0;
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -71,6 +71,10 @@ pub(crate) fn parse(
             .map_err(|_| format!("line {number} is not UTF-8"))?
             .trim();
         if text.is_empty() || text.starts_with('!') {
+            blank += 1;
+            if blank > BLANK_LINES {
+                return Err(format!("it has more than {BLANK_LINES} lines without an entry"));
+            }
             continue;
         }
         if let Some(entry) = entry(text, &file_of).map_err(|why| format!("line {number}: {why}"))? {
@@ -284,8 +288,7 @@ mod tests {
         let mut out = Vec::new();
         write(&mut out, &[(&entry, "a.warc.gz")]).unwrap();
         let budget = Budget::new(1 << 20);
-        let limits = ReadLimits::default();
-        let back = parse(&out[..], &budget, &limits, |f| {
+        let back = parse(&out[..], &budget, |f| {
             (f == Some("a.warc.gz")).then_some(0)
         })
         .unwrap();
@@ -296,7 +299,7 @@ mod tests {
             "k 2020 not json",
             "k 2020 {\"url\": \"http://a/\", \"offset\": 1, \"length\": 1, \"filename\": \"../../etc/passwd\"}",
         ] {
-            let found = parse(bad.as_bytes(), &budget, &limits, |f| f.is_none().then_some(0));
+            let found = parse(bad.as_bytes(), &budget, |f| f.is_none().then_some(0));
             assert!(found.is_err(), "{bad}");
         }
     }

@@ -105,7 +105,7 @@ pub(crate) fn open(
             .by_index(*number)
             .map_err(|err| format!("its index cannot be read ({err})"))?;
         let index_name = index.name().unwrap_or_default().to_string();
-        let found = crate::cdxj::parse(index, budget, limits, file_of)
+        let found = crate::cdxj::parse(index, budget, file_of)
             .map_err(|why| format!("its index {index_name}: {why}"))?;
         entries.extend(found);
     }

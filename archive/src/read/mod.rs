@@ -108,7 +108,7 @@ fn open_with(
         .then(|| index_beside(path, &metadata, limits))
         .flatten();
     if let Some(index) = index {
-        return match crate::cdxj::read_index(&index, &budget, limits, |_| Some(0)) {
+        return match crate::cdxj::read_index(&index, &budget, |_| Some(0)) {
             Ok(entries) => {
                 let info = first_info(&stored, &budget).unwrap_or_default();
                 Ok(Catalog::new(name, info, entries, vec![stored], *limits))

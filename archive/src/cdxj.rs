@@ -73,7 +73,9 @@ pub(crate) fn parse(
         if text.is_empty() || text.starts_with('!') {
             blank += 1;
             if blank > BLANK_LINES {
-                return Err(format!("it has more than {BLANK_LINES} lines without an entry"));
+                return Err(format!(
+                    "it has more than {BLANK_LINES} lines without an entry"
+                ));
             }
             continue;
         }
@@ -288,10 +290,7 @@ mod tests {
         let mut out = Vec::new();
         write(&mut out, &[(&entry, "a.warc.gz")]).unwrap();
         let budget = Budget::new(1 << 20);
-        let back = parse(&out[..], &budget, |f| {
-            (f == Some("a.warc.gz")).then_some(0)
-        })
-        .unwrap();
+        let back = parse(&out[..], &budget, |f| (f == Some("a.warc.gz")).then_some(0)).unwrap();
         assert_eq!(back, vec![entry]);
         for bad in [
             "k 2020 {\"url\": \"http://a/\"}",

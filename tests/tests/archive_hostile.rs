@@ -245,7 +245,11 @@ async fn hostile_archives_and_names_are_refused_or_contained_and_the_server_stay
     .unwrap();
     // WACZ: an entry that climbs out of its folder; an index that unpacks to gigabytes.
     wacz(&dir.join("climbs.wacz"), "archive/../../evil.warc.gz", &[]);
-    wacz(&dir.join("zip-bomb.wacz"), "indexes/index.cdxj", &vec![b'\n'; 300 << 20]);
+    wacz(
+        &dir.join("zip-bomb.wacz"),
+        "indexes/index.cdxj",
+        &vec![b'\n'; 300 << 20],
+    );
 
     let harness = Harness::start_with(ServerConfig {
         settings: test_settings(),
@@ -284,7 +288,10 @@ async fn hostile_archives_and_names_are_refused_or_contained_and_the_server_stay
         (json!("length-max.warc.gz"), "over the limit"),
         (json!("cut-gzip-body.warc.gz"), "cannot be decoded"),
         (json!("climbs.wacz"), "climbs out of its folder"),
-        (json!("zip-bomb.wacz"), "its index indexes/index.cdxj: it has more than"),
+        (
+            json!("zip-bomb.wacz"),
+            "its index indexes/index.cdxj: it has more than",
+        ),
         (json!("big-body.warc.gz"), "over the limit"),
         (json!("bomb.warc.gz"), "once unpacked"),
         (
@@ -304,7 +311,10 @@ async fn hostile_archives_and_names_are_refused_or_contained_and_the_server_stay
 
     // Read as warcio reads it: the chunked header over a body that is not chunked.
     let negative = client
-        .reset_with(kwargs("http://crafted.test/", json!("negative-chunk.warc.gz")))
+        .reset_with(kwargs(
+            "http://crafted.test/",
+            json!("negative-chunk.warc.gz"),
+        ))
         .await
         .unwrap();
     assert_eq!(negative.observation.error, "");

@@ -58,7 +58,8 @@ impl Listeners {
             tcp.local_addr().unwrap().port(),
             udp.local_addr().unwrap().port(),
         );
-        let (connections, datagrams) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (connections, datagrams) =
+            (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let counted = connections.clone();
         let accepting = tokio::spawn(async move {
             while let Ok((stream, _)) = tcp.accept().await {
@@ -100,7 +101,10 @@ impl Drop for Listeners {
 
 /// Steps until the page's WebSocket and EventSource have both given up (or a few seconds
 /// passed), then a second more for preconnects and STUN; the misses every observation listed.
-async fn settle(client: &mut browserenv::Client, first: &browserenv::StepResult) -> (String, Vec<String>) {
+async fn settle(
+    client: &mut browserenv::Client,
+    first: &browserenv::StepResult,
+) -> (String, Vec<String>) {
     let mut misses: Vec<String> = Vec::new();
     let mut collect = |result: &browserenv::StepResult| {
         if let Some(Value::Array(listed)) = result.observation.metadata.get("archive_misses") {
@@ -112,7 +116,10 @@ async fn settle(client: &mut browserenv::Client, first: &browserenv::StepResult)
     for _ in 0..25 {
         let result = client.step(BrowserAction::wait()).await.unwrap();
         collect(&result);
-        title = result.observation.metadata["title"].as_str().unwrap_or_default().to_string();
+        title = result.observation.metadata["title"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         if title.contains("socket") && title.contains("events") {
             break;
         }
@@ -129,14 +136,20 @@ async fn a_replayed_page_reaches_nothing_and_its_websocket_is_listed() {
     let html = page(listeners.tcp, listeners.udp);
 
     // Live, from a site of its own: the page does reach the listeners.
-    let live_dir = std::env::temp_dir().join(format!("browserenv-offline-live-{}", std::process::id()));
+    let live_dir =
+        std::env::temp_dir().join(format!("browserenv-offline-live-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&live_dir);
     std::fs::create_dir_all(&live_dir).unwrap();
     std::fs::write(live_dir.join("index.html"), &html).unwrap();
-    let site = browserenv_server::site::serve_dir(live_dir.clone()).await.unwrap();
+    let site = browserenv_server::site::serve_dir(live_dir.clone())
+        .await
+        .unwrap();
     let live = Harness::start(test_settings()).await;
     let mut client = live.client().await;
-    let first = client.reset(ResetOptions::new(site.url("index.html"))).await.unwrap();
+    let first = client
+        .reset(ResetOptions::new(site.url("index.html")))
+        .await
+        .unwrap();
     let (title, _) = settle(&mut client, &first).await;
     let (connections, datagrams) = listeners.heard();
     assert!(
@@ -153,7 +166,8 @@ async fn a_replayed_page_reaches_nothing_and_its_websocket_is_listed() {
     let dir = std::env::temp_dir().join(format!("browserenv-offline-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let mut writer = ArchiveWriter::create(&dir.join("offline.warc.gz"), &ArchiveInfo::default()).unwrap();
+    let mut writer =
+        ArchiveWriter::create(&dir.join("offline.warc.gz"), &ArchiveInfo::default()).unwrap();
     writer
         .append(&Exchange {
             request: Request {
@@ -187,22 +201,34 @@ async fn a_replayed_page_reaches_nothing_and_its_websocket_is_listed() {
     kwargs.insert("start_url".into(), json!("http://offline.test/"));
     kwargs.insert("archive".into(), json!("offline.warc.gz"));
     let first = client.reset_with(kwargs).await.unwrap();
-    assert_eq!(first.observation.error, "", "{:?}", first.observation.metadata);
+    assert_eq!(
+        first.observation.error, "",
+        "{:?}",
+        first.observation.metadata
+    );
     let (title, misses) = settle(&mut client, &first).await;
     assert_eq!(
         listeners.heard(),
         (0, 0),
         "a replayed page reached a listener ({title}; misses {misses:?})"
     );
-    assert!(title.contains("socket failed") && title.contains("events failed"), "{title}");
+    assert!(
+        title.contains("socket failed") && title.contains("events failed"),
+        "{title}"
+    );
     let socket = format!("ws://127.0.0.1:{}/socket", listeners.tcp);
     assert!(
-        misses.iter().any(|m| m.starts_with(&socket) && m.contains("WebSocket")),
+        misses
+            .iter()
+            .any(|m| m.starts_with(&socket) && m.contains("WebSocket")),
         "{misses:?}"
     );
     for path in ["/events", "/beacon", "/fetch", "/picture.png"] {
         let url = format!("http://127.0.0.1:{}{path}", listeners.tcp);
-        assert!(misses.iter().any(|m| m == &url), "{url} not among {misses:?}");
+        assert!(
+            misses.iter().any(|m| m == &url),
+            "{url} not among {misses:?}"
+        );
     }
     client.close().await.unwrap();
     replay.stop().await;

@@ -508,6 +508,7 @@ mod tests {
                                 most.fetch_max(now, Ordering::SeqCst);
                                 vec![0u8; 1 << 10]
                             },
+                            |body| async move { body },
                             move |body| async move {
                                 let _taken = browser.acquire().await;
                                 drop(body);

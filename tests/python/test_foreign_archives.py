@@ -50,13 +50,14 @@ class _CountingHandler(_QuietHandler):
 
 @pytest.fixture(scope="module")
 def site_url():
-    """The demo site, served by Python on loopback, counting what it serves."""
+    """The demo site, served by Python on loopback, counting what it serves. On 127.0.0.2:
+    warcprox refuses to fetch from 127.0.0.1 itself (and has no option to allow it)."""
     handler = functools.partial(_CountingHandler, directory=str(SITE_DIR))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.2", 0), handler)
     httpd.daemon_threads = True
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+        yield f"http://127.0.0.2:{httpd.server_address[1]}"
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -219,7 +220,7 @@ def capture_pywb(urls: list[str], work: Path) -> Path:
                    capture_output=True)
     port = free_port()
     proc = subprocess.Popen(
-        [str(VENV_BIN / "wayback"), "--record", "-p", str(port), "-b", "127.0.0.1"],
+        [str(VENV_BIN / "wayback"), "--live", "--record", "-p", str(port), "-b", "127.0.0.1"],
         cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:

@@ -6,7 +6,7 @@
 
 use std::io::Write;
 
-use browserenv_server::features::archive::ArchiveConfig;
+use browserenv_server::archive::ArchiveConfig;
 use browserenv_server::ServerConfig;
 use browserenv_tests::{test_settings, Harness};
 use serde_json::{json, Map};

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use browserenv::{BrowserAction, ResetOptions};
 use browserenv_archive::{ArchiveInfo, ArchiveWriter, Exchange, Request, Response};
-use browserenv_server::features::archive::ArchiveConfig;
+use browserenv_server::archive::ArchiveConfig;
 use browserenv_server::ServerConfig;
 use browserenv_tests::{test_settings, Harness};
 use serde_json::{json, Map, Value};

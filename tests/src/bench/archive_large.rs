@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use browserenv_archive::{ArchiveWriter, Exchange, Request, Response};
-use browserenv_server::features::archive::{ArchiveConfig, ArchiveLimits};
+use browserenv_server::archive::{ArchiveConfig, ArchiveLimits};
 use browserenv_server::ServerConfig;
 use browserenv_tests::Harness;
 use serde_json::{json, Map};

@@ -238,6 +238,11 @@ async fn hostile_archives_and_names_are_refused_or_contained_and_the_server_stay
     ] {
         let why = error_of(&mut client, kwargs("http://crafted.test/", name.clone())).await;
         assert!(why.contains(expected), "{name}: {why}");
+        // Named as the client named it, never by the server's own path.
+        assert!(!why.contains(base.to_str().unwrap()), "{name}: {why}");
+        if let Some(asked) = name.as_str().filter(|_| expected != "must be a string") {
+            assert!(why.contains(&format!("{asked:?}")), "{name}: {why}");
+        }
         // Still serving, and the good archive still replays.
         let result = client.reset_with(good()).await.unwrap();
         assert_eq!(result.observation.metadata["title"], "", "{name}");

@@ -147,18 +147,21 @@ impl Archives {
         let name = name.to_string();
         let (archives, asked) = (Arc::clone(self), name.clone());
         let archive = tokio::task::spawn_blocking(move || {
-            let path = resolve_inside(&folder, &asked)?;
-            archives.read(&path)
+            let path = resolve_inside(&folder, &asked).map_err(|why| {
+                tracing::warn!("an archive was refused: {why}");
+                without_folder(&why, &folder)
+            })?;
+            archives.read(&path, &asked)
         })
         .await
         .map_err(|err| format!("reading the archive {name:?} failed: {err}"))??;
         Ok(Some(Plan::Replay { name, archive }))
     }
 
-    /// The archive at `path`, read within the limits (or as read lately, if unchanged).
-    fn read(&self, path: &Path) -> Result<Arc<Archive>, String> {
-        let metadata =
-            std::fs::metadata(path).map_err(|err| format!("{}: {err}", path.display()))?;
+    /// The archive at `path`, read within the limits (or as read lately, if unchanged). A
+    /// refusal names it `name`, as the client or the task did, never by the server's own path.
+    fn read(&self, path: &Path, name: &str) -> Result<Arc<Archive>, String> {
+        let metadata = std::fs::metadata(path).map_err(|err| format!("{name:?}: {err}"))?;
         let stamp = (
             metadata.len(),
             metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH),
@@ -172,8 +175,10 @@ impl Archives {
             }
         }
         let archive = Arc::new(
-            browserenv_archive::read(path, &self.config.limits.reading())
-                .map_err(|err| err.to_string())?,
+            browserenv_archive::read(path, &self.config.limits.reading()).map_err(|err| {
+                tracing::warn!("an archive was refused: {err}");
+                named(err, name).to_string()
+            })?,
         );
         if let Ok(mut read) = self.read.lock() {
             read.retain(|(p, ..)| p != path);
@@ -266,6 +271,31 @@ impl Archives {
             }
         }
     }
+}
+
+/// An archive's refusal naming it `name` (as it was asked for, quoted) instead of its path.
+fn named(err: browserenv_archive::ArchiveError, name: &str) -> browserenv_archive::ArchiveError {
+    use browserenv_archive::ArchiveError;
+    let name = format!("{name:?}");
+    match err {
+        ArchiveError::Open { source, .. } => ArchiveError::Open { name, source },
+        ArchiveError::Refused { why, .. } => ArchiveError::Refused { name, why },
+    }
+}
+
+/// A refusal of where an archive is (`resolve_inside`) as the client may read it: the server's
+/// own folder (as configured, and as resolved) is "the archive folder".
+fn without_folder(why: &str, folder: &Path) -> String {
+    let mut shown = why.to_string();
+    let resolved = folder.canonicalize().ok();
+    for path in resolved.iter().map(PathBuf::as_path).chain([folder]) {
+        let text = path.display().to_string();
+        // A relative folder says nothing of the server's; "." would match everywhere.
+        if text.starts_with('/') && text.len() > 1 {
+            shown = shown.replace(&text, "the archive folder");
+        }
+    }
+    shown
 }
 
 /// Every archive a task file names is inside its folder (`folder`), a file: a task pack whose

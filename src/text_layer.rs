@@ -96,7 +96,11 @@ pub fn printable(text: &str, max: usize) -> String {
     text.chars()
         .filter_map(|c| match c {
             '\n' | '\r' | '\t' | '\u{2028}' | '\u{2029}' => Some(' '),
-            '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => None,
+            '\u{061c}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}' => None,
             c if c.is_control() => None,
             c => Some(c),
         })
@@ -238,7 +242,10 @@ mod tests {
     #[test]
     fn free_text_is_shown_on_one_line_without_what_drives_terminals_or_reorders() {
         assert_eq!(
-            printable("sign in\u{202e}gpj.exe\n\u{1b}[2Jnow\u{2066}x\u{2069}\u{200f}", 100),
+            printable(
+                "sign in\u{202e}gpj.exe\n\u{1b}[2Jnow\u{2066}x\u{2069}\u{200f}",
+                100
+            ),
             "sign ingpj.exe [2Jnowx"
         );
         assert_eq!(printable("ab\tcd", 3), "ab ");

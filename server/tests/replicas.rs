@@ -963,7 +963,11 @@ async fn made_up_peer_signatures_held_open_starve_no_replica() {
         }
     }
     assert_eq!(refused, 16, "every made-up signature sampled was refused");
-    let stepped = request(&mut agent_b, json!({"type": "step", "data": {"op": "wait"}})).await;
+    let stepped = request(
+        &mut agent_b,
+        json!({"type": "step", "data": {"op": "wait"}}),
+    )
+    .await;
     assert_eq!(stepped["type"], "observation");
     drop(held);
     for server in servers {

@@ -289,7 +289,8 @@ impl<L: Launcher> Environment<L> {
             timings,
             started,
             element: None,
-            secret_field: None,
+            secret_field: false,
+            typed: None,
         };
         let result = self.observe(&mut episode, done).await;
         self.episode = Some(episode);
@@ -317,10 +318,12 @@ impl<L: Launcher> Environment<L> {
         let timeout = PageError::ActionTimeout;
         // What the action is about, read before it changes the page (a click may navigate); for
         // typing and keys, what a secret field in focus holds (ENTER may send it away).
+        // Any other action may put input into the focused field (keys, a chord, a paste): what a
+        // secret field held before it is kept too, whatever it holds after.
         let target = match action.op {
             Op::Click => Some(Some((action.x.unwrap_or(0), action.y.unwrap_or(0)))),
-            Op::Type | Op::Key => Some(None),
-            _ => None,
+            Op::Scroll | Op::Back | Op::Wait | Op::Finish => None,
+            _ => Some(None),
         };
         let mark = mark_secret && action.op == Op::Type;
         let element = match target {
@@ -387,14 +390,14 @@ impl<L: Launcher> Environment<L> {
             && !error
                 .as_ref()
                 .is_some_and(|e| e.ends_episode() || *e == PageError::ActionTimeout);
-        let typed = (action.op == Op::Type).then(|| action.text.clone());
         let done = Done {
             error,
             settle,
             timings,
             started,
             element,
-            secret_field: in_secret_field.then_some(typed),
+            secret_field: in_secret_field,
+            typed: (action.op == Op::Type).then(|| action.text.clone()),
         };
         let mut episode = self.episode.take().expect("a live episode");
         let result = self.observe(&mut episode, done).await;

@@ -14,8 +14,7 @@ use browserenv::text_layer::{CompactText, TextLayer};
 use browserenv_collect::tasks::{Ending, PageState, Task, Verdict, Wants};
 
 use super::limits::{
-    bounded, Budget, ELEMENT_TIMEOUT, OBSERVE_SLACK, SETTLE_PROBE_SLACK, STATE_TIMEOUT,
-    TEXT_TIMEOUT,
+    bounded, Budget, OBSERVE_SLACK, SETTLE_PROBE_SLACK, STATE_TIMEOUT, TEXT_TIMEOUT,
 };
 use super::{EnvError, Episode};
 use crate::browser::{Browser, Incidents, PageError, PageFacts, SettleOutcome};
@@ -49,9 +48,11 @@ pub(super) struct Done {
     pub started: Instant,
     /// What the action was about, read before it (`metadata.element`).
     pub element: Option<Value>,
-    /// The action typed or pressed keys in a secret field (or a person marked one): what the
-    /// field holds is read back after it; what was typed is hidden when it cannot be.
-    pub secret_field: Option<Option<String>>,
+    /// The action's input went to a secret field in focus (or one a person marked): what it
+    /// typed is a secret, and what the field holds after it.
+    pub secret_field: bool,
+    /// What the action typed, if it typed.
+    pub typed: Option<String>,
 }
 
 /// Where an observation is made: the server's settings and the episode's place.
@@ -83,10 +84,8 @@ pub(super) async fn observe<B: Browser>(
         follow_tabs(&mut episode.browser, settings, &budget).await;
         done.timings.settle = settle_started.elapsed();
     }
-    if let Some(typed) = &done.secret_field {
-        hold_secret(episode, &budget, typed.as_deref()).await;
-    }
     let facts = read_facts(&mut episode.browser, settings, &budget).await;
+    let reached_secret = keep_secrets(episode, &done, &facts);
     let shot_started = Instant::now();
     let (screenshot, screenshot_error) = take_screenshot(&mut episode.browser, settings).await;
     done.timings.screenshot = shot_started.elapsed();
@@ -143,6 +142,9 @@ pub(super) async fn observe<B: Browser>(
         element: done.element.as_ref(),
         text: text.as_ref(),
     });
+    if reached_secret {
+        metadata.insert("secret_input".into(), json!(true));
+    }
     // A replay's misses are the page's URLs (a form sent with GET carries what was typed).
     archive.describe(&mut metadata);
     // Nothing joins the metadata after this: what does is not hidden.
@@ -168,26 +170,29 @@ pub(super) async fn observe<B: Browser>(
     (result, layer.and_then(Result::ok))
 }
 
-/// After typing or keys in a secret field: what the focused field holds now is the secret (a
-/// field's earlier value, typed in pieces, was only a step on the way). A field that cannot be
-/// read (a frame of another origin, a page that left the field) leaves what was typed hidden.
-async fn hold_secret<B: Browser>(episode: &mut Episode<B>, budget: &Budget, typed: Option<&str>) {
-    let read = bounded(
-        budget.within(ELEMENT_TIMEOUT),
-        PageError::RendererTimeout,
-        episode.browser.element(None, false),
-    )
-    .await;
-    match read {
-        Ok(Some(crate::browser::ElementFacts {
-            held: Some(held), ..
-        })) => episode.secrets.hold(held.field, &held.value),
-        _ => {
-            if let Some(typed) = typed {
-                episode.secrets.add(typed);
-            }
+/// What a person typed into a secret field, or marked, is a secret from the keystroke on,
+/// whatever the field holds afterwards (a page clears it, submits it, swaps it out): the text the
+/// action typed (each line), every value trusted input left in a secret field during the step
+/// (the probe notes them as they happen, whatever the action was), and what the focused secret
+/// field holds after it; the value before the step was held already (`Environment::step`).
+/// Whether the step's input reached a secret field the step did not start in (or one the probe
+/// cannot see into): then too, what it typed is a secret.
+fn keep_secrets<B: Browser>(episode: &mut Episode<B>, done: &Done, facts: &PageFacts) -> bool {
+    let reached = !facts.inputs.is_empty() || facts.opaque_input;
+    if done.secret_field || reached {
+        if let Some(typed) = &done.typed {
+            episode.secrets.add(typed);
         }
     }
+    for input in &facts.inputs {
+        episode.secrets.hold(input.field, &input.value);
+    }
+    if done.secret_field || reached {
+        if let Some(held) = &facts.held {
+            episode.secrets.hold(held.field, &held.value);
+        }
+    }
+    reached
 }
 
 /// The page's visible text as positioned lines, the episode's secrets hidden in it.

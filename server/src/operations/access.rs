@@ -354,8 +354,9 @@ async fn admit_signed(
         let mut bytes = Vec::new();
         while let Some(chunk) = futures_util::StreamExt::next(&mut stream).await {
             let Ok(chunk) = chunk else {
-                return Err(unauthorized("the signed request's body could not be read")
-                    .into_response());
+                return Err(
+                    unauthorized("the signed request's body could not be read").into_response()
+                );
             };
             if bytes.len() + chunk.len() > signing::BODY_LIMIT {
                 return Err(too_large());

@@ -262,7 +262,9 @@ pub async fn run<L: Launcher>(socket: WebSocket, context: Context<L>, peer: Stri
                         }
                         ClientMessage::State => ServerMessage::State(session.lock().await.state()),
                         ClientMessage::Mcp(request) => ServerMessage::Mcp(
-                            openenv.answer(&request, Some(&session), &caller, &peer).await,
+                            openenv
+                                .answer(&request, Some(&session), &caller, &peer)
+                                .await,
                         ),
                         ClientMessage::Close => return None,
                     })

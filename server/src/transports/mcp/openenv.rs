@@ -172,27 +172,28 @@ impl<L: Launcher> OpenEnvMcp<L> {
         match method {
             "openenv/session/create" => match bound_id {
                 Some(bound_id) => reply(&id, json!({"session_id": bound_id})),
-                None => match self.sessions.open_as(
-                    Transport::Mcp,
-                    peer.to_string(),
-                    caller.clone(),
-                ) {
-                    Ok(session) => {
-                        let session_id = session.lock().await.id().to_string();
-                        self.kept().insert(
-                            session_id.clone(),
-                            Kept {
-                                session,
-                                opener: caller.clone(),
-                                attached: false,
-                                closing: false,
-                                last_used: Instant::now(),
-                            },
-                        );
-                        reply(&id, json!({"session_id": session_id}))
+                None => {
+                    match self
+                        .sessions
+                        .open_as(Transport::Mcp, peer.to_string(), caller.clone())
+                    {
+                        Ok(session) => {
+                            let session_id = session.lock().await.id().to_string();
+                            self.kept().insert(
+                                session_id.clone(),
+                                Kept {
+                                    session,
+                                    opener: caller.clone(),
+                                    attached: false,
+                                    closing: false,
+                                    last_used: Instant::now(),
+                                },
+                            );
+                            reply(&id, json!({"session_id": session_id}))
+                        }
+                        Err(refused) => at_capacity(&id, &refused),
                     }
-                    Err(refused) => at_capacity(&id, &refused),
-                },
+                }
             },
             "openenv/session/close" => {
                 let Some(named) = named else {

@@ -37,6 +37,33 @@ pub async fn recording_everything(dir: &Path) -> Harness {
     .await
 }
 
+/// A person's click, typing (marked secret or not) and key, as watch `step` frames.
+pub fn click(x: i64, y: i64) -> (Value, bool) {
+    (json!({"op": "click", "x": x, "y": y}), false)
+}
+
+pub fn typing(text: &str) -> (Value, bool) {
+    (json!({"op": "type", "text": text}), false)
+}
+
+pub fn typing_secret(text: &str) -> (Value, bool) {
+    (json!({"op": "type", "text": text}), true)
+}
+
+pub fn key(name: &str) -> (Value, bool) {
+    (json!({"op": "key", "text": name}), false)
+}
+
+/// `steps` of a person on the test page `page`, on a server recording everything.
+pub async fn episode(name: &str, page: &str, steps: &[(Value, bool)]) -> Seen {
+    let dir = scratch(name);
+    let harness = recording_everything(&dir).await;
+    let url = harness.page(page);
+    let seen = person_does(harness, &dir, &url, steps).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    seen
+}
+
 /// A scratch folder of a test's own.
 pub fn scratch(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("browserenv-{name}-{}", std::process::id()))
@@ -61,11 +88,42 @@ pub struct Seen {
     pub last: Option<StepResult>,
     /// The frames the watcher was shown, for their pixels.
     pub watcher_frames: Vec<Picture>,
-    /// The recording's frames.
+    /// The recording's frames after each step, in order.
     pub recorded_frames: Vec<Picture>,
 }
 
 impl Seen {
+    /// The text layers the watchers were given, in order.
+    pub fn layers(&self) -> Vec<Value> {
+        serde_json::Deserializer::from_str(&self.text_layers)
+            .into_iter::<Value>()
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    /// The person's `type` steps as the agent's `human_steps` show them.
+    pub fn typed_shown(&self) -> Vec<String> {
+        let last = self.last.as_ref().expect("the agent stepped");
+        last.observation.metadata["human_steps"]
+            .as_array()
+            .expect("the person's steps")
+            .iter()
+            .filter(|step| step["action"]["op"] == "type")
+            .map(|step| {
+                step["action"]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    /// The agent's last picture.
+    pub fn agent_picture(&self) -> Picture {
+        let last = self.last.as_ref().expect("the agent stepped");
+        Picture::from_base64(&last.observation.screenshot)
+    }
+
     /// Each outlet that holds `text`, by name.
     pub fn holding(&self, text: &str) -> Vec<&'static str> {
         [
@@ -92,6 +150,19 @@ impl Seen {
             })
             .collect()
     }
+}
+
+/// How many pixels of `[x, y, width, height]` in `picture` are not black (not covered).
+pub fn uncovered(picture: &Picture, [x, y, width, height]: [u32; 4]) -> usize {
+    let mut shown = 0;
+    for row in y..y + height {
+        for column in x..x + width {
+            if picture.rgb(column, row) != [0, 0, 0] {
+                shown += 1;
+            }
+        }
+    }
+    shown
 }
 
 /// A JSON value without its screenshots (base64 PNG holds every short string somewhere).
@@ -193,8 +264,24 @@ async fn gather_watcher(observer: &mut Socket, seen: &mut Seen) {
     .await;
 }
 
-/// Every file under `dir`: text as it is, archives unpacked, frames decoded.
+/// Every file under `dir`: text as it is, archives unpacked, and the frame after each step, in
+/// the order of the steps.
 fn gather_recording(dir: &Path, seen: &mut Seen) {
+    gather_files(dir, seen);
+    let steps = std::fs::read_to_string(dir.join("steps.jsonl")).unwrap_or_default();
+    for line in steps.lines() {
+        let step: Value = serde_json::from_str(line).unwrap();
+        let Some(frame) = step["next_file_name"].as_str().filter(|f| !f.is_empty()) else {
+            continue;
+        };
+        let png = std::fs::read(dir.join(frame)).unwrap();
+        use base64::Engine;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(png);
+        seen.recorded_frames.push(Picture::from_base64(&encoded));
+    }
+}
+
+fn gather_files(dir: &Path, seen: &mut Seen) {
     let mut folders = vec![dir.to_path_buf()];
     while let Some(folder) = folders.pop() {
         for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
@@ -208,10 +295,7 @@ fn gather_recording(dir: &Path, seen: &mut Seen) {
                 let _ = flate2::read::MultiGzDecoder::new(file).read_to_end(&mut text);
                 seen.archive.push_str(&String::from_utf8_lossy(&text));
             } else if name.ends_with(".png") {
-                let png = std::fs::read(&path).unwrap();
-                use base64::Engine;
-                let encoded = base64::engine::general_purpose::STANDARD.encode(png);
-                seen.recorded_frames.push(Picture::from_base64(&encoded));
+                // Read in the order of the steps, below.
             } else {
                 let bytes = std::fs::read(&path).unwrap_or_default();
                 seen.recording.push_str(&String::from_utf8_lossy(&bytes));

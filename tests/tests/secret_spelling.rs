@@ -39,14 +39,7 @@ async fn a_marked_text_area_s_lines_are_hidden_and_drawn_as_bullets() {
         Vec::<String>::new()
     );
     // The field itself is drawn as bullets.
-    let layer: Value = serde_json::from_str(
-        seen.text_layers
-            .rsplit_once("{\"session\"")
-            .map(|(_, last)| format!("{{\"session\"{last}"))
-            .unwrap()
-            .as_str(),
-    )
-    .unwrap();
+    let layer = seen.layers().pop().expect("a text layer");
     let bullets: Vec<&Value> = layer["runs"]
         .as_array()
         .unwrap()
@@ -59,9 +52,11 @@ async fn a_marked_text_area_s_lines_are_hidden_and_drawn_as_bullets() {
         .unwrap()
         .chars()
         .all(|c| c == '\u{2022}'));
-    // And covered in the agent's picture, as a field holding a secret.
+    // Covered in the agent's picture: the field holding a secret, and the preview's two lines
+    // showing it.
     let boxes = &seen.last.as_ref().unwrap().observation.metadata["password_boxes"];
-    assert_eq!(boxes.as_array().map(Vec::len), Some(1), "{boxes}");
+    assert_eq!(boxes.as_array().map(Vec::len), Some(3), "{boxes}");
+    assert_eq!(boxes[0], json!([100, 100, 406, 86]));
 }
 
 /// The secret of the sign-in tests: a quote and a hash, so every spelling differs.

@@ -4,41 +4,7 @@
 //! the text layer, the recording, the web archive). Real Chromium, real sockets; the findings of
 //! security round 4, each reproduced first.
 
-use browserenv_tests::outlets::{person_does, recording_everything, scratch, Seen};
-use serde_json::{json, Value};
-
-fn click(x: i64, y: i64) -> (Value, bool) {
-    (json!({"op": "click", "x": x, "y": y}), false)
-}
-
-fn typing(text: &str) -> (Value, bool) {
-    (json!({"op": "type", "text": text}), false)
-}
-
-fn key(name: &str) -> (Value, bool) {
-    (json!({"op": "key", "text": name}), false)
-}
-
-async fn episode(name: &str, page: &str, steps: &[(Value, bool)]) -> Seen {
-    let dir = scratch(name);
-    let harness = recording_everything(&dir).await;
-    let url = harness.page(page);
-    let seen = person_does(harness, &dir, &url, steps).await;
-    let _ = std::fs::remove_dir_all(&dir);
-    seen
-}
-
-/// The person's `type` as the agent's `human_steps` and the recording show it.
-fn typed_shown(seen: &Seen) -> Vec<String> {
-    let last = seen.last.as_ref().expect("the agent stepped");
-    last.observation.metadata["human_steps"]
-        .as_array()
-        .expect("the person's steps")
-        .iter()
-        .filter(|step| step["action"]["op"] == "type")
-        .map(|step| step["action"]["text"].as_str().unwrap().to_string())
-        .collect()
-}
+use browserenv_tests::outlets::{click, episode, key, typing};
 
 /// A one-time code that sends itself after its sixth digit and comes back empty: the code was
 /// in the agent's URL, `human_steps`, the watchers', the recording and the archive.
@@ -49,7 +15,7 @@ async fn a_one_time_code_that_sends_itself_is_hidden_everywhere() {
     assert!(url.contains("code="), "the code was sent: {url}");
     assert_eq!(seen.leaks(&["493817", "4938"]), Vec::<String>::new());
     assert!(url.contains("code=<redacted:6 characters>"), "{url}");
-    assert_eq!(typed_shown(&seen), ["<redacted:6 characters>"]);
+    assert_eq!(seen.typed_shown(), ["<redacted:6 characters>"]);
     assert!(seen
         .archive
         .contains("otp.html?code=<redacted:6 characters>"));
@@ -73,7 +39,7 @@ async fn a_password_sent_by_its_own_newline_is_hidden_everywhere() {
             "{steps:?}"
         );
         assert!(url.contains("pw=<redacted:11 characters>"), "{url}");
-        let shown = typed_shown(&seen);
+        let shown = seen.typed_shown();
         assert_eq!(shown.len(), 1);
         assert!(shown[0].starts_with("<redacted:"), "{shown:?}");
     }

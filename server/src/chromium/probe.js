@@ -173,10 +173,19 @@
   // the recordings' masks (--redact), the text layer's bullets and the typing kept from watchers,
   // agents and recordings (`element.password`).
   const SECRET_AUTOCOMPLETE = /\b(one-time-code|current-password|new-password|cc-number|cc-csc)\b/i;
-  const isSecretField = (el) => el.tagName === 'INPUT' && (
-    (el.getAttribute('type') || '').toLowerCase() === 'password' ||
-    (el.ownerDocument.defaultView.getComputedStyle(el).webkitTextSecurity || 'none') !== 'none' ||
-    SECRET_AUTOCOMPLETE.test(el.getAttribute('autocomplete') || ''));
+  // A field a page masks with its own script shows only these in its value.
+  const MASKED = /^[\u2022\u25cf\u2217*\u00b7]+$/;
+  const isSecretField = (el) => {
+    const tag = el.tagName;
+    const field = tag === 'INPUT' || tag === 'TEXTAREA';
+    if (!field && !el.isContentEditable) return false;
+    if (tag === 'INPUT' && ((el.getAttribute('type') || '').toLowerCase() === 'password'
+      || SECRET_AUTOCOMPLETE.test(el.getAttribute('autocomplete') || ''))) return true;
+    // Drawn as discs by CSS (a PIN, a div made to look like a password field), or masked by the
+    // page's own script (bullets in its value).
+    if ((el.ownerDocument.defaultView.getComputedStyle(el).webkitTextSecurity || 'none') !== 'none') return true;
+    return field && MASKED.test(fieldValue(el));
+  };
   // What a field holds, read with the browser's own getters, taken before the page ran: a page
   // can replace `value`, `Map`'s and arrays' iteration, `instanceof`; not these. A getter of the
   // wrong kind of element throws, and the next is tried.
@@ -451,7 +460,9 @@
       const held = heldBy(deepest(null, null).element);
       const inputs = [];
       for (const [el, value, opaque, secret] of takeInputs()) {
-        if (opaque) inputs.push({ opaque: true });
+        // A field the page masks shows bullets, not what was typed: the input reached a secret
+        // field, what it typed is the secret.
+        if (opaque || ((secret || isSecret(el)) && MASKED.test(fieldValue(el)))) inputs.push({ opaque: true });
         else if (secret || isSecret(el)) inputs.push({ field: fieldNumber(el), value });
       }
       return {

@@ -447,7 +447,7 @@ impl<L: Launcher> Environment<L> {
             episode_id: self.state.episode_id.as_deref(),
             step: self.state.step_count,
         };
-        let layer = observation::read_text(episode, &place).await?;
+        let (layer, _) = observation::read_text(episode, &place).await?;
         // A read cut short before it found anything (a busy renderer) is not kept: the next
         // request for this step tries again.
         if !(layer.truncated && layer.runs.is_empty()) {

@@ -17,7 +17,7 @@ use super::limits::{
     bounded, Budget, OBSERVE_SLACK, SETTLE_PROBE_SLACK, STATE_TIMEOUT, TEXT_TIMEOUT,
 };
 use super::{EnvError, Episode};
-use crate::browser::{Browser, Incidents, PageError, PageFacts, SettleOutcome};
+use crate::browser::{Browser, Incidents, PageError, PageFacts, SettleOutcome, MAX_SECRET_BOXES};
 use crate::outcome::{judge, StepFacts};
 use crate::settings::{EnvSettings, SettleMode};
 use crate::verification::is_bot_verification;
@@ -112,21 +112,37 @@ pub(super) async fn observe<B: Browser>(
         Some(verdict) if verdict.passed => 1.0,
         _ => 0.0,
     };
-    // A page that could not be pictured is not asked for its text.
-    let layer = if settings.observe_text && !screenshot.is_empty() {
+    // A page that could not be pictured is not asked for its text. Once the episode has a
+    // secret, it is read at every step: where the page draws one as text (a field it swapped
+    // for a plain one, an echo, an editable element), its box is covered like a secret field's.
+    let wants_text = settings.observe_text || !episode.secrets.is_empty();
+    let mut secret_boxes = facts.password_boxes.clone();
+    let layer = if wants_text && !screenshot.is_empty() {
         let text_started = Instant::now();
         let layer = read_text(episode, &place).await;
-        done.timings.text = Some(text_started.elapsed());
-        Some(layer)
+        if settings.observe_text {
+            done.timings.text = Some(text_started.elapsed());
+        }
+        if let Ok((_, shown_secrets)) = &layer {
+            for found in shown_secrets {
+                if !secret_boxes.contains(found) && secret_boxes.len() < 2 * MAX_SECRET_BOXES {
+                    secret_boxes.push(*found);
+                }
+            }
+        }
+        Some(layer.map(|(layer, _)| layer))
     } else {
         None
     };
-    let text = layer.as_ref().map(|layer| {
-        layer
-            .as_ref()
-            .map(|l| l.compact(OBSERVE_TEXT_CHARS))
-            .map_err(Clone::clone)
-    });
+    let text = layer
+        .as_ref()
+        .filter(|_| settings.observe_text)
+        .map(|layer| {
+            layer
+                .as_ref()
+                .map(|l| l.compact(OBSERVE_TEXT_CHARS))
+                .map_err(Clone::clone)
+        });
     let mut metadata = metadata(&MetadataInputs {
         title: &facts.title,
         step: place.step,
@@ -138,7 +154,7 @@ pub(super) async fn observe<B: Browser>(
         error_detail: outcome.detail,
         task: episode.task.as_ref(),
         verdict: verdict.as_ref(),
-        password_boxes: &facts.password_boxes,
+        password_boxes: &secret_boxes,
         element: done.element.as_ref(),
         text: text.as_ref(),
     });
@@ -195,11 +211,12 @@ fn keep_secrets<B: Browser>(episode: &mut Episode<B>, done: &Done, facts: &PageF
     reached
 }
 
-/// The page's visible text as positioned lines, the episode's secrets hidden in it.
+/// The page's visible text as positioned lines, the episode's secrets hidden in it, and the
+/// boxes of the lines that showed one (to be covered in pictures).
 pub(super) async fn read_text<B: Browser>(
     episode: &mut Episode<B>,
     place: &Place<'_>,
-) -> Result<TextLayer, EnvError> {
+) -> Result<(TextLayer, Vec<[i64; 4]>), EnvError> {
     let text = bounded(
         TEXT_TIMEOUT,
         PageError::RendererTimeout,
@@ -216,10 +233,15 @@ pub(super) async fn read_text<B: Browser>(
         truncated: text.truncated,
     };
     episode.secrets.hide_in_url(&mut layer.url);
+    let mut shown_secrets = Vec::new();
     for run in &mut layer.runs {
-        episode.secrets.hide_in(&mut run.text);
+        if let std::borrow::Cow::Owned(hidden) = episode.secrets.hidden(&run.text) {
+            run.text = hidden;
+            let [x, y, width, height] = [run.x, run.y, run.width, run.height].map(i64::from);
+            shown_secrets.push([x, y, width, height]);
+        }
     }
-    Ok(layer)
+    Ok((layer, shown_secrets))
 }
 
 /// Make a tab the page opened its current page (a failure is only logged: the step goes on with

@@ -90,8 +90,11 @@ impl SessionCookies {
                 let pair = value.split(';').next().unwrap_or_default();
                 if let Some((cookie, held)) = pair.split_once('=') {
                     let (cookie, held) = (cookie.trim(), held.trim());
-                    if !held.is_empty() && !self.pairs.iter().any(|(c, v)| c == cookie && v == held)
-                    {
+                    // A value that holds a secret is hidden already, as the secret.
+                    let fresh = !held.is_empty()
+                        && !held.contains("<redacted:")
+                        && !self.pairs.iter().any(|(c, v)| c == cookie && v == held);
+                    if fresh {
                         self.pairs.push((cookie.to_string(), held.to_string()));
                         if held.chars().count() >= SESSION_COOKIE_TEXT {
                             self.texts.add(held);

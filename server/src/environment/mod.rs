@@ -325,7 +325,8 @@ impl<L: Launcher> Environment<L> {
             Op::Scroll | Op::Back | Op::Wait | Op::Finish => None,
             _ => Some(None),
         };
-        let mark = mark_secret && action.op == Op::Type;
+        // A person's mark is for the field their input goes into: the focused one.
+        let mark = mark_secret && target == Some(None);
         let element = match target {
             Some(at) => {
                 match bounded(ELEMENT_TIMEOUT, timeout.clone(), browser.element(at, mark)).await {

@@ -202,7 +202,7 @@ impl Secrets {
             let (_, old) = self.held.remove(at);
             let on_the_way = value.starts_with(old.as_str());
             let kept_elsewhere =
-                self.held.iter().any(|(_, v)| *v == old) || self.typed.iter().any(|t| *t == old);
+                self.held.iter().any(|(_, v)| *v == old) || self.typed.contains(&old);
             if on_the_way && !kept_elsewhere {
                 self.values.retain(|known| *known != old);
                 self.rebuild();

@@ -297,7 +297,7 @@ pub trait Browser: Send + 'static {
     /// an error.
     fn start_archive(
         &mut self,
-        work: crate::features::archive::Work,
+        work: crate::archive::Work,
     ) -> impl Future<Output = Result<(), PageError>> + Send {
         drop(work);
         async {

@@ -201,7 +201,7 @@ pub struct Cli {
     /// Chromium's sandbox: `auto` (on unless the server runs as root or may not create user
     /// namespaces, said at start), `on` (refuse to start without it) or `off`.
     #[arg(long, env = "BROWSER_SANDBOX", value_enum, default_value = "auto")]
-    pub sandbox: crate::chromium::sandbox::SandboxSetting,
+    pub sandbox: crate::chromium::launch::sandbox::SandboxSetting,
     /// Refuse the browsers' connections to loopback, private and link-local addresses (after
     /// resolving the name), except to the --site and task base URL and
     /// --private-network-allow: for servers whose network reaches what pages must not.
@@ -278,7 +278,7 @@ pub struct Cli {
     #[arg(long, env = "BROWSER_NO_WARM_SPARE", value_parser = FalseyValueParser::new())]
     pub no_warm_spare: bool,
     #[command(flatten)]
-    pub archive: crate::features::archive::ArchiveArgs,
+    pub archive: crate::archive::ArchiveArgs,
 }
 
 impl Cli {
@@ -518,8 +518,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             cli.host
         );
     }
-    let sandbox =
-        crate::chromium::sandbox::for_this_process(cli.sandbox).map_err(anyhow::Error::msg)?;
+    let sandbox = crate::chromium::launch::sandbox::for_this_process(cli.sandbox)
+        .map_err(anyhow::Error::msg)?;
     let chromium_config = cli.chromium_config(sandbox.enabled);
     if chromium_config.remote.is_none() {
         if sandbox.enabled {
@@ -588,7 +588,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 allowed.push(format!("{host}:{port}"));
             }
         }
-        let policy = crate::chromium::egress::EgressPolicy::new(&allowed)
+        let policy = crate::chromium::intercept::egress::EgressPolicy::new(&allowed)
             .await
             .map_err(|err| anyhow::anyhow!("BROWSER_PRIVATE_NETWORK_ALLOW: {err}"))?;
         tracing::info!(

@@ -248,7 +248,7 @@ impl RemoteChromium {
         // The full Chromium, as a pool's browser usually is, where it is installed.
         let full = PathBuf::from(browserenv_server::chromium::CHROMIUM);
         let mut command = Command::new(if full.exists() { full } else { chromium_path() });
-        // Deliberately not the server's flags (server/src/chromium/process.rs): a remote is someone else's
+        // Deliberately not the server's flags (server/src/chromium/launch/process.rs): a remote is someone else's
         // browser, started the plain way a pool starts one, without our popup and scrolling
         // flags and at another window size and scale, which the server must cope with.
         command

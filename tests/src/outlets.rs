@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use browserenv::{BrowserAction, ResetOptions, StepResult};
-use browserenv_server::features::archive::ArchiveConfig;
+use browserenv_server::archive::ArchiveConfig;
 use browserenv_server::ServerConfig;
 use futures_util::StreamExt;
 use serde_json::{json, Value};

@@ -7,7 +7,7 @@
 use axum::http::{header, HeaderMap};
 use axum::response::Html;
 use axum::routing::{get, post};
-use browserenv_server::features::archive::ArchiveConfig;
+use browserenv_server::archive::ArchiveConfig;
 use browserenv_server::ServerConfig;
 use browserenv_tests::outlets::{person_does, recording_everything, scratch};
 use browserenv_tests::{test_settings, Harness};

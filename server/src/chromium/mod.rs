@@ -14,24 +14,9 @@
 //! `memory` (the renderer memory limit), `egress` (the private-network proxy). This file holds the
 //! settings, the launcher and the state the rooms share.
 
-mod archive;
-mod capture;
-mod connect;
-pub mod egress;
-mod host;
-mod input;
-mod memory;
-mod navigation;
-mod page_events;
-/// Public for the tests and the bench's `transport` part, which measure the bridge.
-pub mod pipe;
-mod process;
-mod remote;
-mod requests;
-pub mod sandbox;
-mod seam;
-mod settle;
-mod tabs;
+pub mod intercept;
+pub mod launch;
+pub mod page;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -81,16 +66,16 @@ use crate::browser::{
     clip, clipped, Browser, Incidents, Launcher, PageError, PageFacts, PageText, SettleOutcome,
 };
 
-pub use capture::Screenshots;
-pub use host::Isolation;
-pub use process::{clean_leftovers, kill_all, live_count, shutdown_all, FLAGS};
-pub use remote::{redacted_url, remote_version, without_secrets_of};
+pub use launch::host::Isolation;
+pub use launch::process::{clean_leftovers, kill_all, live_count, shutdown_all, FLAGS};
+pub use launch::remote::{redacted_url, remote_version, without_secrets_of};
+pub use page::capture::Screenshots;
 
 // The rooms' shared helpers, for every room (`use super::*`).
-use host::{Endpoint, Host, OwnedContext};
-use page_events::{evaluate, prepare_page, probe};
+use launch::host::{Endpoint, Host, OwnedContext};
+use page::page_events::{evaluate, prepare_page, probe};
 
-const PROBE_JS: &str = include_str!("probe.js");
+const PROBE_JS: &str = include_str!("page/probe.js");
 /// Cap on the page text read for the bot-verification check.
 const MAX_TEXT_CHARS: usize = 20_000;
 /// How long a failed command waits for news that its tab was closed (the events come ~ms apart).
@@ -159,7 +144,7 @@ pub struct ChromiumConfig {
     pub renderer_memory_mb: u64,
     /// Refuse connections to private addresses (`BROWSER_BLOCK_PRIVATE_NETWORKS`; egress.rs).
     /// Our own browsers only.
-    pub egress: Option<Arc<egress::EgressPolicy>>,
+    pub egress: Option<Arc<intercept::egress::EgressPolicy>>,
     /// Whether sessions get a Chromium each or share one (`BROWSER_ISOLATION`; see `host.rs`).
     pub isolation: Isolation,
     /// Episodes one browser serves before it is replaced by a fresh one
@@ -181,7 +166,7 @@ impl Default for ChromiumConfig {
             launch_timeout: Duration::from_secs(20),
             remote: None,
             ignore_https_errors: false,
-            sandbox: sandbox::auto(),
+            sandbox: launch::sandbox::auto(),
             renderer_memory_mb: DEFAULT_RENDERER_MEMORY_MB,
             egress: None,
             isolation: Isolation::Process,
@@ -230,7 +215,7 @@ impl ChromiumLauncher {
         }
         let ignore_https_errors = config.ignore_https_errors;
         let mut process =
-            tokio::task::spawn_blocking(move || process::ChromiumProcess::launch(&config))
+            tokio::task::spawn_blocking(move || launch::process::ChromiumProcess::launch(&config))
                 .await??;
         process.serve_devtools().await?;
         Host::connect(Endpoint::Local(process), ignore_https_errors).await
@@ -409,10 +394,10 @@ pub struct ChromiumBrowser {
     /// Older tabs stay open, as in a person's browser (unwatched); the newest is last.
     previous_pages: Vec<Page>,
     /// The episode's archive work, while it runs (`archive.rs`).
-    archive: Option<archive::Interception>,
+    archive: Option<intercept::archive::Interception>,
     incidents: Arc<Mutex<Incidents>>,
     /// The requests this episode's pages made, for a task's `request` check.
-    requests: requests::RequestLog,
+    requests: intercept::requests::RequestLog,
     new_tabs: Arc<Mutex<Vec<TargetId>>>,
     last_action: Instant,
     expect_navigation: bool,
@@ -422,7 +407,7 @@ pub struct ChromiumBrowser {
     frames: Frames,
     /// The proxy every connection of this context goes through, when private networks are
     /// refused.
-    egress: Option<egress::EgressProxy>,
+    egress: Option<intercept::egress::EgressProxy>,
     /// The session's next episode, being opened on the same browser while this one runs.
     successor: Option<JoinHandle<anyhow::Result<ChromiumBrowser>>>,
     /// `ChromiumConfig::screenshots`.
@@ -434,7 +419,7 @@ pub struct ChromiumBrowser {
     /// are redrawn (`capture.rs`).
     frames_misfit: AtomicBool,
     /// Where the pointer is (`input.rs`), when known.
-    pointer: Option<input::Pointer>,
+    pointer: Option<page::input::Pointer>,
     /// Counts our tabs opened and closed; marked seen when the current tab was last brought to
     /// the front. A tab behind another is not drawn: its capture takes seconds, its animation
     /// frames stop (see `ChromiumBrowser::keep_in_front`).

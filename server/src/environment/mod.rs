@@ -5,7 +5,9 @@
 
 mod limits;
 mod observation;
+pub mod outcome;
 mod start_url;
+pub mod verification;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -65,7 +67,7 @@ impl TaskCatalog {
             true => std::path::PathBuf::from("."),
             false => dir.to_path_buf(),
         });
-        crate::features::archive::check_task_archives(&tasks, folder.as_deref())?;
+        crate::archive::check_task_archives(&tasks, folder.as_deref())?;
         Ok(TaskCatalog {
             tasks,
             base_url,
@@ -86,8 +88,8 @@ pub struct Environment<L: Launcher> {
     /// The session served, for its text layers.
     session: String,
     /// The server's archives (`archive/`), and this environment's work with them.
-    archives: Option<Arc<crate::features::archive::Archives>>,
-    archive: crate::features::archive::EpisodeArchive,
+    archives: Option<Arc<crate::archive::Archives>>,
+    archive: crate::archive::EpisodeArchive,
 }
 
 impl<L: Launcher> Environment<L> {
@@ -106,10 +108,7 @@ impl<L: Launcher> Environment<L> {
     }
 
     /// Record episodes into archives, and replay them from archives, as `archives` says.
-    pub fn with_archives(
-        mut self,
-        archives: Option<Arc<crate::features::archive::Archives>>,
-    ) -> Self {
+    pub fn with_archives(mut self, archives: Option<Arc<crate::archive::Archives>>) -> Self {
         self.archives = archives;
         self
     }

@@ -18,9 +18,9 @@ use super::limits::{
 };
 use super::{EnvError, Episode};
 use crate::browser::{Browser, Incidents, PageError, PageFacts, SettleOutcome, MAX_SECRET_BOXES};
-use crate::outcome::{judge, StepFacts};
+use crate::environment::outcome::{judge, StepFacts};
+use crate::environment::verification::is_bot_verification;
 use crate::settings::{EnvSettings, SettleMode};
-use crate::verification::is_bot_verification;
 
 /// The most characters of `metadata.text` (`BROWSER_OBSERVE_TEXT`): `read_page`'s default bound.
 pub const OBSERVE_TEXT_CHARS: usize = browserenv::text_layer::DEFAULT_COMPACT_CHARS;

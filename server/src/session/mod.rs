@@ -10,8 +10,11 @@
 //! and the text-layer requests of the terminal UI (`GET /sessions/{id}/text`) take it between
 //! those requests, never during one.
 
+pub mod control;
 mod handoff;
 mod outlets;
+pub mod recording;
+pub mod registry;
 
 pub use handoff::{agent_reset, agent_step, ask_for_a_person};
 
@@ -29,11 +32,11 @@ use browserenv_collect::trajectory::{Actor, RecordEvent};
 
 use crate::browser::Launcher;
 use crate::environment::{EnvError, Environment, TaskCatalog};
-use crate::features::recording::SessionRecorder;
 use crate::operations::capacity::{AtCapacity, Capacity, Slot};
 use crate::operations::drain::Lifecycle;
 use crate::pool::WarmPool;
-use crate::registry::{HumanAction, Registry, TextReply};
+use crate::session::recording::SessionRecorder;
+use crate::session::registry::{HumanAction, Registry, TextReply};
 use crate::settings::{EnvSettings, DEFAULT_HANDOFF_WAIT};
 
 /// How a session's client reaches it; shown in `/sessions`, and the start of its id.
@@ -90,9 +93,9 @@ pub struct Sessions<L: Launcher> {
     /// Serving or draining (`drain.rs`): a draining server opens no session and starts no episode.
     lifecycle: Lifecycle,
     /// The campaign (`--campaign`): a reset naming a lease makes the session a person's work.
-    campaign: Option<Arc<crate::features::campaign::Hub>>,
+    campaign: Option<Arc<crate::campaign::Hub>>,
     /// The server's archives (`archive/`).
-    archives: Option<Arc<crate::features::archive::Archives>>,
+    archives: Option<Arc<crate::archive::Archives>>,
 }
 
 /// A session behind the lock its transport and its text-layer requests share.
@@ -140,13 +143,13 @@ impl<L: Launcher> Sessions<L> {
     }
 
     /// Record episodes into archives, and replay them from archives (`archive/`).
-    pub fn with_archives(mut self, archives: Arc<crate::features::archive::Archives>) -> Self {
+    pub fn with_archives(mut self, archives: Arc<crate::archive::Archives>) -> Self {
         self.archives = Some(archives);
         self
     }
 
     /// Run this campaign's sessions (`--campaign`).
-    pub fn with_campaign(mut self, campaign: Option<Arc<crate::features::campaign::Hub>>) -> Self {
+    pub fn with_campaign(mut self, campaign: Option<Arc<crate::campaign::Hub>>) -> Self {
         self.campaign = campaign;
         self
     }
@@ -380,10 +383,10 @@ impl<L: Launcher> Session<L> {
     fn take_seat(
         &mut self,
         kwargs: &Map<String, Value>,
-    ) -> Result<Option<crate::features::campaign::Seated>, EnvError> {
+    ) -> Result<Option<crate::campaign::Seated>, EnvError> {
         let seated = match &self.outlets.campaign {
             Some(hub) => hub.seat(kwargs, &self.id, &self.caller).map_err(EnvError)?,
-            None if kwargs.contains_key(crate::features::campaign::LEASE_KWARG) => {
+            None if kwargs.contains_key(crate::campaign::LEASE_KWARG) => {
                 return Err(EnvError(
                     "this server runs no campaign (start it with --campaign DIR)".into(),
                 ))

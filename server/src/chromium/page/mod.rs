@@ -1,0 +1,12 @@
+//! Driving a page: a tab made ready and its events (`page_events`, with the in-page probe
+//! `probe.js`), commands and input events (`input`), history and loads (`navigation`), what
+//! settled means (`settle`), following tabs (`tabs`), the picture (`capture`), and the `Browser`
+//! seam's operations built from them (`seam`).
+
+pub mod capture;
+pub(super) mod input;
+pub(super) mod navigation;
+pub(super) mod page_events;
+mod seam;
+pub(super) mod settle;
+pub(super) mod tabs;

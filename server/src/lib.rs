@@ -18,6 +18,7 @@ pub mod cli;
 pub mod environment;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
+pub mod miniwob;
 pub mod openapi;
 pub mod operations;
 pub mod pool;
@@ -84,6 +85,8 @@ pub struct ServerConfig {
     pub campaign: Option<std::path::PathBuf>,
     /// Web archives: recording episodes into them, replaying episodes from them (`archive/`).
     pub archive: archive::ArchiveConfig,
+    /// `--miniwob DIR`: MiniWoB++'s tasks, scored by their pages (`miniwob/`).
+    pub miniwob: Option<Arc<miniwob::MiniWob>>,
 }
 
 impl Default for ServerConfig {
@@ -105,6 +108,7 @@ impl Default for ServerConfig {
             peer_addresses: Vec::new(),
             campaign: None,
             archive: archive::ArchiveConfig::default(),
+            miniwob: None,
         }
     }
 }
@@ -158,7 +162,7 @@ where
         }),
         timeouts: config.timeouts.clone(),
         replicas,
-        tasks: Arc::new(routes::task_api::TaskApi::new(config.tasks.as_deref())),
+        tasks: Arc::new(task_api_of(&config)?),
         campaign: core.campaign.clone(),
     });
     let app = app::router(state.clone()).layer(axum::middleware::from_fn(
@@ -301,7 +305,8 @@ impl<L: Launcher> Core<L> {
             .with_handoff_wait(config.timeouts.handoff_wait, config.timeouts.ask_wait)
             .with_lifecycle(lifecycle)
             .with_campaign(campaign.clone())
-            .with_archives(archives.clone()),
+            .with_archives(archives.clone())
+            .with_miniwob(config.miniwob.clone()),
         );
         Ok(Core {
             pool,
@@ -333,6 +338,17 @@ impl<L: Launcher> Core<L> {
                 tracing::warn!("the recorder did not finish within 10 s");
             }
         }
+    }
+}
+
+/// The Task API of a server: the task file's split, then MiniWoB++'s `train` and `test`.
+fn task_api_of(config: &ServerConfig) -> anyhow::Result<routes::task_api::TaskApi> {
+    let api = routes::task_api::TaskApi::new(config.tasks.as_deref());
+    match &config.miniwob {
+        Some(miniwob) => api
+            .with_splits(miniwob.splits(config.settings.max_steps))
+            .map_err(anyhow::Error::msg),
+        None => Ok(api),
     }
 }
 

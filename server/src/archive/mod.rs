@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use browserenv_archive::{resolve_inside, Archive, ArchiveInfo, ARCHIVES_DIR};
+use browserenv_archive::{resolve_inside, ArchiveInfo, Catalog, ARCHIVES_DIR};
 use browserenv_collect::tasks::Task;
 use serde_json::{Map, Value};
 
@@ -37,8 +37,8 @@ pub enum Work {
 pub enum Plan {
     /// Record what the episode's pages load (`--archive`).
     Record,
-    /// Answer the episode from this archive, read already; `name` as the reset gave it.
-    Replay { name: String, archive: Arc<Archive> },
+    /// Answer the episode from this archive, opened already; `name` as the reset gave it.
+    Replay { name: String, archive: Arc<Catalog> },
 }
 
 impl Plan {
@@ -51,21 +51,14 @@ impl Plan {
     }
 }
 
-/// Archives read lately: a task set's resets read the same few files again and again. At most
-/// this many, holding at most `BROWSER_ARCHIVE_EPISODE_MB` of bodies together.
-const ARCHIVES_KEPT: usize = 8;
+/// Archives opened lately: a task set's resets open the same few files again and again. At
+/// most this many, holding at most this many entries together (their indexes; bodies are read
+/// by each episode as its pages ask).
+const ARCHIVES_KEPT: usize = 16;
+const ENTRIES_KEPT: usize = 2_000_000;
 
-/// The bytes of an archive's bodies: what keeping it costs.
-fn bodies(archive: &Archive) -> u64 {
-    archive
-        .exchanges
-        .iter()
-        .map(|e| (e.response.body.len() + e.request.body.len()) as u64)
-        .sum()
-}
-
-/// An archive read lately: its path, its file's length and time of change, what it holds.
-type ReadLately = (PathBuf, u64, SystemTime, Arc<Archive>);
+/// An archive opened lately: its path, its file's length and time of change, what it holds.
+type ReadLately = (PathBuf, u64, SystemTime, Arc<Catalog>);
 
 /// The server's archives: the settings, the writer thread of recorded ones, those read lately.
 pub struct Archives {
@@ -147,9 +140,10 @@ impl Archives {
         let name = name.to_string();
         let (archives, asked) = (Arc::clone(self), name.clone());
         let archive = tokio::task::spawn_blocking(move || {
+            // The client is told the name it gave; the log says where the server looked.
             let path = resolve_inside(&folder, &asked).map_err(|why| {
-                tracing::warn!("an archive was refused: {why}");
-                without_folder(&why, &folder)
+                tracing::warn!("an archive in {} was refused: {why}", folder.display());
+                why
             })?;
             archives.read(&path, &asked)
         })
@@ -158,10 +152,10 @@ impl Archives {
         Ok(Some(Plan::Replay { name, archive }))
     }
 
-    /// The archive at `path`, read within the limits (or as read lately, if unchanged). A
-    /// refusal names it `name`, as the client or the task did, never by the server's own path.
-    fn read(&self, path: &Path, name: &str) -> Result<Arc<Archive>, String> {
-        let metadata = std::fs::metadata(path).map_err(|err| format!("{name:?}: {err}"))?;
+    /// The archive at `path` (`name` as the client gave it: errors say that, never the server's
+    /// path, which goes to the log), opened within the limits (or as opened lately, if unchanged).
+    fn read(&self, path: &Path, name: &str) -> Result<Arc<Catalog>, String> {
+        let metadata = std::fs::metadata(path).map_err(|err| format!("{name}: {}", err.kind()))?;
         let stamp = (
             metadata.len(),
             metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH),
@@ -175,20 +169,18 @@ impl Archives {
             }
         }
         let archive = Arc::new(
-            browserenv_archive::read(path, &self.config.limits.reading()).map_err(|err| {
-                tracing::warn!("an archive was refused: {err}");
-                named(err, name).to_string()
+            browserenv_archive::open(path, name, &self.config.limits.reading()).map_err(|err| {
+                tracing::warn!("the archive at {} was refused: {err}", path.display());
+                err.to_string()
             })?,
         );
         if let Ok(mut read) = self.read.lock() {
             read.retain(|(p, ..)| p != path);
             read.push_back((path.to_path_buf(), stamp.0, stamp.1, archive.clone()));
-            let held = |read: &VecDeque<ReadLately>| -> u64 {
-                read.iter().map(|(.., archive)| bodies(archive)).sum()
+            let held = |read: &VecDeque<ReadLately>| -> usize {
+                read.iter().map(|(.., archive)| archive.entries.len()).sum()
             };
-            while read.len() > ARCHIVES_KEPT
-                || (read.len() > 1 && held(&read) > self.config.limits.episode_bytes)
-            {
+            while read.len() > ARCHIVES_KEPT || (read.len() > 1 && held(&read) > ENTRIES_KEPT) {
                 read.pop_front();
             }
         }
@@ -271,31 +263,6 @@ impl Archives {
             }
         }
     }
-}
-
-/// An archive's refusal naming it `name` (as it was asked for, quoted) instead of its path.
-fn named(err: browserenv_archive::ArchiveError, name: &str) -> browserenv_archive::ArchiveError {
-    use browserenv_archive::ArchiveError;
-    let name = format!("{name:?}");
-    match err {
-        ArchiveError::Open { source, .. } => ArchiveError::Open { name, source },
-        ArchiveError::Refused { why, .. } => ArchiveError::Refused { name, why },
-    }
-}
-
-/// A refusal of where an archive is (`resolve_inside`) as the client may read it: the server's
-/// own folder (as configured, and as resolved) is "the archive folder".
-fn without_folder(why: &str, folder: &Path) -> String {
-    let mut shown = why.to_string();
-    let resolved = folder.canonicalize().ok();
-    for path in resolved.iter().map(PathBuf::as_path).chain([folder]) {
-        let text = path.display().to_string();
-        // A relative folder says nothing of the server's; "." would match everywhere.
-        if text.starts_with('/') && text.len() > 1 {
-            shown = shown.replace(&text, "the archive folder");
-        }
-    }
-    shown
 }
 
 /// Every archive a task file names is inside its folder (`folder`), a file: a task pack whose
@@ -479,7 +446,7 @@ pub(crate) mod tests {
         match plan {
             Some(Plan::Replay { name, archive }) => {
                 assert_eq!(name, "big.warc.gz");
-                assert_eq!(archive.exchanges.len(), 48);
+                assert_eq!(archive.entries.len(), 48);
             }
             _ => panic!("a replay was planned"),
         }

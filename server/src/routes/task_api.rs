@@ -78,7 +78,20 @@ impl TaskApi {
         TaskApi { splits }
     }
 
-    /// The split a request names: `""` is the first.
+    /// Also serve these splits (MiniWoB++'s `train` and `test`), after the task file's; a name
+    /// served already is refused.
+    pub fn with_splits(mut self, splits: Vec<(String, Vec<TaskRef>)>) -> Result<Self, String> {
+        for (name, tasks) in splits {
+            if self.splits.iter().any(|split| split.name == name) {
+                return Err(format!(
+                    "two task sets make a split named {name:?} on the Task API"
+                ));
+            }
+            self.splits.push(Split { name, tasks });
+        }
+        Ok(self)
+    }
+
     /// The split a body of `{"split"}` alone names, checked in OpenEnv's order: the body, then
     /// the environment's name, then the split.
     fn split_named_in(&self, env_name: &str, body: &Bytes) -> Result<&Split, ApiError> {

@@ -60,8 +60,17 @@ pub struct PageFacts {
     pub title: String,
     /// The visible text (cut), for the bot-verification check.
     pub text: String,
-    /// `[x, y, width, height]` of every password input on screen.
+    /// `[x, y, width, height]` of every field on screen holding a secret.
     pub password_boxes: Vec<[i64; 4]>,
+    /// What the focused secret field holds (for the server alone: `Secrets::hold`).
+    pub held: Option<HeldSecret>,
+    /// What trusted input left in secret fields since the last facts (an action's keystrokes,
+    /// paste or drop, noted as each happened, before the page could clear or swap the field),
+    /// one value per field while each value starts the next.
+    pub inputs: Vec<HeldSecret>,
+    /// Input went where the probe cannot see (a closed shadow root it did not see made): what
+    /// was typed counts as a secret.
+    pub opaque_input: bool,
 }
 
 /// The current page's visible text, read on request (never part of an observation).
@@ -134,6 +143,10 @@ pub struct HeldSecret {
 
 /// The most secret-field boxes an observation carries (`password_boxes`).
 pub const MAX_SECRET_BOXES: usize = 32;
+
+/// The most values of secret fields one step's input is read as (`PageFacts::inputs`; the
+/// probe's `MAX_INPUTS`).
+pub const MAX_SECRET_INPUTS: usize = 64;
 
 /// The newest requests of an episode a browser keeps for its task's check (a page can make
 /// thousands), and the most of each one's body, in bytes.

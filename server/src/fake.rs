@@ -171,7 +171,7 @@ impl Browser for FakeBrowser {
             url: self.url.clone(),
             title: "Fake page".into(),
             text: self.script.page_text.clone(),
-            password_boxes: Vec::new(),
+            ..PageFacts::default()
         })
     }
 

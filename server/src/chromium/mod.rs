@@ -472,7 +472,9 @@ impl Drop for Tasks {
 #[cfg(test)]
 mod tests {
     use super::PROBE_JS;
-    use crate::browser::{INCIDENTS_KEPT, INCIDENT_TEXT_CHARS, MAX_SECRET_BOXES, MAX_TITLE_CHARS};
+    use crate::browser::{
+        INCIDENTS_KEPT, INCIDENT_TEXT_CHARS, MAX_SECRET_BOXES, MAX_SECRET_INPUTS, MAX_TITLE_CHARS,
+    };
     use browserenv::text_layer::MAX_RUN_CHARS;
 
     #[test]
@@ -483,6 +485,7 @@ mod tests {
         )));
         assert!(PROBE_JS.contains(&format!("const MAX_TITLE_CHARS = {MAX_TITLE_CHARS};")));
         assert!(PROBE_JS.contains(&format!("const MAX_SECRET_BOXES = {MAX_SECRET_BOXES};")));
+        assert!(PROBE_JS.contains(&format!("const MAX_INPUTS = {MAX_SECRET_INPUTS};")));
         assert!(PROBE_JS.contains(&format!("const MAX_RUN_CHARS = {MAX_RUN_CHARS};")));
     }
 }

@@ -341,7 +341,8 @@ impl<L: Launcher> Environment<L> {
             timings,
             started,
             element: None,
-            secret_field: None,
+            secret_field: false,
+            typed: None,
         };
         let result = self.observe(&mut episode, done).await;
         self.episode = Some(episode);
@@ -369,12 +370,15 @@ impl<L: Launcher> Environment<L> {
         let timeout = PageError::ActionTimeout;
         // What the action is about, read before it changes the page (a click may navigate); for
         // typing and keys, what a secret field in focus holds (ENTER may send it away).
+        // Any other action may put input into the focused field (keys, a chord, a paste): what a
+        // secret field held before it is kept too, whatever it holds after.
         let target = match action.op {
             Op::Click => Some(Some((action.x.unwrap_or(0), action.y.unwrap_or(0)))),
-            Op::Type | Op::Key => Some(None),
-            _ => None,
+            Op::Scroll | Op::Back | Op::Wait | Op::Finish => None,
+            _ => Some(None),
         };
-        let mark = mark_secret && action.op == Op::Type;
+        // A person's mark is for the field their input goes into: the focused one.
+        let mark = mark_secret && target == Some(None);
         let element = match target {
             Some(at) => {
                 match bounded(ELEMENT_TIMEOUT, timeout.clone(), browser.element(at, mark)).await {
@@ -439,14 +443,14 @@ impl<L: Launcher> Environment<L> {
             && !error
                 .as_ref()
                 .is_some_and(|e| e.ends_episode() || *e == PageError::ActionTimeout);
-        let typed = (action.op == Op::Type).then(|| action.text.clone());
         let done = Done {
             error,
             settle,
             timings,
             started,
             element,
-            secret_field: in_secret_field.then_some(typed),
+            secret_field: in_secret_field,
+            typed: (action.op == Op::Type).then(|| action.text.clone()),
         };
         let mut episode = self.episode.take().expect("a live episode");
         let result = self.observe(&mut episode, done).await;
@@ -496,7 +500,7 @@ impl<L: Launcher> Environment<L> {
             episode_id: self.state.episode_id.as_deref(),
             step: self.state.step_count,
         };
-        let layer = observation::read_text(episode, &place).await?;
+        let (layer, _) = observation::read_text(episode, &place).await?;
         // A read cut short before it found anything (a busy renderer) is not kept: the next
         // request for this step tries again.
         if !(layer.truncated && layer.runs.is_empty()) {

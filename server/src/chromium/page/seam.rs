@@ -180,6 +180,17 @@ impl Browser for ChromiumBrowser {
                         .collect()
                 })
                 .unwrap_or_default();
+            facts.held = held_secret(&value["held"]);
+            let inputs = value["inputs"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            for input in inputs.iter().take(crate::browser::MAX_SECRET_INPUTS) {
+                match held_secret(input) {
+                    Some(held) => facts.inputs.push(held),
+                    None => facts.opaque_input |= input["opaque"] == true,
+                }
+            }
             if let (Some(blocked), Ok(mut incidents)) =
                 (value["blocked"].as_array(), self.incidents.lock())
             {

@@ -16,6 +16,8 @@ mod chart;
 mod common;
 #[path = "bench/concurrent.rs"]
 mod concurrent;
+#[path = "bench/cpu.rs"]
+mod cpu;
 #[path = "bench/floor.rs"]
 mod floor;
 #[path = "bench/frames.rs"]

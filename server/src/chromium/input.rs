@@ -49,11 +49,6 @@ impl ChromiumBrowser {
         }
     }
 
-    pub(super) fn acted(&mut self, may_navigate: bool) {
-        self.last_action = Instant::now();
-        self.expect_navigation = may_navigate;
-    }
-
     pub(super) async fn mouse(
         &self,
         kind: DispatchMouseEventType,

@@ -380,8 +380,16 @@ fn update_load_state(states: &LoadStates, target: &TargetId, update: impl FnOnce
 #[derive(Debug, Clone, Default)]
 struct LoadState {
     loading: bool,
-    /// Main-frame loads started, navigations committed (incl. back/forward-cache restores).
+    /// Main-frame loads started, navigations requested or committed (incl. back/forward-cache
+    /// restores).
     navigation_events: u64,
+    /// Navigations of the main frame requested in this tab (`Page.frameRequestedNavigation`: a
+    /// link, a form, a script) or started by the browser (`Page.frameStartedNavigating`:
+    /// history, reload).
+    requests: u64,
+    /// When the latest request came, while it has not started loading, committed or ended: the
+    /// page is on its way to another document (`navigation.rs`).
+    requested: Option<Instant>,
     /// Main-frame loads finished.
     loads_finished: u64,
     /// Main-frame documents committed (each may bring a new renderer).
@@ -414,8 +422,9 @@ pub struct ChromiumBrowser {
     /// The requests this episode's pages made, for a task's `request` check.
     requests: requests::RequestLog,
     new_tabs: Arc<Mutex<Vec<TargetId>>>,
-    last_action: Instant,
-    expect_navigation: bool,
+    /// The current tab's navigation requests (`LoadState::requests`) when its last settle
+    /// ended: a request after it belongs to the step being settled.
+    requests_seen: u64,
     /// The host's: set when the CDP connection ends.
     disconnected: Arc<AtomicBool>,
     load_states: LoadStates,

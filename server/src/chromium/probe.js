@@ -37,6 +37,10 @@
     marked: new WeakSet(),
     fieldNumbers: new WeakMap(),
     fields: 0,
+    // The last click on a link or submission of a form, whose default action (a navigation of
+    // this tab) the settle expects the browser to be asked for, unless a handler prevented it:
+    // read, and forgotten, by the next settle (`navigationExpected`).
+    lastDefault: null,
   };
   // Timers longer than this are polling or idle work, not an effect of the action.
   const SHORT_TIMER_MS = 1000;
@@ -156,6 +160,66 @@
   window.addEventListener('click', stopForbidden, true);
   window.addEventListener('auxclick', stopForbidden, true);
 
+  // A link's click or a form's submission: its default action navigates this tab unless a
+  // handler prevents it (read once every handler has run, by the settle). Noted in the capture
+  // phase, before the page's handlers can stop the event from reaching us.
+  const nativeClosest = Element.prototype.closest;
+  const NativeURL = window.URL;
+  window.addEventListener('click', (event) => {
+    const target = event.target;
+    let link = null;
+    try {
+      link = target && nativeApply(nativeClosest, target, ['a[href], area[href]']);
+    } catch (error) {
+      link = null; // not an element (a text node, a document)
+    }
+    if (link) state.lastDefault = { event, link };
+  }, true);
+  window.addEventListener('submit', (event) => {
+    state.lastDefault = { event, form: event.target, submitter: event.submitter };
+  }, true);
+  // A navigation of this tab to another document over http(s), from the URL and target a link
+  // or form names; a frame or window of another name, a download, a fragment of this document,
+  // another scheme (mailto:, the forbidden ones) are not.
+  const selfTarget = (name) => !name || name === '_self' || (window.top === window && (name === '_top' || name === '_parent'));
+  const leavesDocument = (href) => {
+    let url;
+    try {
+      url = new NativeURL(href, document.baseURI);
+    } catch (error) {
+      return false;
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
+    const here = new NativeURL(location.href);
+    const sameDocument = url.hash !== '' && url.href.split('#')[0] === here.href.split('#')[0];
+    return !sameDocument;
+  };
+  const baseTarget = () => {
+    const base = nativeApply(nativeQuerySelector, document, ['base[target]']);
+    return base ? base.getAttribute('target') : '';
+  };
+  // Whether the last link click or form submission should have asked the browser for a
+  // navigation of this tab; forgotten once read.
+  const navigationExpected = () => {
+    const last = state.lastDefault;
+    state.lastDefault = null;
+    if (!last || last.event.defaultPrevented) return false;
+    if (last.link) {
+      const link = last.link;
+      if (link.hasAttribute('download')) return false;
+      const name = link.hasAttribute('target') ? link.getAttribute('target') : baseTarget();
+      return selfTarget(name) && leavesDocument(link.href);
+    }
+    const form = last.form;
+    const submitter = last.submitter;
+    const method = ((submitter && submitter.getAttribute('formmethod')) || form.getAttribute('method') || '').toLowerCase();
+    if (method === 'dialog') return false;
+    const name = (submitter && submitter.hasAttribute('formtarget')) ? submitter.getAttribute('formtarget')
+      : form.hasAttribute('target') ? form.getAttribute('target') : baseTarget();
+    const action = (submitter && submitter.getAttribute('formaction')) || form.getAttribute('action') || location.href;
+    return selfTarget(name) && leavesDocument(action);
+  };
+
   // A field whose value is a secret: a password field, one drawn as discs by CSS (a PIN), or one
   // the page marks as a one-time code, a card secret or a password (autocomplete). The one rule of
   // the recordings' masks (--redact), the text layer's bullets and the typing kept from watchers,
@@ -196,7 +260,7 @@
   const api = {
     // The in-page part of the settle rule (server/src/chromium/settle.rs says the whole rule and
     // gives the numbers). Resolves once the page is quiet (no requests, no short timers, loaded,
-    // no DOM change for quietMs, at least minMs after the start) and drawn: `frameCount` frames
+    // no DOM change for quietMs) and drawn: `frameCount` frames
     // have begun since the start and since its last change (DOM change, timer callback, request
     // end), so the frame that painted the change has gone to the compositor. The two waits
     // overlap: a change quietMs ago is usually drawn already. A change once the page was found
@@ -208,7 +272,7 @@
     // Frames are asked for only while the last change is not yet drawn: each one costs the
     // renderer and the compositor a few milliseconds of CPU, which sessions sharing a machine
     // pay for each other. A change asks for them again.
-    settle(quietMs, frameCount, noFramesMs, minMs, maxMs) {
+    settle(quietMs, frameCount, noFramesMs, maxMs) {
       const start = browserNow();
       return new Promise((resolve) => {
         const startOrder = ++state.order;
@@ -248,7 +312,7 @@
           if (readyAt === null || (quiet && now - start >= maxMs)) {
             const busy =
               state.requests > 0 || state.timers.size > 0 || document.readyState !== 'complete';
-            if (readyAt === null && !busy && now - state.lastMutation >= quietMs && now - start >= minMs) {
+            if (readyAt === null && !busy && now - state.lastMutation >= quietMs) {
               quiet = true;
             } else if (now - start >= maxMs) {
               quiet = false;
@@ -267,13 +331,13 @@
           }
           finished = true;
           state.wakers.delete(wake);
-          resolve({ bounded: !quiet || undrawn });
+          resolve({ bounded: !quiet || undrawn, expected: navigationExpected() });
           return true;
         };
         // Polled every 10 ms, or sooner when the quiet is due (quietMs after the last DOM change).
         const poll = () => {
           if (finished || over()) return;
-          const due = Math.max(state.lastMutation + quietMs, start + minMs) - browserNow();
+          const due = state.lastMutation + quietMs - browserNow();
           nativeSetTimeout(poll, readyAt === null && due > 0 ? Math.min(10, Math.ceil(due)) : 10);
         };
         state.wakers.add(wake);

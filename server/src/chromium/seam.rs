@@ -14,7 +14,6 @@ impl Browser for ChromiumBrowser {
         let deadline = Instant::now() + timeout;
         let finished_before = self.current.load.borrow().loads_finished;
         let reply = self.exec(NavigateParams::new(url)).await?;
-        self.acted(true);
         if let Some(error) = &reply.error_text {
             return Err(PageError::NavigationFailed(error.clone()));
         }
@@ -27,11 +26,8 @@ impl Browser for ChromiumBrowser {
             })
             .await
         {
-            // The navigation asked for is over: the settle needs no window for one to start
-            // (that window, 40 ms from the navigation's start, outlasted most loads and held a
-            // reset 10-20 ms past its load). A load handler's redirect starts while the settle
-            // waits for its frames, and is settled in turn (`settle_once`).
-            self.acted(false);
+            // The navigation asked for is over. A load handler's redirect is a request of the
+            // page's own, which the settle waits for (`LoadState::navigating`).
             Ok(())
         } else if self.current.load.borrow().crashed {
             Err(PageError::RendererCrashed)
@@ -50,7 +46,6 @@ impl Browser for ChromiumBrowser {
             y,
         )
         .await?;
-        self.acted(true);
         Ok(())
     }
 
@@ -75,34 +70,33 @@ impl Browser for ChromiumBrowser {
             events.push(down);
             events.push(up);
         }
-        self.send_keys(events).await?;
-        self.acted(text.contains('\n'));
-        Ok(())
+        self.send_keys(events).await
     }
 
     async fn press(&mut self, key: Key) -> Result<(), PageError> {
-        self.press_key(key).await?;
-        self.acted(matches!(key, Key::Enter));
-        Ok(())
+        self.press_key(key).await
     }
 
     async fn scroll(&mut self, x: i64, y: i64, dy: i64) -> Result<(), PageError> {
         self.mouse_events(&[(DispatchMouseEventType::MouseWheel, Some(dy))], x, y)
-            .await?;
-        self.acted(false);
-        Ok(())
+            .await
     }
 
     async fn back(&mut self) -> Result<bool, PageError> {
         let (index, entries) = self.history().await?;
         let previous = usize::try_from(index - 1).ok().and_then(|i| entries.get(i));
         let Some((entry_id, _)) = previous else {
-            self.acted(false);
             return Ok(false);
         };
+        // The browser's own navigation: no request of the page's announces it, so it is waited
+        // for here until it shows (it started loading, or a back/forward-cache restore
+        // committed), for as long as a request may take to start.
+        let before = self.current.load.borrow().navigation_events;
         self.exec(NavigateToHistoryEntryParams::new(*entry_id))
             .await?;
-        self.acted(true);
+        let until = Instant::now() + navigation::REQUEST_START_LIMIT;
+        self.wait_load(until, |s| s.navigation_events != before)
+            .await;
         Ok(true)
     }
 

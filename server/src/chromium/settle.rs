@@ -3,12 +3,15 @@
 //! bounds the whole by the seed's wait (`BROWSER_ACTION_WAIT_SECONDS`, `Browser::settle`'s
 //! `bound`). A page is settled when, in order:
 //!
-//! 1. **A navigation the action may have started has started or not.** A click or key that may
-//!    navigate (`acted(true)`) gets `NAVIGATION_WINDOW` from the action for it to start (measured:
-//!    ~10 ms after a link click, ~25 ms after an ENTER); a navigation the server itself asked for
-//!    and saw load (`goto`, `back`) needs none.
-//! 2. **Loaded.** A document loading is waited for, and a navigation that replaces the document
-//!    under the probe starts the settle again on the new one.
+//! 1. **Arrived.** A page on its way to another document (`LoadState::navigating`: a navigation
+//!    requested by the page or started, not yet loaded) is waited for, and a navigation that
+//!    comes while the probe runs starts the settle again on the new document. Which action
+//!    started it does not matter: the browser says so (`navigation.rs`), for a click, a key, a
+//!    timer's redirect or any input an action will send. The one guard beside the browser's word
+//!    is the probe's: a link's click or a form's submission whose default action went ahead
+//!    (`expected`) must be followed by the browser's request; when it has not come by the
+//!    probe's answer, it gets `EXPECTED_REQUEST_WAIT` to come.
+//! 2. **Loaded.** A document loading is waited for.
 //! 3. **Quiet.** No fetch/XHR (or its body) pending, no short timer, `readyState` complete, and the
 //!    DOM unchanged for `QUIET_MS` (changes while the parser builds the document start no quiet
 //!    window: they are not what scripts keep changing).
@@ -25,9 +28,11 @@ use super::*;
 
 /// How long the DOM must be unchanged to count as quiet.
 pub(super) const QUIET_MS: u64 = 30;
-/// A click or key that navigates starts its navigation within ~10-25 ms (measured); wait this long
-/// before believing that it did not.
-pub(super) const NAVIGATION_WINDOW: Duration = Duration::from_millis(40);
+/// How long a link's click or a form's submission that went ahead (the probe's `expected`) may
+/// take to be requested of the browser. Measured: the request comes before the input's answer
+/// (a link, and ENTER in a form on Chromium 156); a submission's navigation is a task the page
+/// runs after the event, so it may come later on a busy renderer.
+const EXPECTED_REQUEST_WAIT: Duration = Duration::from_millis(250);
 /// Animation frames that must begin after the last change: the second one begins once the first,
 /// which painted the change, has gone to the compositor.
 const FRAMES_AFTER_CHANGE: u32 = 2;
@@ -43,11 +48,6 @@ impl ChromiumBrowser {
         bound: Duration,
     ) -> Result<SettleOutcome, PageError> {
         let deadline = Instant::now() + bound;
-        let window = if self.expect_navigation {
-            NAVIGATION_WINDOW
-        } else {
-            Duration::ZERO
-        };
         loop {
             if self.is_closed(self.current.page.target_id()) {
                 // The tab closed itself: settle the one a person would be looking at now.
@@ -59,8 +59,9 @@ impl ChromiumBrowser {
             self.page()?;
             let mut load = self.current.load.clone();
             tokio::select! {
-                outcome = self.settle_once(deadline, window) => {
+                outcome = self.settle_once(deadline) => {
                     if let Some(outcome) = outcome {
+                        self.requests_seen = self.current.load.borrow().requests;
                         return Ok(outcome);
                     }
                 }
@@ -71,9 +72,10 @@ impl ChromiumBrowser {
         }
     }
 
-    /// One settle attempt on the current document; `None` when a navigation replaced it.
-    async fn settle_once(&self, deadline: Instant, window: Duration) -> Option<SettleOutcome> {
-        if self.current.load.borrow().loading && !self.wait_load(deadline, |s| !s.loading).await {
+    /// One settle attempt on the current document; `None` when a navigation replaced it (or
+    /// one is on its way).
+    async fn settle_once(&self, deadline: Instant) -> Option<SettleOutcome> {
+        if !self.wait_arrived(deadline).await {
             return Some(SettleOutcome::Bounded);
         }
         let now = Instant::now();
@@ -81,26 +83,33 @@ impl ChromiumBrowser {
             return Some(SettleOutcome::Bounded);
         }
         let before = self.current.load.borrow().navigation_events;
-        let min_ms = window
-            .saturating_sub(now.duration_since(self.last_action))
-            .as_millis();
         let max_ms = deadline.duration_since(now).as_millis();
-        let call = format!(
-            "settle({QUIET_MS}, {FRAMES_AFTER_CHANGE}, {NO_FRAMES_MS}, {min_ms}, {max_ms})"
-        );
+        let call = format!("settle({QUIET_MS}, {FRAMES_AFTER_CHANGE}, {NO_FRAMES_MS}, {max_ms})");
         let result = probe(&self.current.page, &call, true).await;
-        let navigated = self.current.load.borrow().navigation_events != before;
-        match result {
-            Ok(value) if !navigated => Some(if value["bounded"] == Value::Bool(true) {
-                SettleOutcome::Bounded
-            } else {
-                SettleOutcome::Quiet
-            }),
-            // A navigation replaced the document under the probe: settle the new one.
+        let (navigated, requests) = {
+            let state = self.current.load.borrow();
+            (state.navigation_events != before, state.requests)
+        };
+        let value = match result {
+            Ok(value) if !navigated => value,
+            // A navigation replaced the document under the probe (or is on its way): settle
+            // the new one.
             _ => {
                 tokio::time::sleep(Duration::from_millis(5)).await;
-                None
+                return None;
             }
+        };
+        if value["expected"] == Value::Bool(true) && requests == self.requests_seen {
+            // A link or a form went ahead and the browser has not been asked yet: give it the
+            // time a busy renderer takes, then settle again (the probe has said it once).
+            let until = deadline.min(Instant::now() + EXPECTED_REQUEST_WAIT);
+            self.wait_load(until, |s| s.requests != requests).await;
+            return None;
         }
+        Some(if value["bounded"] == Value::Bool(true) {
+            SettleOutcome::Bounded
+        } else {
+            SettleOutcome::Quiet
+        })
     }
 }

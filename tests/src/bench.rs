@@ -34,6 +34,8 @@ mod remote;
 mod replicas;
 #[path = "bench/resets.rs"]
 mod resets;
+#[path = "bench/seed.rs"]
+mod seed;
 #[path = "bench/sessions_chart.rs"]
 mod sessions_chart;
 #[path = "bench/steps.rs"]

@@ -185,6 +185,7 @@ impl ChromiumBrowser {
             requests,
             new_tabs,
             requests_seen: 0,
+            settled_facts: Mutex::new(None),
             disconnected,
             load_states,
             frames,

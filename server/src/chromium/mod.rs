@@ -425,6 +425,9 @@ pub struct ChromiumBrowser {
     /// The current tab's navigation requests (`LoadState::requests`) when its last settle
     /// ended: a request after it belongs to the step being settled.
     requests_seen: u64,
+    /// What the last settle read of the page as it ended, for the step's facts
+    /// (`settle::SettledFacts`).
+    settled_facts: Mutex<Option<settle::SettledFacts>>,
     /// The host's: set when the CDP connection ends.
     disconnected: Arc<AtomicBool>,
     load_states: LoadStates,

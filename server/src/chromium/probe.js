@@ -272,7 +272,9 @@
     // Frames are asked for only while the last change is not yet drawn: each one costs the
     // renderer and the compositor a few milliseconds of CPU, which sessions sharing a machine
     // pay for each other. A change asks for them again.
-    settle(quietMs, frameCount, noFramesMs, maxMs) {
+    // With `factsChars`, the answer carries the settled page's `facts` too: one call of the
+    // step instead of two.
+    settle(quietMs, frameCount, noFramesMs, maxMs, factsChars) {
       const start = browserNow();
       return new Promise((resolve) => {
         const startOrder = ++state.order;
@@ -331,7 +333,9 @@
           }
           finished = true;
           state.wakers.delete(wake);
-          resolve({ bounded: !quiet || undrawn, expected: navigationExpected() });
+          const answer = { bounded: !quiet || undrawn, expected: navigationExpected() };
+          if (factsChars) answer.facts = api.facts(factsChars);
+          resolve(answer);
           return true;
         };
         // Polled every 10 ms, or sooner when the quiet is due (quietMs after the last DOM change).

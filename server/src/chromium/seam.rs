@@ -144,12 +144,22 @@ impl Browser for ChromiumBrowser {
         // The URL comes from the browser process, so it is known even when the renderer is hung.
         // Unset until the read answers: the caller's bound may drop this call at any await.
         self.renderer_answered = false;
-        // Both at once: one round trip of the step instead of two.
-        let call = format!("facts({MAX_TEXT_CHARS})");
-        let (url, read) = tokio::join!(
-            self.current_url(),
-            tokio::time::timeout(FACTS_TIMEOUT, probe(&self.current.page, &call, false))
-        );
+        // What the settle read as it ended, when the page is still that document; else read
+        // now, both at once: one round trip of the step instead of two.
+        let (url, read) = match self.settled_facts() {
+            Some(facts) => (self.current_url().await, Ok(Ok(facts))),
+            None => {
+                let call = format!("facts({MAX_TEXT_CHARS})");
+                let (url, read) = tokio::join!(
+                    self.current_url(),
+                    tokio::time::timeout(FACTS_TIMEOUT, probe(&self.current.page, &call, false))
+                );
+                if let Ok(Ok(facts)) = &read {
+                    self.note_blocked(facts);
+                }
+                (url, read)
+            }
+        };
         let url = url?;
         self.renderer_answered = matches!(read, Ok(Ok(_)));
         let mut facts = PageFacts {
@@ -173,16 +183,6 @@ impl Browser for ChromiumBrowser {
                         .collect()
                 })
                 .unwrap_or_default();
-            if let (Some(blocked), Ok(mut incidents)) =
-                (value["blocked"].as_array(), self.incidents.lock())
-            {
-                for link in blocked {
-                    let start = link[0].as_str().unwrap_or_default();
-                    let length = link[1].as_u64().unwrap_or_default() as usize;
-                    incidents.navigations_blocked.push(clipped(start, length));
-                }
-                incidents.navigations_blocked.more += value["blockedMore"].as_u64().unwrap_or(0);
-            }
         }
         Ok(facts)
     }

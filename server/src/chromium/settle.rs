@@ -75,22 +75,34 @@ impl ChromiumBrowser {
     /// One settle attempt on the current document; `None` when a navigation replaced it (or
     /// one is on its way).
     async fn settle_once(&self, deadline: Instant) -> Option<SettleOutcome> {
+        let (outcome, facts) = self.settle_attempt(deadline).await?;
+        if let Some(facts) = facts {
+            self.keep_settled_facts(facts);
+        }
+        Some(outcome)
+    }
+
+    /// `settle_once` without keeping what it read: the outcome and the facts the probe read as
+    /// it settled.
+    async fn settle_attempt(&self, deadline: Instant) -> Option<(SettleOutcome, Option<Value>)> {
         if !self.wait_arrived(deadline).await {
-            return Some(SettleOutcome::Bounded);
+            return Some((SettleOutcome::Bounded, None));
         }
         let now = Instant::now();
         if now >= deadline {
-            return Some(SettleOutcome::Bounded);
+            return Some((SettleOutcome::Bounded, None));
         }
         let before = self.current.load.borrow().navigation_events;
         let max_ms = deadline.duration_since(now).as_millis();
-        let call = format!("settle({QUIET_MS}, {FRAMES_AFTER_CHANGE}, {NO_FRAMES_MS}, {max_ms})");
+        let call = format!(
+            "settle({QUIET_MS}, {FRAMES_AFTER_CHANGE}, {NO_FRAMES_MS}, {max_ms}, {MAX_TEXT_CHARS})"
+        );
         let result = probe(&self.current.page, &call, true).await;
         let (navigated, requests) = {
             let state = self.current.load.borrow();
             (state.navigation_events != before, state.requests)
         };
-        let value = match result {
+        let mut value = match result {
             Ok(value) if !navigated => value,
             // A navigation replaced the document under the probe (or is on its way): settle
             // the new one.
@@ -99,6 +111,11 @@ impl ChromiumBrowser {
                 return None;
             }
         };
+        // Links the page stopped are the step's incidents whichever attempt read them.
+        let facts = value.get_mut("facts").map(Value::take);
+        if let Some(facts) = &facts {
+            self.note_blocked(facts);
+        }
         if value["expected"] == Value::Bool(true) && requests == self.requests_seen {
             // A link or a form went ahead and the browser has not been asked yet: give it the
             // time a busy renderer takes, then settle again (the probe has said it once).
@@ -106,10 +123,55 @@ impl ChromiumBrowser {
             self.wait_load(until, |s| s.requests != requests).await;
             return None;
         }
-        Some(if value["bounded"] == Value::Bool(true) {
+        let outcome = if value["bounded"] == Value::Bool(true) {
             SettleOutcome::Bounded
         } else {
             SettleOutcome::Quiet
-        })
+        };
+        Some((outcome, facts))
+    }
+}
+
+/// The facts a settle read as it ended (`facts` of the probe's answer), and the document they
+/// are of: the current tab's, until a navigation (`LoadState::navigation_events`).
+pub(super) struct SettledFacts {
+    tab: TargetId,
+    navigation_events: u64,
+    facts: Value,
+}
+
+impl ChromiumBrowser {
+    fn keep_settled_facts(&self, facts: Value) {
+        let kept = SettledFacts {
+            tab: self.current.page.target_id().clone(),
+            navigation_events: self.current.load.borrow().navigation_events,
+            facts,
+        };
+        if let Ok(mut settled) = self.settled_facts.lock() {
+            *settled = Some(kept);
+        }
+    }
+
+    /// The facts the last settle read, once, if the page is still the document they are of.
+    pub(super) fn settled_facts(&self) -> Option<Value> {
+        let kept = self.settled_facts.lock().ok()?.take()?;
+        let same = kept.tab == *self.current.page.target_id()
+            && kept.navigation_events == self.current.load.borrow().navigation_events;
+        same.then_some(kept.facts)
+    }
+
+    /// The links the page's probe stopped since it was last asked (the probe's `facts`), as the
+    /// step's incidents.
+    pub(super) fn note_blocked(&self, facts: &Value) {
+        if let (Some(blocked), Ok(mut incidents)) =
+            (facts["blocked"].as_array(), self.incidents.lock())
+        {
+            for link in blocked {
+                let start = link[0].as_str().unwrap_or_default();
+                let length = link[1].as_u64().unwrap_or_default() as usize;
+                incidents.navigations_blocked.push(clipped(start, length));
+            }
+            incidents.navigations_blocked.more += facts["blockedMore"].as_u64().unwrap_or(0);
+        }
     }
 }

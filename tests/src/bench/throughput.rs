@@ -11,6 +11,9 @@ use browserenv_server::chromium::{Isolation, DEFAULT_EPISODES_PER_BROWSER};
 use browserenv_server::settings::EnvSettings;
 
 use crate::common::{long_episodes, open_sessions, server_with};
+use browserenv_server::site::serve_dir;
+use browserenv_tests::assets_dir;
+
 use crate::cpu::{own_cpu_ms, CpuReading};
 use crate::regressions::{cell, record, Better};
 
@@ -117,5 +120,8 @@ pub async fn run(_rounds: usize) -> anyhow::Result<()> {
             harness.stop().await;
         }
     }
+    // The seed's reference, on the same page and cores.
+    let pages = serve_dir(assets_dir().join("pages")).await?;
+    crate::seed::reference(&pages.url("long.html")).await?;
     Ok(())
 }

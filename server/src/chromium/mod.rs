@@ -25,6 +25,7 @@ mod navigation;
 mod page_events;
 /// Public for the tests and the bench's `transport` part, which measure the bridge.
 pub mod pipe;
+mod prepared;
 mod process;
 mod remote;
 mod requests;
@@ -78,7 +79,8 @@ use browserenv::models::{Key, VIEWPORT_HEIGHT, VIEWPORT_WIDTH};
 use browserenv::text_layer::{TextRun, MAX_RUNS, MAX_RUN_CHARS};
 
 use crate::browser::{
-    clip, clipped, Browser, Incidents, Launcher, PageError, PageFacts, PageText, SettleOutcome,
+    clip, clipped, Browser, Handover, Incidents, Launcher, PageError, PageFacts, PageText,
+    Preparation, SettleOutcome,
 };
 
 pub use capture::Screenshots;
@@ -428,6 +430,12 @@ pub struct ChromiumBrowser {
     /// What the last settle read of the page as it ended, for the step's facts
     /// (`settle::SettledFacts`).
     settled_facts: Mutex<Option<settle::SettledFacts>>,
+    /// This context's page, loaded ahead for the episode it will serve (`prepared.rs`).
+    prepared: Option<prepared::Prepared>,
+    /// What a reset that took the prepared page reads instead of the page.
+    handed: Option<prepared::Handed>,
+    /// A page was loaded in this context ahead that no episode may start on.
+    spoiled: bool,
     /// The host's: set when the CDP connection ends.
     disconnected: Arc<AtomicBool>,
     load_states: LoadStates,

@@ -41,6 +41,10 @@
     // this tab) the settle expects the browser to be asked for, unless a handler prevented it:
     // read, and forgotten, by the next settle (`navigationExpected`).
     lastDefault: null,
+    // Everything the page did on its own, counted: a change (above), and any callback of its
+    // timers, intervals and animation frames. A page loaded ahead for the next episode is handed
+    // over only if this has not moved since it was pictured (`pristine`).
+    activity: 0,
   };
   // Timers longer than this are polling or idle work, not an effect of the action.
   const SHORT_TIMER_MS = 1000;
@@ -71,13 +75,22 @@
 
   const changed = () => {
     state.lastChange = ++state.order;
+    state.activity++;
     for (const wake of state.wakers) wake();
+  };
+  // A callback of the page's that counts as activity when it runs.
+  const active = (handler) => function (...args) {
+    state.activity++;
+    return handler.apply(this, args);
   };
 
   window.setTimeout = function (handler, delay, ...args) {
     const ms = Number(delay) || 0;
-    if (typeof handler !== 'function' || ms > SHORT_TIMER_MS) {
+    if (typeof handler !== 'function') {
       return nativeSetTimeout(handler, delay, ...args);
+    }
+    if (ms > SHORT_TIMER_MS) {
+      return nativeSetTimeout(active(handler), delay, ...args);
     }
     const id = nativeSetTimeout(function () {
       state.timers.delete(id);
@@ -93,6 +106,13 @@
   window.clearTimeout = function (id) {
     state.timers.delete(id);
     return nativeClearTimeout(id);
+  };
+  const nativeSetInterval = window.setInterval.bind(window);
+  window.setInterval = function (handler, ...rest) {
+    return nativeSetInterval(typeof handler === 'function' ? active(handler) : handler, ...rest);
+  };
+  window.requestAnimationFrame = function (callback) {
+    return nativeRequestAnimationFrame(typeof callback === 'function' ? active(callback) : callback);
   };
 
   // A call counted as a request from its start until its promise settles.
@@ -348,6 +368,15 @@
         wake();
         poll();
       });
+    },
+    // Whether the page has done nothing on its own since `activity()` said `mark`: no change, no
+    // callback of its timers or frames, nothing pending, no animation running.
+    activity() {
+      return state.activity;
+    },
+    pristine(mark) {
+      const running = document.getAnimations().some((animation) => animation.playState === 'running');
+      return state.activity === mark && state.requests === 0 && state.timers.size === 0 && !running;
     },
     facts(maxText) {
       const blocked = state.blocked.splice(0);

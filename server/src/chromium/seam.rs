@@ -141,6 +141,11 @@ impl Browser for ChromiumBrowser {
     }
 
     async fn facts(&mut self) -> Result<PageFacts, PageError> {
+        if let Some(facts) = self.handed.as_mut().and_then(|handed| handed.facts.take()) {
+            // Read as the page was prepared; it has not changed since.
+            self.renderer_answered = true;
+            return Ok(facts);
+        }
         // The URL comes from the browser process, so it is known even when the renderer is hung.
         // Unset until the read answers: the caller's bound may drop this call at any await.
         self.renderer_answered = false;
@@ -295,6 +300,10 @@ impl Browser for ChromiumBrowser {
         // answered. It is sent again, to the new document, for as long as the step's screenshot
         // budget (the caller's bound) lasts: a page that navigates without end is judged by it.
         // So is one that opens tabs in front of ours while it is captured (`keep_in_front`).
+        if let Some(picture) = self.handed.take().and_then(|handed| handed.picture) {
+            // Taken as the page was prepared; it has not changed since.
+            return Ok(picture);
+        }
         let mut commits = self.current.load.clone();
         loop {
             self.keep_in_front().await?;
@@ -374,6 +383,14 @@ impl Browser for ChromiumBrowser {
 
     fn is_alive(&self) -> bool {
         !self.disconnected.load(Ordering::SeqCst)
+    }
+
+    fn prepare_next(&mut self, start: Preparation) {
+        self.prepare_successor(start);
+    }
+
+    async fn take_prepared(&mut self, url: Option<&str>) -> Handover {
+        self.take_prepared_page(url).await
     }
 
     fn take_incidents(&mut self) -> Incidents {

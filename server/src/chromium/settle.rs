@@ -47,6 +47,10 @@ impl ChromiumBrowser {
         &mut self,
         bound: Duration,
     ) -> Result<SettleOutcome, PageError> {
+        if let Some(handed) = &self.handed {
+            // The page was settled as it was prepared, and has not changed since.
+            return Ok(handed.outcome);
+        }
         let deadline = Instant::now() + bound;
         loop {
             if self.is_closed(self.current.page.target_id()) {

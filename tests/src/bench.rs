@@ -125,7 +125,10 @@ impl Part {
                 print_measure_header();
                 resets::new_chromium_per_episode(rounds).await?;
                 let back_to_back = resets::back_to_back(rounds).await?;
+                let note = resets::after_short_episodes(rounds).await?;
                 resets::print_phases(&back_to_back.phase_rows);
+                println!();
+                println!("{note}");
                 figures.resets = back_to_back.figures;
                 Ok(())
             }

@@ -358,11 +358,22 @@
           resolve(answer);
           return true;
         };
-        // Polled every 10 ms, or sooner when the quiet is due (quietMs after the last DOM change).
+        // Until the page is found quiet, polled every 10 ms, or sooner when the quiet is due
+        // (quietMs after the last DOM change). Then the frames' callbacks judge, and a poll is
+        // only needed when none may come: at the end of noFramesMs without one (or at once on a
+        // hidden page). Each poll wakes the page's renderer, which eight sessions pay for
+        // each other.
         const poll = () => {
           if (finished || over()) return;
-          const due = state.lastMutation + quietMs - browserNow();
-          nativeSetTimeout(poll, readyAt === null && due > 0 ? Math.min(10, Math.ceil(due)) : 10);
+          const now = browserNow();
+          let next = 10;
+          if (readyAt === null) {
+            const due = state.lastMutation + quietMs - now;
+            if (due > 0) next = Math.min(10, Math.ceil(due));
+          } else if (!document.hidden) {
+            next = Math.max(10, Math.ceil(Math.max(readyAt, askedAt, lastFrameAt) + noFramesMs - now));
+          }
+          nativeSetTimeout(poll, next);
         };
         state.wakers.add(wake);
         wake();

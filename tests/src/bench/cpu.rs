@@ -41,10 +41,11 @@ fn processes() -> Vec<(i32, String)> {
         .collect()
 }
 
-/// A process's kind, from its `--type=` switch.
+/// A process's kind, from its `--type=` switch (Chromium's helpers rewrite their command line
+/// into one string: the arguments are separated by spaces or NULs).
 fn kind(cmdline: &str) -> &'static str {
     let switch = cmdline
-        .split('\0')
+        .split(['\0', ' '])
         .find_map(|arg| arg.strip_prefix("--type="))
         .unwrap_or("");
     match switch {

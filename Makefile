@@ -32,7 +32,7 @@ DOCKER_BUILD_ARGS ?=
 # Where the Docker daemon `make docker` starts (when none answers) writes its log.
 DOCKERD_LOG ?= /var/log/dockerd.log
 
-.PHONY: demo server test bench check chromium terminals venv python-venv deploytools docker toolchain image
+.PHONY: demo server miniwob test bench check chromium terminals venv python-venv deploytools docker toolchain image
 
 ## The terminal UI on an embedded server and the bundled offline demo site.
 demo: chromium toolchain
@@ -41,6 +41,13 @@ demo: chromium toolchain
 ## Start the server on 127.0.0.1:$(PORT), with the test pages on a port of their own.
 server: chromium toolchain
 	cargo run --release -p browserenv-server -- --port $(PORT) --site assets/pages
+
+## MiniWoB++'s 125 tasks on a server at 127.0.0.1:$(PORT): the pages of the `miniwob` package the venv
+## installs (tests/python/requirements.txt), its `html` folder given as --miniwob DIR;
+## reset(task_id="miniwob.click-test", seed=N) (docs/tasks.md, "MiniWoB++").
+MINIWOB_DIR = $$($(VENV)/bin/python -c 'import miniwob, pathlib; print(pathlib.Path(miniwob.__file__).parent / "html")')
+miniwob: chromium toolchain venv
+	cargo run --release -p browserenv-server -- --port $(PORT) --miniwob "$(MINIWOB_DIR)"
 
 ## Everything: formatting, lints, Rust unit + end-to-end tests on real Chromium, the UI in real
 ## terminals (xterm, kitty, tmux under Xvfb), Python interop, the Docker image.

@@ -1,4 +1,4 @@
-//! Campaigns (`--campaign DIR`, `server/src/features/campaign/`) over real sockets on the fake browser:
+//! Campaigns (`--campaign DIR`, `server/src/campaign/`) over real sockets on the fake browser:
 //! a person's lease started with `reset` on a session of their own token, recorded under their
 //! name, saved with their mark once on disk; a skip; a lease lost when its session closes; a
 //! restart that loses nothing; a reviewer's "wrong" putting the task back; people who are their

@@ -643,7 +643,7 @@ async fn peer_requests_are_signed_never_carry_the_token_and_follow_no_redirect()
     }
 }
 
-use browserenv_server::replicas::signing;
+use browserenv_server::operations::signing;
 
 /// A signature for `host`, as a replica makes it for a `GET` lookup (`Accept: application/json`).
 fn signed_lookup(host: &str, path: &str) -> String {

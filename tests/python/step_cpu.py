@@ -4,7 +4,7 @@ A server's step is a wheel (or click, or keys), the settle (the page probe's `se
 quiet and two animation frames begun since its last change), the page's facts (the probe's
 `facts`, and the URL from the browser) and the picture (a screencast's first frame: the
 compositor's frame copied, then encoded as PNG in the browser process). This script does those
-parts on raw CDP with the server's probe (server/src/chromium/probe.js) and rendering flags, adding
+parts on raw CDP with the server's probe (server/src/chromium/page/probe.js) and rendering flags, adding
 one part at a time, with TABS tabs stepping at once (in one browser, or each in a browser of its
 own as BROWSER_ISOLATION=process runs them), and prints the CPU time of every Chromium process
 per step, by process type: the difference between two rows is what a part costs.
@@ -39,9 +39,9 @@ import websockets
 
 from capture_paths import CLOCK_TICKS, Cdp, cpu_ticks_by_type, kill_tree
 
-PROBE = (Path(__file__).parents[2] / "server/src/chromium/probe.js").read_text()
+PROBE = (Path(__file__).parents[2] / "server/src/chromium/page/probe.js").read_text()
 # The server's launch flags that change how pages are drawn or what runs beside them
-# (server/src/chromium/process.rs), without its DevTools pipe, sandbox and profile handling.
+# (server/src/chromium/launch/process.rs), without its DevTools pipe, sandbox and profile handling.
 FLAGS = [
     "--headless", "--disable-gpu", "--no-sandbox", "--disable-dev-shm-usage", "--disable-quic",
     "--no-first-run", "--disable-background-networking", "--disable-component-update",

@@ -24,6 +24,8 @@ mod floor;
 mod frames;
 #[path = "bench/memory.rs"]
 mod memory;
+#[path = "bench/miniwob.rs"]
+mod miniwob;
 #[path = "bench/recording.rs"]
 mod recording;
 #[path = "bench/regressions.rs"]
@@ -77,11 +79,13 @@ enum Part {
     Replicas,
     /// Web archives: a reset and a scroll step live, recording and replaying; an archive's size.
     Archive,
+    /// MiniWoB++: a reset, a step, episodes per second with 1, 4 and 8 sessions.
+    MiniWob,
 }
 
 impl Part {
     /// Every part, in the order a full run takes them (`scroll` is in `steps`).
-    const ALL: [Part; 10] = [
+    const ALL: [Part; 11] = [
         Part::Floor,
         Part::Transport,
         Part::Reset,
@@ -92,6 +96,7 @@ impl Part {
         Part::Tui,
         Part::Replicas,
         Part::Archive,
+        Part::MiniWob,
     ];
 
     fn name(self) -> &'static str {
@@ -107,6 +112,7 @@ impl Part {
             Part::Tui => "tui",
             Part::Replicas => "replicas",
             Part::Archive => "archive",
+            Part::MiniWob => "miniwob",
         }
     }
 
@@ -162,6 +168,7 @@ impl Part {
             }
             Part::Replicas => replicas::run(rounds).await,
             Part::Archive => archive::run(rounds).await,
+            Part::MiniWob => miniwob::run(rounds).await,
         }
     }
 }

@@ -28,6 +28,20 @@ pub fn assets_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../assets")
 }
 
+/// MiniWoB++'s pages: `BROWSER_MINIWOB_DIR`, else the `html` folder of the `miniwob` package in
+/// the repository's venv (`.venv`, which `make venv` installs from tests/python/requirements.txt).
+pub fn miniwob_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("BROWSER_MINIWOB_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    let lib = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.venv/lib");
+    std::fs::read_dir(lib)
+        .ok()?
+        .flatten()
+        .map(|python| python.path().join("site-packages/miniwob/html"))
+        .find(|html| html.join("core/core.js").is_file())
+}
+
 pub fn chromium_path() -> PathBuf {
     std::env::var_os("BROWSER_CHROMIUM")
         .map(PathBuf::from)
@@ -247,7 +261,7 @@ impl RemoteChromium {
         // The full Chromium, as a pool's browser usually is, where it is installed.
         let full = PathBuf::from(browserenv_server::chromium::CHROMIUM);
         let mut command = Command::new(if full.exists() { full } else { chromium_path() });
-        // Deliberately not the server's flags (server/src/chromium/process.rs): a remote is someone else's
+        // Deliberately not the server's flags (server/src/chromium/launch/process.rs): a remote is someone else's
         // browser, started the plain way a pool starts one, without our popup and scrolling
         // flags and at another window size and scale, which the server must cope with.
         command

@@ -82,7 +82,7 @@ impl RawChromium {
         let (command_read, command_write) = pipe()?;
         let (answer_read, answer_write) = pipe()?;
         let mut command = Command::new(executable);
-        if !browserenv_server::chromium::sandbox::auto() {
+        if !browserenv_server::chromium::launch::sandbox::auto() {
             command.arg("--no-sandbox");
         }
         command

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use browserenv::{BrowserAction, Client};
 use browserenv_archive::{ArchiveInfo, ArchiveWriter, Exchange, Request, Response};
-use browserenv_server::features::archive::ArchiveConfig;
+use browserenv_server::archive::ArchiveConfig;
 use browserenv_server::ServerConfig;
 use browserenv_tests::{test_settings, Harness};
 use serde_json::{json, Map, Value};
@@ -337,7 +337,7 @@ fn a_task_file_s_archives_stay_inside_its_folder() {
         .join("\n"),
     )
     .unwrap();
-    let why = browserenv_tui::task_files::check(&file).unwrap_err();
+    let why = browserenv_tui::offline::task_files::check(&file).unwrap_err();
     for (id, reason) in [
         ("up", "no `..`"),
         ("link", "leads outside"),

@@ -531,7 +531,7 @@ async fn stun_heard(egress: bool) -> (usize, String) {
     let stun_address = stun.local_addr().unwrap();
     let site_url = url::Url::parse(&site.url("")).unwrap();
     let authority = format!("127.0.0.1:{}", site_url.port().unwrap());
-    let policy = browserenv_server::chromium::egress::EgressPolicy::new(&[authority])
+    let policy = browserenv_server::chromium::intercept::egress::EgressPolicy::new(&[authority])
         .await
         .unwrap();
     let chromium = browserenv_server::chromium::ChromiumConfig {
@@ -604,9 +604,10 @@ async fn private_networks_are_refused_when_asked_except_the_site() {
         site_url.host_str().unwrap(),
         site_url.port().unwrap()
     );
-    let policy = browserenv_server::chromium::egress::EgressPolicy::new(&[site_authority])
-        .await
-        .unwrap();
+    let policy =
+        browserenv_server::chromium::intercept::egress::EgressPolicy::new(&[site_authority])
+            .await
+            .unwrap();
     let chromium = browserenv_server::chromium::ChromiumConfig {
         egress: Some(std::sync::Arc::new(policy)),
         ..browserenv_tests::test_chromium()

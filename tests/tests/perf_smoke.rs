@@ -78,7 +78,7 @@ async fn the_server_stays_within_twice_the_raw_cdp_floor() {
     }
     // Clicks on the page's text, which navigate nowhere: the press and release, then the next
     // frame on the floor; the settle decides from the browser's own events that no navigation
-    // came (server/src/chromium/navigation.rs).
+    // came (server/src/chromium/page/navigation.rs).
     for _ in 0..20 {
         let started = Instant::now();
         let result = client.step(BrowserAction::click(700, 500)).await.unwrap();

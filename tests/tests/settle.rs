@@ -286,7 +286,7 @@ async fn the_headless_shell_draws_pages_as_the_full_chromium_does() {
 }
 
 /// A site whose pages navigate late, to a page that answers late: what the settle must follow
-/// without a window of its own for navigations to start (`server/src/chromium/navigation.rs`).
+/// without a window of its own for navigations to start (`server/src/chromium/page/navigation.rs`).
 mod late_site {
     use std::time::Duration;
 

@@ -6,7 +6,7 @@ use browserenv::{Client, StepResult};
 use browserenv_server::environment::TaskCatalog;
 use browserenv_server::ServerConfig;
 use browserenv_tests::{assets_dir, chromium_path, test_settings, Harness, Picture};
-use browserenv_tui::task_files::{snapshot, Snapshot, PACK_SOLUTIONS, PACK_TASKS};
+use browserenv_tui::offline::task_files::{snapshot, Snapshot, PACK_SOLUTIONS, PACK_TASKS};
 use serde_json::{json, Map};
 
 async fn run_solutions(

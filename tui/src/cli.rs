@@ -16,12 +16,12 @@ use browserenv_collect::tasks::TaskSet;
 use browserenv_collect::trajectory::{Actor, Recorder, RecorderHandle, TrajectoryWriter};
 
 use crate::app::{App, Msg, TaskView};
-use crate::embedded::{default_site_dir, start_embedded, Embedded};
-use crate::event_loop::{run as run_loop, Exit, GraphicsSource, LoopOptions};
-use crate::export::ExportFormat;
 use crate::graphics::GraphicsChoice;
+use crate::live::event_loop::{run as run_loop, Exit, GraphicsSource, LoopOptions};
+use crate::net::embedded::{default_site_dir, start_embedded, Embedded};
+use crate::offline::export::ExportFormat;
 use crate::output::printable;
-use crate::terminal::{enter, hangup, probe_graphics};
+use crate::screen::terminal::{enter, hangup, probe_graphics};
 
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -121,7 +121,7 @@ pub enum Command {
         #[arg(long)]
         server: Option<String>,
         /// Fraction of pixels that may differ before a screenshot counts as diverged.
-        #[arg(long, default_value_t = crate::replay::DEFAULT_TOLERANCE)]
+        #[arg(long, default_value_t = crate::offline::replay::DEFAULT_TOLERANCE)]
         tolerance: f64,
     },
     /// Browse and review a recording in the terminal: steps, the frame before and after, the
@@ -185,7 +185,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             drop_marked,
             unreviewed,
         }) => {
-            let mut selection = crate::export::Selection {
+            let mut selection = crate::offline::export::Selection {
                 reviewed_only: *reviewed_only,
                 drop_marked: drop_marked.clone(),
                 episodes: None,
@@ -217,7 +217,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             } else if *unreviewed {
                 anyhow::bail!("--unreviewed is for a campaign's folder (it has campaign.json)");
             }
-            let report = crate::export::export(&recording, out, *format, &selection)?;
+            let report = crate::offline::export::export(&recording, out, *format, &selection)?;
             for problem in &report.problems {
                 eprintln!("warning: {}", printable(problem));
             }
@@ -259,7 +259,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             tolerance,
         }) => {
             let diverged =
-                crate::replay::command(&cli, dir, server.clone(), *live, *tolerance).await?;
+                crate::offline::replay::command(&cli, dir, server.clone(), *live, *tolerance)
+                    .await?;
             if diverged {
                 std::process::exit(2);
             }
@@ -267,7 +268,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Some(Command::View { dir, reviewer }) => {
             let reviewer = crate::review::default_reviewer(reviewer.clone());
-            return crate::viewer::run_viewer(dir, cli.graphics, reviewer);
+            return crate::offline::viewer::run_viewer(dir, cli.graphics, reviewer);
         }
         Some(Command::Tasks {
             action:
@@ -278,7 +279,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     task_base_url,
                 },
         }) => {
-            let asked = crate::task_files::Snapshot {
+            let asked = crate::offline::task_files::Snapshot {
                 file: file.clone(),
                 out: out.clone(),
                 solutions: solutions.clone(),
@@ -286,15 +287,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 site: cli.site.clone().unwrap_or_else(default_site_dir),
                 chromium: cli.chromium.clone(),
             };
-            let report = crate::task_files::snapshot(&asked).await?;
-            for line in crate::task_files::summary(&asked, &report) {
+            let report = crate::offline::task_files::snapshot(&asked).await?;
+            for line in crate::offline::task_files::summary(&asked, &report) {
                 println!("{}", printable(&line));
             }
             return Ok(());
         }
         Some(Command::Tasks {
             action: TasksCommand::Check { file },
-        }) => match crate::task_files::check(file) {
+        }) => match crate::offline::task_files::check(file) {
             Ok(summary) => {
                 println!("{}", printable(&summary));
                 return Ok(());
@@ -347,7 +348,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Some(dir) => Some(open_recorder(dir, watch.is_some())?),
         None => None,
     };
-    let typed_secrets = browserenv_server::features::archive::TypedSecrets::default();
+    let typed_secrets = browserenv_server::archive::TypedSecrets::default();
     // Signals are caught from here on, also while the server starts (their default action would
     // leave the terminal raw and a browser running), and a terminal that goes away is noticed.
     let mut stop = stop_requests();
@@ -440,7 +441,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 async fn serve(
     cli: &Cli,
     tasks: Option<TaskSet>,
-    typed_secrets: &browserenv_server::features::archive::TypedSecrets,
+    typed_secrets: &browserenv_server::archive::TypedSecrets,
 ) -> anyhow::Result<Served> {
     if let Some(server) = &cli.server {
         let start = cli
@@ -462,7 +463,7 @@ async fn serve(
             session_timeout: None,
             ..PeerTimeouts::default()
         },
-        archive: browserenv_server::features::archive::ArchiveConfig {
+        archive: browserenv_server::archive::ArchiveConfig {
             record_into: cli.record.clone().filter(|_| cli.archive),
             typed_secrets: typed_secrets.clone(),
             ..Default::default()
@@ -590,7 +591,7 @@ async fn review_command(
     token: String,
     graphics: crate::graphics::GraphicsChoice,
 ) -> anyhow::Result<()> {
-    let sessions = crate::sessions::Sessions::new(server, Some(token))?;
+    let sessions = crate::net::sessions::Sessions::new(server, Some(token))?;
     let mut reviewed = 0;
     loop {
         let dir = std::env::temp_dir().join(format!(
@@ -598,7 +599,7 @@ async fn review_command(
             std::process::id(),
             uuid::Uuid::new_v4()
         ));
-        let fetched = crate::campaign::fetch_review(&sessions, &dir).await;
+        let fetched = crate::net::campaign::fetch_review(&sessions, &dir).await;
         let fetched = match fetched {
             Ok(Some(fetched)) => fetched,
             Ok(None) => {
@@ -623,12 +624,12 @@ async fn review_command(
         let shown = {
             let (dir, name) = (dir.clone(), fetched.reviewer.clone());
             tokio::task::spawn_blocking(move || {
-                crate::viewer::run_viewer(&dir, graphics, Some(name))
+                crate::offline::viewer::run_viewer(&dir, graphics, Some(name))
             })
             .await?
         };
         let sent = match shown {
-            Ok(()) => crate::campaign::submit_review(&sessions, &dir, &fetched).await,
+            Ok(()) => crate::net::campaign::submit_review(&sessions, &dir, &fetched).await,
             Err(err) => Err(err),
         };
         let _ = std::fs::remove_dir_all(&dir);

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use browserenv_tui::app::{App, KeyInput, Msg};
-use browserenv_tui::event_loop::render;
 use browserenv_tui::graphics::Graphics;
-use browserenv_tui::painter::Painter;
+use browserenv_tui::live::event_loop::render;
+use browserenv_tui::screen::painter::Painter;
 use image::{DynamicImage, Rgb, RgbImage};
 use ratatui::backend::TestBackend;
 use ratatui::layout::Size;
@@ -236,7 +236,7 @@ fn the_hand_back_note_prompt() {
 /// bar shows.
 #[test]
 fn the_status_bar_is_readable_on_any_theme() {
-    use browserenv_tui::text_overlay::contrast;
+    use browserenv_tui::screen::text_overlay::contrast;
     use ratatui::style::Color;
     let mut states: Vec<App> = Vec::new();
     let mut plain = app();

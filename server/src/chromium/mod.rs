@@ -9,30 +9,17 @@
 //! watchers and load state), `input` (commands and input events), `navigation` (history, URL,
 //! loads, settling), `tabs` (following tabs), `capture` (screenshots), `seam` (the `Browser`
 //! operations built from them),
-//! `archive` (an episode's archive work: request interception), `remote` (`--browser-url`),
+//! `archive` (an episode's archive work: request interception), `page_setup` (a zoom and scripts
+//! an episode asks of its pages, and the picture's pixels mapped to the page's), `prepared` (the
+//! next episode's page loaded ahead), `remote`
+//! (`--browser-url`),
 //! `process` (our own Chromium processes and profiles), `sandbox`,
 //! `memory` (the renderer memory limit), `egress` (the private-network proxy). This file holds the
 //! settings, the launcher and the state the rooms share.
 
-mod archive;
-mod capture;
-mod connect;
-pub mod egress;
-mod host;
-mod input;
-mod memory;
-mod navigation;
-mod page_events;
-/// Public for the tests and the bench's `transport` part, which measure the bridge.
-pub mod pipe;
-mod prepared;
-mod process;
-mod remote;
-mod requests;
-pub mod sandbox;
-mod seam;
-mod settle;
-mod tabs;
+pub mod intercept;
+pub mod launch;
+pub mod page;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -83,16 +70,16 @@ use crate::browser::{
     Preparation, SettleOutcome,
 };
 
-pub use capture::Screenshots;
-pub use host::Isolation;
-pub use process::{clean_leftovers, kill_all, live_count, shutdown_all, FLAGS};
-pub use remote::{redacted_url, remote_version, without_secrets_of};
+pub use launch::host::Isolation;
+pub use launch::process::{clean_leftovers, kill_all, live_count, shutdown_all, FLAGS};
+pub use launch::remote::{redacted_url, remote_version, without_secrets_of};
+pub use page::capture::Screenshots;
 
 // The rooms' shared helpers, for every room (`use super::*`).
-use host::{Endpoint, Host, OwnedContext};
-use page_events::{evaluate, prepare_page, probe};
+use launch::host::{Endpoint, Host, OwnedContext};
+use page::page_events::{evaluate, prepare_page, probe};
 
-const PROBE_JS: &str = include_str!("probe.js");
+const PROBE_JS: &str = include_str!("page/probe.js");
 /// Cap on the page text read for the bot-verification check.
 const MAX_TEXT_CHARS: usize = 20_000;
 /// How long a failed command waits for news that its tab was closed (the events come ~ms apart).
@@ -161,7 +148,7 @@ pub struct ChromiumConfig {
     pub renderer_memory_mb: u64,
     /// Refuse connections to private addresses (`BROWSER_BLOCK_PRIVATE_NETWORKS`; egress.rs).
     /// Our own browsers only.
-    pub egress: Option<Arc<egress::EgressPolicy>>,
+    pub egress: Option<Arc<intercept::egress::EgressPolicy>>,
     /// Whether sessions get a Chromium each or share one (`BROWSER_ISOLATION`; see `host.rs`).
     pub isolation: Isolation,
     /// Episodes one browser serves before it is replaced by a fresh one
@@ -183,7 +170,7 @@ impl Default for ChromiumConfig {
             launch_timeout: Duration::from_secs(20),
             remote: None,
             ignore_https_errors: false,
-            sandbox: sandbox::auto(),
+            sandbox: launch::sandbox::auto(),
             renderer_memory_mb: DEFAULT_RENDERER_MEMORY_MB,
             egress: None,
             isolation: Isolation::Process,
@@ -232,7 +219,7 @@ impl ChromiumLauncher {
         }
         let ignore_https_errors = config.ignore_https_errors;
         let mut process =
-            tokio::task::spawn_blocking(move || process::ChromiumProcess::launch(&config))
+            tokio::task::spawn_blocking(move || launch::process::ChromiumProcess::launch(&config))
                 .await??;
         process.serve_devtools().await?;
         Host::connect(Endpoint::Local(process), ignore_https_errors).await
@@ -419,21 +406,21 @@ pub struct ChromiumBrowser {
     /// Older tabs stay open, as in a person's browser (unwatched); the newest is last.
     previous_pages: Vec<Page>,
     /// The episode's archive work, while it runs (`archive.rs`).
-    archive: Option<archive::Interception>,
+    archive: Option<intercept::archive::Interception>,
     incidents: Arc<Mutex<Incidents>>,
     /// The requests this episode's pages made, for a task's `request` check.
-    requests: requests::RequestLog,
+    requests: intercept::requests::RequestLog,
     new_tabs: Arc<Mutex<Vec<TargetId>>>,
     /// The current tab's navigation requests (`LoadState::requests`) when its last settle
     /// ended: a request after it belongs to the step being settled.
     requests_seen: u64,
     /// What the last settle read of the page as it ended, for the step's facts
     /// (`settle::SettledFacts`).
-    settled_facts: Mutex<Option<settle::SettledFacts>>,
+    settled_facts: Mutex<Option<page::settle::SettledFacts>>,
     /// This context's page, loaded ahead for the episode it will serve (`prepared.rs`).
-    prepared: Option<prepared::Prepared>,
+    prepared: Option<page::prepared::Prepared>,
     /// What a reset that took the prepared page reads instead of the page.
-    handed: Option<prepared::Handed>,
+    handed: Option<page::prepared::Handed>,
     /// A page was loaded in this context ahead that no episode may start on.
     spoiled: bool,
     /// The host's: set when the CDP connection ends.
@@ -442,7 +429,7 @@ pub struct ChromiumBrowser {
     frames: Frames,
     /// The proxy every connection of this context goes through, when private networks are
     /// refused.
-    egress: Option<egress::EgressProxy>,
+    egress: Option<intercept::egress::EgressProxy>,
     /// The session's next episode, being opened on the same browser while this one runs.
     successor: Option<JoinHandle<anyhow::Result<ChromiumBrowser>>>,
     /// `ChromiumConfig::screenshots`.
@@ -454,11 +441,14 @@ pub struct ChromiumBrowser {
     /// are redrawn (`capture.rs`).
     frames_misfit: AtomicBool,
     /// Where the pointer is (`input.rs`), when known.
-    pointer: Option<input::Pointer>,
+    pointer: Option<page::input::Pointer>,
     /// Counts our tabs opened and closed; marked seen when the current tab was last brought to
     /// the front. A tab behind another is not drawn: its capture takes seconds, its animation
     /// frames stop (see `ChromiumBrowser::keep_in_front`).
     tab_changes: watch::Receiver<u64>,
+    /// What the episode asked of its pages beyond the seed's setup: a zoom and scripts for every
+    /// new document, given to each tab that becomes the page (`page_setup.rs`).
+    setup: page::page_setup::PageSetup,
 }
 
 fn cdp_error(err: CdpError) -> PageError {

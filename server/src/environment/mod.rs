@@ -4,8 +4,11 @@
 //! where every browser call is bounded so a hung page becomes an error code instead of a hang.
 
 mod limits;
+mod miniwob;
 mod observation;
+pub mod outcome;
 mod start_url;
+pub mod verification;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,6 +49,8 @@ struct Episode<B> {
     /// What was typed as a secret this episode, and what secret fields hold: hidden in all the
     /// episode's observations (`browserenv::secrets`). Memory only.
     secrets: Secrets,
+    /// A MiniWoB++ task, scored by its page (`miniwob.rs`).
+    miniwob: Option<miniwob::MiniWobEpisode>,
 }
 
 /// Tasks a server was started with (`--tasks`), and the base for their relative start URLs.
@@ -65,7 +70,7 @@ impl TaskCatalog {
             true => std::path::PathBuf::from("."),
             false => dir.to_path_buf(),
         });
-        crate::features::archive::check_task_archives(&tasks, folder.as_deref())?;
+        crate::archive::check_task_archives(&tasks, folder.as_deref())?;
         Ok(TaskCatalog {
             tasks,
             base_url,
@@ -86,8 +91,10 @@ pub struct Environment<L: Launcher> {
     /// The session served, for its text layers.
     session: String,
     /// The server's archives (`archive/`), and this environment's work with them.
-    archives: Option<Arc<crate::features::archive::Archives>>,
-    archive: crate::features::archive::EpisodeArchive,
+    archives: Option<Arc<crate::archive::Archives>>,
+    archive: crate::archive::EpisodeArchive,
+    /// The MiniWoB++ tasks `reset` may name (`--miniwob`).
+    miniwob: Option<Arc<crate::miniwob::MiniWob>>,
     /// Where the last reset started: the next one is prepared when it starts there too.
     last_start: Option<String>,
 }
@@ -104,15 +111,19 @@ impl<L: Launcher> Environment<L> {
             session: String::new(),
             archives: None,
             archive: Default::default(),
+            miniwob: None,
             last_start: None,
         }
     }
 
+    /// Let `reset` take a MiniWoB++ `task_id` (`miniwob.click-test`).
+    pub fn with_miniwob(mut self, miniwob: Option<Arc<crate::miniwob::MiniWob>>) -> Self {
+        self.miniwob = miniwob;
+        self
+    }
+
     /// Record episodes into archives, and replay them from archives, as `archives` says.
-    pub fn with_archives(
-        mut self,
-        archives: Option<Arc<crate::features::archive::Archives>>,
-    ) -> Self {
+    pub fn with_archives(mut self, archives: Option<Arc<crate::archive::Archives>>) -> Self {
         self.archives = archives;
         self
     }
@@ -131,7 +142,11 @@ impl<L: Launcher> Environment<L> {
 
     /// The current episode's task id.
     pub fn task_id(&self) -> Option<String> {
-        self.episode.as_ref()?.task.as_ref().map(|t| t.id.clone())
+        let episode = self.episode.as_ref()?;
+        match &episode.miniwob {
+            Some(miniwob) => Some(miniwob.task_id().to_string()),
+            None => episode.task.as_ref().map(|t| t.id.clone()),
+        }
     }
 
     /// The whole verdict of the task episode the last step finished (with the details its
@@ -177,7 +192,15 @@ impl<L: Launcher> Environment<L> {
     /// page has none), `task_id`, `archive` (docs/archives.md); unknown ones are ignored.
     pub async fn reset(&mut self, kwargs: &Map<String, Value>) -> Result<StepResult, EnvError> {
         let started = Instant::now();
-        let task = self.task_for(kwargs)?;
+        let miniwob_task = miniwob::task_named(self.miniwob.as_ref(), kwargs)?;
+        let task = match miniwob_task {
+            Some(_) => None,
+            None => self.task_for(kwargs)?,
+        };
+        let miniwob_seed = match miniwob_task {
+            Some(_) => Some(miniwob::seed(kwargs)?),
+            None => None,
+        };
         let archive = match &self.archives {
             Some(archives) => archives
                 .plan(
@@ -189,15 +212,28 @@ impl<L: Launcher> Environment<L> {
                 .map_err(EnvError)?,
             None => None,
         };
+        if let (Some((task, _)), Some(crate::archive::Plan::Replay { .. })) =
+            (&miniwob_task, &archive)
+        {
+            return Err(EnvError(format!(
+                "{} runs from its own pages, not from an archive",
+                task.id
+            )));
+        }
+        // The page a task starts on: its own.
+        let own_start = match (&miniwob_task, &task) {
+            (Some((task, url)), _) => Some((task.id.clone(), url.clone())),
+            (None, Some((task, url))) => Some((task.id.clone(), url.clone())),
+            (None, None) => None,
+        };
         // A task starts where it says: starting it anywhere else (where it ends, a page of the
         // agent's own that shows the expected text) would earn its reward without doing it.
-        let start_url = match (kwargs.get("start_url"), &task) {
+        let start_url = match (kwargs.get("start_url"), &own_start) {
             (Some(Value::String(url)), Some((task, task_start))) => {
                 let asked = check_start_url(url)?;
                 if asked != check_start_url(task_start)? {
                     return Err(EnvError(format!(
-                        "task {:?} starts at its own start URL: leave start_url out (or give {task_start})",
-                        task.id
+                        "task {task:?} starts at its own start URL: leave start_url out (or give {task_start})"
                     )));
                 }
                 asked
@@ -242,8 +278,11 @@ impl<L: Launcher> Environment<L> {
         };
         let mut browser = next_browser(&*self.launcher, previous).await?;
         // The page loaded ahead in it (`Browser::prepare_next`), when this reset starts there
-        // and loads nothing its own way before the page (an archive's work does).
+        // and loads nothing its own way before the page (an archive's work does), and the page
+        // loaded ahead is what a load now would give: not a MiniWoB++ task's, whose documents
+        // run on a clock seeded per episode from their first script and at its zoom.
         let preparable = archive.is_none()
+            && miniwob_task.is_none()
             && self.settings.prepared_resets
             && self.settings.settle == SettleMode::Adaptive;
         let handover = browser
@@ -267,6 +306,7 @@ impl<L: Launcher> Environment<L> {
             answer: None,
             verdict: None,
             secrets: Secrets::default(),
+            miniwob: None,
         };
         let mut timings = Timings {
             browser: Some(browser_started.elapsed()),
@@ -283,6 +323,15 @@ impl<L: Launcher> Environment<L> {
                 )));
             }
         }
+        if let (Some((task, url)), Some(seed)) = (miniwob_task, miniwob_seed) {
+            match miniwob::MiniWobEpisode::prepare(&mut episode.browser, task, url, seed).await {
+                Ok(prepared) => episode.miniwob = Some(prepared),
+                Err(err) => {
+                    episode.browser.close().await;
+                    return Err(err);
+                }
+            }
+        }
         let action_started = Instant::now();
         let load = if prepared {
             Ok(())
@@ -296,6 +345,12 @@ impl<L: Launcher> Environment<L> {
             )
             .await
         };
+        if let (Ok(()), Some(miniwob)) = (&load, &mut episode.miniwob) {
+            if let Err(err) = miniwob.start(&mut episode.browser).await {
+                episode.browser.close().await;
+                return Err(err);
+            }
+        }
         timings.action = action_started.elapsed();
         self.text = None;
         let done = Done {

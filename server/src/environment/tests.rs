@@ -478,7 +478,10 @@ async fn nothing_is_prepared_when_turned_off_or_after_a_fixed_wait() {
             assert!(!was_prepared(&result), "{settings:?}");
         }
         assert!(
-            !launcher.calls().iter().any(|call| call.starts_with("prepare ")),
+            !launcher
+                .calls()
+                .iter()
+                .any(|call| call.starts_with("prepare ")),
             "{settings:?}"
         );
     }

@@ -44,8 +44,8 @@ pub struct Access {
     /// A campaign's people (`--campaign`), each known by a token of their own.
     pub people: Option<Arc<dyn People>>,
     /// Other replicas' requests carry a signature made with the token instead of the token
-    /// (`server/src/replicas/signing.rs`); each is taken once.
-    pub peer_signatures: Arc<crate::replicas::signing::Verifier>,
+    /// (`server/src/operations/signing.rs`); each is taken once.
+    pub peer_signatures: Arc<crate::operations::signing::Verifier>,
     /// Where the peers reach this replica besides the address a connection arrives at
     /// (`BROWSER_PEER_ADDRESSES`: a published port, NAT).
     pub peer_addresses: Vec<std::net::SocketAddr>,
@@ -232,14 +232,14 @@ pub async fn check_origin_and_host(
 }
 
 /// `Authorization: Bearer <token>` on every route but `/health` and `/ready`; or, from another
-/// replica, a signature made with the token over the request (`server/src/replicas/signing.rs`). The routes
+/// replica, a signature made with the token over the request (`server/src/operations/signing.rs`). The routes
 /// find who calls in the request's extensions (`Caller`; a replica's request is the server's).
 pub async fn require_token(
     State(access): State<Arc<Access>>,
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    use crate::replicas::signing::HEADER;
+    use crate::operations::signing::HEADER;
     let signed = request.headers().get(HEADER).cloned();
     let (Some(token), Some(signature), false) = (
         access.token.as_ref(),
@@ -273,7 +273,7 @@ async fn admit_signed(
     signature: &str,
     request: axum::extract::Request,
 ) -> Result<axum::extract::Request, Response> {
-    use crate::replicas::signing::{self, Refused, Signed, Stamp};
+    use crate::operations::signing::{self, Refused, Signed, Stamp};
     let path = request.uri().path().to_string();
     let refuse = |refused: Refused| {
         tracing::warn!("refused a peer request to {path}: {refused}");

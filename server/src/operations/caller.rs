@@ -6,7 +6,7 @@
 use axum::http::Method;
 
 use crate::api_error::ApiError;
-use crate::features::campaign::Code;
+use crate::campaign::Code;
 
 /// Who a request comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -18,8 +18,8 @@ use browserenv_collect::trajectory::Actor;
 
 use super::{Session, SharedSession};
 use crate::browser::Launcher;
-use crate::control::Control;
 use crate::environment::EnvError;
+use crate::session::control::Control;
 
 /// The most characters of a URL in `metadata.human_steps`.
 const HUMAN_STEP_URL_CHARS: usize = 2048;

@@ -21,7 +21,7 @@ use tokio::sync::{oneshot, watch};
 use browserenv::models::StepResult;
 use browserenv::protocol::{ClientMessage, ErrorCode, ErrorFrame, ServerMessage};
 
-use crate::registry::{Hold, HumanAction, Registry};
+use crate::session::registry::{Hold, HumanAction, Registry};
 use crate::settings::PeerTimeouts;
 use crate::transports::websocket::Heartbeat;
 

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use browserenv_server::features::archive::ArchiveConfig;
+use browserenv_server::archive::ArchiveConfig;
 use browserenv_server::site::serve_dir;
 use browserenv_server::ServerConfig;
 use browserenv_tests::{assets_dir, Harness};

@@ -28,7 +28,7 @@ mod tests;
 
 use std::collections::VecDeque;
 
-use crate::picture::{Region, View, PAGE_HEIGHT, PAGE_WIDTH};
+use crate::graphics::picture::{Region, View, PAGE_HEIGHT, PAGE_WIDTH};
 
 pub use campaign::{CampaignCall, CampaignReply, Collecting};
 pub use crosshair::{FAST_STEP, STEP};

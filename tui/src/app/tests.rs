@@ -7,7 +7,7 @@ use std::time::Duration;
 use browserenv::models::{BrowserAction, Key};
 
 use super::*;
-use crate::picture::{Region, View};
+use crate::graphics::picture::{Region, View};
 
 fn connected_app() -> App {
     let mut app = App::new("http://127.0.0.1:1/".into(), "test".into());

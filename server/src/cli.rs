@@ -432,6 +432,7 @@ impl Cli {
             episodes_per_browser: self.episodes_per_browser,
             spare_contexts: !self.no_warm_spare,
             screenshots: self.screenshots,
+            replays: self.archive.archive_dir.is_some() || self.tasks.is_some(),
             ..ChromiumConfig::default()
         }
     }

@@ -10,6 +10,8 @@
 // Each part lives in `bench/` (the binary's root is this file, so the path is said).
 #[path = "bench/archive.rs"]
 mod archive;
+#[path = "bench/archive_large.rs"]
+mod archive_large;
 #[path = "bench/chart.rs"]
 mod chart;
 #[path = "bench/common.rs"]
@@ -77,7 +79,8 @@ enum Part {
     Tui,
     /// Replicas behind the balancer, and the image's cold start.
     Replicas,
-    /// Web archives: a reset and a scroll step live, recording and replaying; an archive's size.
+    /// Web archives: a reset and a scroll step live, recording and replaying; resets from a small
+    /// and a 1 GB archive, first and later; an archive's size.
     Archive,
     /// MiniWoB++: a reset, a step, episodes per second with 1, 4 and 8 sessions.
     MiniWob,

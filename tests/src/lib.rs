@@ -125,6 +125,10 @@ impl Harness {
         // Profiles whose test process ended before its cleanup threads did, as the server's
         // binary does at start (only those of processes that are gone).
         browserenv_server::chromium::clean_leftovers(&std::env::temp_dir());
+        let chromium = ChromiumConfig {
+            replays: chromium.replays || config.archive.dir.is_some() || config.tasks.is_some(),
+            ..chromium
+        };
         let launcher = ChromiumLauncher::new(chromium);
         let server = start(launcher, config).await.expect("server starts");
         let pages = serve_dir(assets_dir().join("pages"))

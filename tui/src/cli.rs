@@ -87,7 +87,8 @@ pub struct Cli {
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum Command {
     /// Write a recording and its review as a dataset: a Hugging Face ImageFolder (hf), JSON rows
-    /// with image paths (jsonl), or one ATIF v1.8 trajectory per episode (atif).
+    /// with image paths (jsonl), one ATIF v1.8 trajectory per episode (atif), or its episodes'
+    /// web archives as one WACZ package (wacz).
     Export {
         /// The recording folder (steps.jsonl, episodes.jsonl, screenshots/, review.jsonl), or a
         /// campaign's folder (its accepted demonstrations).
@@ -172,6 +173,10 @@ pub enum TasksCommand {
         /// The live site of the tasks' relative start URLs (default: the demo site, served).
         #[arg(long)]
         task_base_url: Option<String>,
+        /// Each task's archive as a WACZ package (archives/TASK.wacz), which ReplayWeb.page and
+        /// `wacz validate` read, instead of a WARC file.
+        #[arg(long)]
+        wacz: bool,
     },
 }
 
@@ -232,6 +237,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     },
                     report.rows
                 ),
+                ExportFormat::Wacz => format!("{} pages in recording.wacz", report.rows),
                 _ => format!("{} rows", report.rows),
             };
             println!(
@@ -277,6 +283,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     out,
                     solutions,
                     task_base_url,
+                    wacz,
                 },
         }) => {
             let asked = crate::offline::task_files::Snapshot {
@@ -286,6 +293,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 base_url: task_base_url.clone(),
                 site: cli.site.clone().unwrap_or_else(default_site_dir),
                 chromium: cli.chromium.clone(),
+                wacz: *wacz,
             };
             let report = crate::offline::task_files::snapshot(&asked).await?;
             for line in crate::offline::task_files::summary(&asked, &report) {

@@ -149,6 +149,10 @@ pub struct ChromiumConfig {
     /// Refuse connections to private addresses (`BROWSER_BLOCK_PRIVATE_NETWORKS`; egress.rs).
     /// Our own browsers only.
     pub egress: Option<Arc<intercept::egress::EgressPolicy>>,
+    /// This server replays archives (`--archive-dir`, a task file's archives): its browsers send
+    /// no UDP that skips a proxy, so WebRTC in a replay (whose context's proxy refuses
+    /// everything, `intercept/archive.rs`) reaches nothing. Live pages keep WebRTC over TCP.
+    pub replays: bool,
     /// Whether sessions get a Chromium each or share one (`BROWSER_ISOLATION`; see `host.rs`).
     pub isolation: Isolation,
     /// Episodes one browser serves before it is replaced by a fresh one
@@ -173,6 +177,7 @@ impl Default for ChromiumConfig {
             sandbox: launch::sandbox::auto(),
             renderer_memory_mb: DEFAULT_RENDERER_MEMORY_MB,
             egress: None,
+            replays: false,
             isolation: Isolation::Process,
             episodes_per_browser: DEFAULT_EPISODES_PER_BROWSER,
             spare_contexts: true,

@@ -81,6 +81,7 @@ pub async fn command(
         };
         let chromium = browserenv_server::chromium::ChromiumConfig {
             executable: cli.chromium.clone(),
+            replays: true,
             ..Default::default()
         };
         let launcher = browserenv_server::chromium::ChromiumLauncher::new(chromium);

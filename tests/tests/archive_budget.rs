@@ -22,8 +22,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 fn bomb(records: usize, body: usize) -> Vec<u8> {
     let encoded = gzip(&vec![0u8; body]);
     let mut http =
-        format!("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Type: text/html\r\n\r\n")
-            .into_bytes();
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Type: text/html\r\n\r\n".to_vec();
     http.extend_from_slice(&encoded);
     let mut file = Vec::new();
     for n in 0..records {

@@ -352,6 +352,41 @@ pub trait Browser: Send + 'static {
     fn is_alive(&self) -> bool {
         true
     }
+    /// Have the next episode's browser (the one `Launcher::renew` will hand over) load `start`
+    /// ahead, while this episode runs: its page loaded, settled and pictured in its own fresh
+    /// context. A browser that keeps no successor does nothing.
+    fn prepare_next(&mut self, start: Preparation) {
+        drop(start);
+    }
+    /// What this browser, just handed to a reset to `url` (None: a reset that loads its page its
+    /// own way, an archive's), holds: a fresh page, or `url` loaded ahead (`prepare_next`) and
+    /// unchanged since, whose settle, facts and screenshot taken then are what a load now would
+    /// give (the reset loads nothing); or a page loaded ahead that is not that (another start, a
+    /// page that changed since), which the episode must not start in: the caller takes another
+    /// fresh browser.
+    fn take_prepared(&mut self, url: Option<&str>) -> impl Future<Output = Handover> + Send {
+        let _ = url;
+        async { Handover::Fresh }
+    }
+}
+
+/// What a browser handed to a reset holds (`Browser::take_prepared`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handover {
+    /// A fresh context, no page yet.
+    Fresh,
+    /// The reset's start, loaded ahead and unchanged since.
+    Prepared,
+    /// A page loaded ahead that the reset cannot use.
+    Spoiled,
+}
+
+/// What `Browser::prepare_next` loads ahead, with the bounds of a reset's own load and settle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preparation {
+    pub url: String,
+    pub load_timeout: Duration,
+    pub settle_bound: Duration,
 }
 
 #[cfg(test)]

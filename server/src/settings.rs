@@ -44,6 +44,10 @@ pub struct EnvSettings {
     /// page's visible text in the compact form (`text`, `text_truncated`), for clients that
     /// cannot call `read_page` (OpenEnv's over `/ws`). Off, observations are the seed's.
     pub observe_text: bool,
+    /// Off with `BROWSER_NO_PREPARED_RESETS`: a session's next context loads the page the
+    /// session last started on while the episode runs, and a reset to that page hands it over
+    /// (`Browser::prepare_next`). Off, every reset loads its page.
+    pub prepared_resets: bool,
 }
 
 impl Default for EnvSettings {
@@ -58,6 +62,7 @@ impl Default for EnvSettings {
             action_timeout: Duration::from_secs(10),
             screenshot_timeout: Duration::from_secs(10),
             observe_text: false,
+            prepared_resets: true,
         }
     }
 }

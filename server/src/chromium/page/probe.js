@@ -45,6 +45,14 @@
     // secret field since the server last took it: `[element, value, opaque]`, one entry per
     // field while each value starts the next (the values on the way are its starts).
     inputs: [],
+    // The last click on a link or submission of a form, whose default action (a navigation of
+    // this tab) the settle expects the browser to be asked for, unless a handler prevented it:
+    // read, and forgotten, by the next settle (`navigationExpected`).
+    lastDefault: null,
+    // Everything the page did on its own, counted: a change (above), and any callback of its
+    // timers, intervals and animation frames. A page loaded ahead for the next episode is handed
+    // over only if this has not moved since it was pictured (`pristine`).
+    activity: 0,
   };
   // Timers longer than this are polling or idle work, not an effect of the action.
   const SHORT_TIMER_MS = 1000;
@@ -79,13 +87,22 @@
 
   const changed = () => {
     state.lastChange = ++state.order;
+    state.activity++;
     for (const wake of state.wakers) wake();
+  };
+  // A callback of the page's that counts as activity when it runs.
+  const active = (handler) => function (...args) {
+    state.activity++;
+    return handler.apply(this, args);
   };
 
   window.setTimeout = function (handler, delay, ...args) {
     const ms = Number(delay) || 0;
-    if (typeof handler !== 'function' || ms > SHORT_TIMER_MS) {
+    if (typeof handler !== 'function') {
       return nativeSetTimeout(handler, delay, ...args);
+    }
+    if (ms > SHORT_TIMER_MS) {
+      return nativeSetTimeout(active(handler), delay, ...args);
     }
     const id = nativeSetTimeout(function () {
       state.timers.delete(id);
@@ -101,6 +118,13 @@
   window.clearTimeout = function (id) {
     state.timers.delete(id);
     return nativeClearTimeout(id);
+  };
+  const nativeSetInterval = window.setInterval.bind(window);
+  window.setInterval = function (handler, ...rest) {
+    return nativeSetInterval(typeof handler === 'function' ? active(handler) : handler, ...rest);
+  };
+  window.requestAnimationFrame = function (callback) {
+    return nativeRequestAnimationFrame(typeof callback === 'function' ? active(callback) : callback);
   };
 
   // A call counted as a request from its start until its promise settles.
@@ -167,6 +191,66 @@
   };
   window.addEventListener('click', stopForbidden, true);
   window.addEventListener('auxclick', stopForbidden, true);
+
+  // A link's click or a form's submission: its default action navigates this tab unless a
+  // handler prevents it (read once every handler has run, by the settle). Noted in the capture
+  // phase, before the page's handlers can stop the event from reaching us.
+  const nativeClosest = Element.prototype.closest;
+  const NativeURL = window.URL;
+  window.addEventListener('click', (event) => {
+    const target = event.target;
+    let link = null;
+    try {
+      link = target && nativeApply(nativeClosest, target, ['a[href], area[href]']);
+    } catch (error) {
+      link = null; // not an element (a text node, a document)
+    }
+    if (link) state.lastDefault = { event, link };
+  }, true);
+  window.addEventListener('submit', (event) => {
+    state.lastDefault = { event, form: event.target, submitter: event.submitter };
+  }, true);
+  // A navigation of this tab to another document over http(s), from the URL and target a link
+  // or form names; a frame or window of another name, a download, a fragment of this document,
+  // another scheme (mailto:, the forbidden ones) are not.
+  const selfTarget = (name) => !name || name === '_self' || (window.top === window && (name === '_top' || name === '_parent'));
+  const leavesDocument = (href) => {
+    let url;
+    try {
+      url = new NativeURL(href, document.baseURI);
+    } catch (error) {
+      return false;
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
+    const here = new NativeURL(location.href);
+    const sameDocument = url.hash !== '' && url.href.split('#')[0] === here.href.split('#')[0];
+    return !sameDocument;
+  };
+  const baseTarget = () => {
+    const base = nativeApply(nativeQuerySelector, document, ['base[target]']);
+    return base ? base.getAttribute('target') : '';
+  };
+  // Whether the last link click or form submission should have asked the browser for a
+  // navigation of this tab; forgotten once read.
+  const navigationExpected = () => {
+    const last = state.lastDefault;
+    state.lastDefault = null;
+    if (!last || last.event.defaultPrevented) return false;
+    if (last.link) {
+      const link = last.link;
+      if (link.hasAttribute('download')) return false;
+      const name = link.hasAttribute('target') ? link.getAttribute('target') : baseTarget();
+      return selfTarget(name) && leavesDocument(link.href);
+    }
+    const form = last.form;
+    const submitter = last.submitter;
+    const method = ((submitter && submitter.getAttribute('formmethod')) || form.getAttribute('method') || '').toLowerCase();
+    if (method === 'dialog') return false;
+    const name = (submitter && submitter.hasAttribute('formtarget')) ? submitter.getAttribute('formtarget')
+      : form.hasAttribute('target') ? form.getAttribute('target') : baseTarget();
+    const action = (submitter && submitter.getAttribute('formaction')) || form.getAttribute('action') || location.href;
+    return selfTarget(name) && leavesDocument(action);
+  };
 
   // A field whose value is a secret: a password field, one drawn as discs by CSS (a PIN), or one
   // the page marks as a one-time code, a card secret or a password (autocomplete). The one rule of
@@ -335,7 +419,7 @@
   const api = {
     // The in-page part of the settle rule (server/src/chromium/page/settle.rs says the whole rule and
     // gives the numbers). Resolves once the page is quiet (no requests, no short timers, loaded,
-    // no DOM change for quietMs, at least minMs after the start) and drawn: `frameCount` frames
+    // no DOM change for quietMs) and drawn: `frameCount` frames
     // have begun since the start and since its last change (DOM change, timer callback, request
     // end), so the frame that painted the change has gone to the compositor. The two waits
     // overlap: a change quietMs ago is usually drawn already. A change once the page was found
@@ -347,7 +431,9 @@
     // Frames are asked for only while the last change is not yet drawn: each one costs the
     // renderer and the compositor a few milliseconds of CPU, which sessions sharing a machine
     // pay for each other. A change asks for them again.
-    settle(quietMs, frameCount, noFramesMs, minMs, maxMs) {
+    // With `factsChars`, the answer carries the settled page's `facts` too: one call of the
+    // step instead of two.
+    settle(quietMs, frameCount, noFramesMs, maxMs, factsChars) {
       const start = browserNow();
       return new Promise((resolve) => {
         const startOrder = ++state.order;
@@ -387,7 +473,7 @@
           if (readyAt === null || (quiet && now - start >= maxMs)) {
             const busy =
               state.requests > 0 || state.timers.size > 0 || document.readyState !== 'complete';
-            if (readyAt === null && !busy && now - state.lastMutation >= quietMs && now - start >= minMs) {
+            if (readyAt === null && !busy && now - state.lastMutation >= quietMs) {
               quiet = true;
             } else if (now - start >= maxMs) {
               quiet = false;
@@ -406,19 +492,41 @@
           }
           finished = true;
           state.wakers.delete(wake);
-          resolve({ bounded: !quiet || undrawn });
+          const answer = { bounded: !quiet || undrawn, expected: navigationExpected() };
+          if (factsChars) answer.facts = api.facts(factsChars);
+          resolve(answer);
           return true;
         };
-        // Polled every 10 ms, or sooner when the quiet is due (quietMs after the last DOM change).
+        // Until the page is found quiet, polled every 10 ms, or sooner when the quiet is due
+        // (quietMs after the last DOM change). Then the frames' callbacks judge, and a poll is
+        // only needed when none may come: at the end of noFramesMs without one (or at once on a
+        // hidden page). Each poll wakes the page's renderer, which eight sessions pay for
+        // each other.
         const poll = () => {
           if (finished || over()) return;
-          const due = Math.max(state.lastMutation + quietMs, start + minMs) - browserNow();
-          nativeSetTimeout(poll, readyAt === null && due > 0 ? Math.min(10, Math.ceil(due)) : 10);
+          const now = browserNow();
+          let next = 10;
+          if (readyAt === null) {
+            const due = state.lastMutation + quietMs - now;
+            if (due > 0) next = Math.min(10, Math.ceil(due));
+          } else if (!document.hidden) {
+            next = Math.max(10, Math.ceil(Math.max(readyAt, askedAt, lastFrameAt) + noFramesMs - now));
+          }
+          nativeSetTimeout(poll, next);
         };
         state.wakers.add(wake);
         wake();
         poll();
       });
+    },
+    // Whether the page has done nothing on its own since `activity()` said `mark`: no change, no
+    // callback of its timers or frames, nothing pending, no animation running.
+    activity() {
+      return state.activity;
+    },
+    pristine(mark) {
+      const running = document.getAnimations().some((animation) => animation.playState === 'running');
+      return state.activity === mark && state.requests === 0 && state.timers.size === 0 && !running;
     },
     facts(maxText) {
       const blocked = state.blocked.splice(0);

@@ -14,7 +14,6 @@ impl Browser for ChromiumBrowser {
         let deadline = Instant::now() + timeout;
         let finished_before = self.current.load.borrow().loads_finished;
         let reply = self.exec(NavigateParams::new(url)).await?;
-        self.acted(true);
         if let Some(error) = &reply.error_text {
             return Err(PageError::NavigationFailed(error.clone()));
         }
@@ -27,11 +26,8 @@ impl Browser for ChromiumBrowser {
             })
             .await
         {
-            // The navigation asked for is over: the settle needs no window for one to start
-            // (that window, 40 ms from the navigation's start, outlasted most loads and held a
-            // reset 10-20 ms past its load). A load handler's redirect starts while the settle
-            // waits for its frames, and is settled in turn (`settle_once`).
-            self.acted(false);
+            // The navigation asked for is over. A load handler's redirect is a request of the
+            // page's own, which the settle waits for (`LoadState::navigating`).
             Ok(())
         } else if self.current.load.borrow().crashed {
             Err(PageError::RendererCrashed)
@@ -50,7 +46,6 @@ impl Browser for ChromiumBrowser {
             y,
         )
         .await?;
-        self.acted(true);
         Ok(())
     }
 
@@ -75,34 +70,33 @@ impl Browser for ChromiumBrowser {
             events.push(down);
             events.push(up);
         }
-        self.send_keys(events).await?;
-        self.acted(text.contains('\n'));
-        Ok(())
+        self.send_keys(events).await
     }
 
     async fn press(&mut self, key: Key) -> Result<(), PageError> {
-        self.press_key(key).await?;
-        self.acted(matches!(key, Key::Enter));
-        Ok(())
+        self.press_key(key).await
     }
 
     async fn scroll(&mut self, x: i64, y: i64, dy: i64) -> Result<(), PageError> {
         self.mouse_events(&[(DispatchMouseEventType::MouseWheel, Some(dy))], x, y)
-            .await?;
-        self.acted(false);
-        Ok(())
+            .await
     }
 
     async fn back(&mut self) -> Result<bool, PageError> {
         let (index, entries) = self.history().await?;
         let previous = usize::try_from(index - 1).ok().and_then(|i| entries.get(i));
         let Some((entry_id, _)) = previous else {
-            self.acted(false);
             return Ok(false);
         };
+        // The browser's own navigation: no request of the page's announces it, so it is waited
+        // for here until it shows (it started loading, or a back/forward-cache restore
+        // committed), for as long as a request may take to start.
+        let before = self.current.load.borrow().navigation_events;
         self.exec(NavigateToHistoryEntryParams::new(*entry_id))
             .await?;
-        self.acted(true);
+        let until = Instant::now() + super::navigation::REQUEST_START_LIMIT;
+        self.wait_load(until, |s| s.navigation_events != before)
+            .await;
         Ok(true)
     }
 
@@ -147,15 +141,30 @@ impl Browser for ChromiumBrowser {
     }
 
     async fn facts(&mut self) -> Result<PageFacts, PageError> {
+        if let Some(facts) = self.handed.as_mut().and_then(|handed| handed.facts.take()) {
+            // Read as the page was prepared; it has not changed since.
+            self.renderer_answered = true;
+            return Ok(facts);
+        }
         // The URL comes from the browser process, so it is known even when the renderer is hung.
         // Unset until the read answers: the caller's bound may drop this call at any await.
         self.renderer_answered = false;
-        // Both at once: one round trip of the step instead of two.
-        let call = format!("facts({MAX_TEXT_CHARS})");
-        let (url, read) = tokio::join!(
-            self.current_url(),
-            tokio::time::timeout(FACTS_TIMEOUT, probe(&self.current.page, &call, false))
-        );
+        // What the settle read as it ended, when the page is still that document; else read
+        // now, both at once: one round trip of the step instead of two.
+        let (url, read) = match self.settled_facts() {
+            Some(facts) => (self.current_url().await, Ok(Ok(facts))),
+            None => {
+                let call = format!("facts({MAX_TEXT_CHARS})");
+                let (url, read) = tokio::join!(
+                    self.current_url(),
+                    tokio::time::timeout(FACTS_TIMEOUT, probe(&self.current.page, &call, false))
+                );
+                if let Ok(Ok(facts)) = &read {
+                    self.note_blocked(facts);
+                }
+                (url, read)
+            }
+        };
         let url = url?;
         self.renderer_answered = matches!(read, Ok(Ok(_)));
         let mut facts = PageFacts {
@@ -190,16 +199,6 @@ impl Browser for ChromiumBrowser {
                     Some(held) => facts.inputs.push(held),
                     None => facts.opaque_input |= input["opaque"] == true,
                 }
-            }
-            if let (Some(blocked), Ok(mut incidents)) =
-                (value["blocked"].as_array(), self.incidents.lock())
-            {
-                for link in blocked {
-                    let start = link[0].as_str().unwrap_or_default();
-                    let length = link[1].as_u64().unwrap_or_default() as usize;
-                    incidents.navigations_blocked.push(clipped(start, length));
-                }
-                incidents.navigations_blocked.more += value["blockedMore"].as_u64().unwrap_or(0);
             }
         }
         Ok(facts)
@@ -318,6 +317,10 @@ impl Browser for ChromiumBrowser {
         // answered. It is sent again, to the new document, for as long as the step's screenshot
         // budget (the caller's bound) lasts: a page that navigates without end is judged by it.
         // So is one that opens tabs in front of ours while it is captured (`keep_in_front`).
+        if let Some(picture) = self.handed.take().and_then(|handed| handed.picture) {
+            // Taken as the page was prepared; it has not changed since.
+            return Ok(picture);
+        }
         let mut commits = self.current.load.clone();
         loop {
             self.keep_in_front().await?;
@@ -406,6 +409,14 @@ impl Browser for ChromiumBrowser {
 
     fn is_alive(&self) -> bool {
         !self.disconnected.load(Ordering::SeqCst)
+    }
+
+    fn prepare_next(&mut self, start: Preparation) {
+        self.prepare_successor(start);
+    }
+
+    async fn take_prepared(&mut self, url: Option<&str>) -> Handover {
+        self.take_prepared_page(url).await
     }
 
     fn take_incidents(&mut self) -> Incidents {

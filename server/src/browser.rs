@@ -60,8 +60,17 @@ pub struct PageFacts {
     pub title: String,
     /// The visible text (cut), for the bot-verification check.
     pub text: String,
-    /// `[x, y, width, height]` of every password input on screen.
+    /// `[x, y, width, height]` of every field on screen holding a secret.
     pub password_boxes: Vec<[i64; 4]>,
+    /// What the focused secret field holds (for the server alone: `Secrets::hold`).
+    pub held: Option<HeldSecret>,
+    /// What trusted input left in secret fields since the last facts (an action's keystrokes,
+    /// paste or drop, noted as each happened, before the page could clear or swap the field),
+    /// one value per field while each value starts the next.
+    pub inputs: Vec<HeldSecret>,
+    /// Input went where the probe cannot see (a closed shadow root it did not see made): what
+    /// was typed counts as a secret.
+    pub opaque_input: bool,
 }
 
 /// The current page's visible text, read on request (never part of an observation).
@@ -134,6 +143,10 @@ pub struct HeldSecret {
 
 /// The most secret-field boxes an observation carries (`password_boxes`).
 pub const MAX_SECRET_BOXES: usize = 32;
+
+/// The most values of secret fields one step's input is read as (`PageFacts::inputs`; the
+/// probe's `MAX_INPUTS`).
+pub const MAX_SECRET_INPUTS: usize = 64;
 
 /// The newest requests of an episode a browser keeps for its task's check (a page can make
 /// thousands), and the most of each one's body, in bytes.
@@ -378,6 +391,41 @@ pub trait Browser: Send + 'static {
     fn is_alive(&self) -> bool {
         true
     }
+    /// Have the next episode's browser (the one `Launcher::renew` will hand over) load `start`
+    /// ahead, while this episode runs: its page loaded, settled and pictured in its own fresh
+    /// context. A browser that keeps no successor does nothing.
+    fn prepare_next(&mut self, start: Preparation) {
+        drop(start);
+    }
+    /// What this browser, just handed to a reset to `url` (None: a reset that loads its page its
+    /// own way, an archive's), holds: a fresh page, or `url` loaded ahead (`prepare_next`) and
+    /// unchanged since, whose settle, facts and screenshot taken then are what a load now would
+    /// give (the reset loads nothing); or a page loaded ahead that is not that (another start, a
+    /// page that changed since), which the episode must not start in: the caller takes another
+    /// fresh browser.
+    fn take_prepared(&mut self, url: Option<&str>) -> impl Future<Output = Handover> + Send {
+        let _ = url;
+        async { Handover::Fresh }
+    }
+}
+
+/// What a browser handed to a reset holds (`Browser::take_prepared`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handover {
+    /// A fresh context, no page yet.
+    Fresh,
+    /// The reset's start, loaded ahead and unchanged since.
+    Prepared,
+    /// A page loaded ahead that the reset cannot use.
+    Spoiled,
+}
+
+/// What `Browser::prepare_next` loads ahead, with the bounds of a reset's own load and settle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preparation {
+    pub url: String,
+    pub load_timeout: Duration,
+    pub settle_bound: Duration,
 }
 
 #[cfg(test)]

@@ -286,6 +286,14 @@ pub struct Cli {
     /// reset.
     #[arg(long, env = "BROWSER_NO_WARM_SPARE", value_parser = FalseyValueParser::new())]
     pub no_warm_spare: bool,
+    /// Do not load a session's start page ahead in its next context: every reset loads its
+    /// page (for a site whose start page shows what the episode before changed on the server).
+    #[arg(
+        long,
+        env = "BROWSER_NO_PREPARED_RESETS",
+        value_parser = FalseyValueParser::new()
+    )]
+    pub no_prepared_resets: bool,
     #[command(flatten)]
     pub archive: crate::archive::ArchiveArgs,
 }
@@ -382,6 +390,7 @@ impl Cli {
             )?,
             observe_text: self.observe_text,
             actions: self.actions,
+            prepared_resets: !self.no_prepared_resets,
         };
         let archive = self.archive.config(self.record_dir.as_deref())?;
         let shared = self.isolation == crate::chromium::Isolation::Context

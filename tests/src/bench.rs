@@ -18,6 +18,8 @@ mod chart;
 mod common;
 #[path = "bench/concurrent.rs"]
 mod concurrent;
+#[path = "bench/cpu.rs"]
+mod cpu;
 #[path = "bench/floor.rs"]
 mod floor;
 #[path = "bench/frames.rs"]
@@ -38,6 +40,8 @@ mod remote;
 mod replicas;
 #[path = "bench/resets.rs"]
 mod resets;
+#[path = "bench/seed.rs"]
+mod seed;
 #[path = "bench/sessions_chart.rs"]
 mod sessions_chart;
 #[path = "bench/steps.rs"]
@@ -136,7 +140,10 @@ impl Part {
                 print_measure_header();
                 resets::new_chromium_per_episode(rounds).await?;
                 let back_to_back = resets::back_to_back(rounds).await?;
+                let note = resets::after_short_episodes(rounds).await?;
                 resets::print_phases(&back_to_back.phase_rows);
+                println!();
+                println!("{note}");
                 figures.resets = back_to_back.figures;
                 Ok(())
             }

@@ -3,6 +3,7 @@
 //! original Python environment (`docs/ARCHITECTURE.md`, "Terms").
 
 pub mod archive_site;
+pub mod outlets;
 pub mod raw_cdp;
 pub mod socket;
 pub mod stand_in_browser;

@@ -378,6 +378,11 @@ impl RawChromium {
         ))
     }
 
+    /// The browser's process id (it leads the group of its renderers and helpers).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// A scroll step on the floor: the wheel, then the next frame.
     pub async fn scroll_step(&mut self, tab: &RawTab, dy: i64) -> anyhow::Result<Duration> {
         let started = Instant::now();

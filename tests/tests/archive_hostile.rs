@@ -303,6 +303,9 @@ async fn hostile_archives_and_names_are_refused_or_contained_and_the_server_stay
         assert!(why.contains(expected), "{name}: {why}");
         // The archive as the client named it, never where the server keeps it.
         assert!(!why.contains(&*base.to_string_lossy()), "{name}: {why}");
+        if let Some(asked) = name.as_str() {
+            assert!(why.contains(asked), "{name}: {why}");
+        }
         // Still serving, and the good archive still replays.
         let result = client.reset_with(good()).await.unwrap();
         assert_eq!(result.observation.metadata["title"], "", "{name}");

@@ -140,7 +140,11 @@ impl Archives {
         let name = name.to_string();
         let (archives, asked) = (Arc::clone(self), name.clone());
         let archive = tokio::task::spawn_blocking(move || {
-            let path = resolve_inside(&folder, &asked)?;
+            // The client is told the name it gave; the log says where the server looked.
+            let path = resolve_inside(&folder, &asked).map_err(|why| {
+                tracing::warn!("an archive in {} was refused: {why}", folder.display());
+                why
+            })?;
             archives.read(&path, &asked)
         })
         .await
@@ -148,8 +152,8 @@ impl Archives {
         Ok(Some(Plan::Replay { name, archive }))
     }
 
-    /// The archive at `path` (`name` as the client gave it: errors say that), opened within the
-    /// limits (or as opened lately, if unchanged).
+    /// The archive at `path` (`name` as the client gave it: errors say that, never the server's
+    /// path, which goes to the log), opened within the limits (or as opened lately, if unchanged).
     fn read(&self, path: &Path, name: &str) -> Result<Arc<Catalog>, String> {
         let metadata = std::fs::metadata(path).map_err(|err| format!("{name}: {}", err.kind()))?;
         let stamp = (
@@ -165,8 +169,10 @@ impl Archives {
             }
         }
         let archive = Arc::new(
-            browserenv_archive::open(path, name, &self.config.limits.reading())
-                .map_err(|err| err.to_string())?,
+            browserenv_archive::open(path, name, &self.config.limits.reading()).map_err(|err| {
+                tracing::warn!("the archive at {} was refused: {err}", path.display());
+                err.to_string()
+            })?,
         );
         if let Ok(mut read) = self.read.lock() {
             read.retain(|(p, ..)| p != path);

@@ -55,6 +55,92 @@ struct State {
     responses: u64,
     left_out: ArchiveLeftOut,
     ended: bool,
+    /// Cookies set in answer to a request that carried a secret (`SessionCookies`).
+    session_cookies: SessionCookies,
+}
+
+/// Cookies a secret bought: set in answer to a request that carried one (a sign-in), they are as
+/// good as the secret. Stored with their values replaced, in the `Set-Cookie` that set them and
+/// every `Cookie` that sends them back (a replay answers with the recorded value replaced), and a
+/// value long enough to be no common word (`SESSION_COOKIE_TEXT`) hidden in any text too.
+#[derive(Default)]
+struct SessionCookies {
+    pairs: Vec<(String, String)>,
+    texts: Secrets,
+}
+
+/// A session cookie's value this long is hidden wherever an archive holds it, not only in
+/// cookie headers.
+const SESSION_COOKIE_TEXT: usize = 8;
+
+/// The most session cookies remembered per episode.
+const SESSION_COOKIES_KEPT: usize = 256;
+
+impl SessionCookies {
+    /// Take the cookies `exchange`'s response sets when its request `carried` a secret, and
+    /// hide every session cookie in it.
+    fn hide(&mut self, exchange: &mut Exchange, carried: bool) {
+        if carried {
+            for (name, value) in exchange.response.headers.iter() {
+                if !name.eq_ignore_ascii_case("set-cookie")
+                    || self.pairs.len() >= SESSION_COOKIES_KEPT
+                {
+                    continue;
+                }
+                let pair = value.split(';').next().unwrap_or_default();
+                if let Some((cookie, held)) = pair.split_once('=') {
+                    let (cookie, held) = (cookie.trim(), held.trim());
+                    // A value that holds a secret is hidden already, as the secret.
+                    let fresh = !held.is_empty()
+                        && !held.contains("<redacted:")
+                        && !self.pairs.iter().any(|(c, v)| c == cookie && v == held);
+                    if fresh {
+                        self.pairs.push((cookie.to_string(), held.to_string()));
+                        if held.chars().count() >= SESSION_COOKIE_TEXT {
+                            self.texts.add(held);
+                        }
+                    }
+                }
+            }
+        }
+        if self.pairs.is_empty() {
+            return;
+        }
+        for (name, value) in exchange.response.headers.iter_mut() {
+            if name.eq_ignore_ascii_case("set-cookie") {
+                *value = self.replaced(value, ';');
+            }
+        }
+        for (name, value) in exchange.request.headers.iter_mut() {
+            if name.eq_ignore_ascii_case("cookie") {
+                *value = self.replaced(value, ';');
+            }
+        }
+        hide_secrets(exchange, &self.texts);
+    }
+
+    /// A cookie header (`a=1; b=2`, or a `Set-Cookie` and its attributes) with the session
+    /// cookies' values replaced.
+    fn replaced(&self, header: &str, separator: char) -> String {
+        header
+            .split(separator)
+            .map(|part| {
+                let Some((name, value)) = part.split_once('=') else {
+                    return part.to_string();
+                };
+                let secret = self
+                    .pairs
+                    .iter()
+                    .any(|(c, v)| c == name.trim() && v == value.trim());
+                if secret {
+                    format!("{name}={}", browserenv::secrets::redacted(value.trim()))
+                } else {
+                    part.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(&separator.to_string())
+    }
 }
 
 impl Recording {
@@ -213,14 +299,22 @@ impl Recording {
         if pending.is_empty() {
             return;
         }
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
         let hidden: Vec<Exchange> = pending
             .into_iter()
             .map(|mut exchange| {
-                hide_secrets(&mut exchange, secrets);
-                self.typed.with(|typed| hide_secrets(&mut exchange, typed));
+                let mut carried = hide_secrets(&mut exchange, secrets);
+                carried |= self
+                    .typed
+                    .with(|typed| hide_secrets(&mut exchange, typed))
+                    .unwrap_or(false);
+                state.session_cookies.hide(&mut exchange, carried);
                 exchange
             })
             .collect();
+        drop(state);
         self.files.send(FileJob::Append {
             path: self.path.clone(),
             exchanges: hidden,
@@ -254,35 +348,53 @@ impl Recording {
 }
 
 /// The one point where a person's secrets are hidden in what an archive keeps: the URL, every
-/// header (a `Referer`, a `Location`, a cookie) and every body but pictures, fonts, audio and
-/// video, in whatever form a page may have carried them (percent- or form-encoded:
-/// `Secrets::hide_in_url`).
-pub fn hide_secrets(exchange: &mut Exchange, secrets: &Secrets) {
+/// header (a `Referer`, a `Location`, a cookie, `Authorization: Basic`) and every body but
+/// pictures, fonts, audio and video, in whatever spelling a page may have carried them
+/// (`Secrets::hidden`). Whether the request carried one (its response's cookies are then as good
+/// as the secret: `SessionCookies`).
+pub fn hide_secrets(exchange: &mut Exchange, secrets: &Secrets) -> bool {
+    if secrets.is_empty() {
+        return false;
+    }
     let request = &mut exchange.request;
-    secrets.hide_in_url(&mut request.url);
+    let mut carried = hide(&mut request.url, secrets);
     for (_, value) in request.headers.iter_mut() {
-        secrets.hide_in_url(value);
+        carried |= hide(value, secrets);
     }
     let request_type = request.header("content-type").unwrap_or("").to_string();
-    hide_in_body(&mut request.body, &request_type, secrets);
+    carried |= hide_in_body(&mut request.body, &request_type, secrets);
     let response = &mut exchange.response;
     for (_, value) in response.headers.iter_mut() {
-        secrets.hide_in_url(value);
+        hide(value, secrets);
     }
     let response_type = response.header("content-type").unwrap_or("").to_string();
     hide_in_body(&mut response.body, &response_type, secrets);
+    carried
 }
 
-fn hide_in_body(body: &mut Vec<u8>, content_type: &str, secrets: &Secrets) {
+/// Hide the secrets in `text`; whether there were any.
+fn hide(text: &mut String, secrets: &Secrets) -> bool {
+    match secrets.hidden(text) {
+        std::borrow::Cow::Owned(shown) => {
+            *text = shown;
+            true
+        }
+        std::borrow::Cow::Borrowed(_) => false,
+    }
+}
+
+fn hide_in_body(body: &mut Vec<u8>, content_type: &str, secrets: &Secrets) -> bool {
     let media = ["image/", "font/", "audio/", "video/"];
     if body.is_empty() || media.iter().any(|m| content_type.starts_with(m)) {
-        return;
+        return false;
     }
-    let text = String::from_utf8_lossy(body).into_owned();
-    let mut shown = text.clone();
-    secrets.hide_in_url(&mut shown);
-    if shown != text {
-        *body = shown.into_bytes();
+    let text = String::from_utf8_lossy(body);
+    match secrets.hidden(&text) {
+        std::borrow::Cow::Owned(shown) => {
+            *body = shown.into_bytes();
+            true
+        }
+        std::borrow::Cow::Borrowed(_) => false,
     }
 }
 
@@ -412,6 +524,61 @@ mod tests {
         let mut picture = exchange("http://a.example/x.png", "hunter2 p@ss", "image/png");
         hide_secrets(&mut picture, &secrets);
         assert_eq!(picture.response.body, b"welcome hunter2 p@ss");
+    }
+
+    /// A cookie set in answer to a request that carried a secret is stored with its value
+    /// replaced, where it is set and where it is sent back; other cookies stay as they are.
+    #[test]
+    fn cookies_a_secret_bought_are_stored_replaced() {
+        let mut secrets = Secrets::default();
+        secrets.add("hunter2pass");
+        let mut cookies = SessionCookies::default();
+        let mut sign_in = exchange("http://a/login", "pw=hunter2pass", "text/html");
+        sign_in.response.headers.extend([
+            (
+                "Set-Cookie".into(),
+                "sid=0123456789abcdef; Path=/; HttpOnly".into(),
+            ),
+            ("Set-Cookie".into(), "n=7; Path=/".into()),
+        ]);
+        let carried = hide_secrets(&mut sign_in, &secrets);
+        assert!(carried);
+        cookies.hide(&mut sign_in, carried);
+        let set: Vec<&str> = sign_in
+            .response
+            .headers
+            .iter()
+            .filter(|(n, _)| n == "Set-Cookie")
+            .map(|(_, v)| v.as_str())
+            .collect();
+        assert_eq!(
+            set,
+            [
+                "sid=<redacted:16 characters>; Path=/; HttpOnly",
+                "n=<redacted:1 characters>; Path=/"
+            ]
+        );
+        let mut later = exchange("http://a/account?s=0123456789abcdef", "", "text/html");
+        later
+            .request
+            .headers
+            .push(("Cookie".into(), "lang=en; sid=0123456789abcdef; n=7".into()));
+        later
+            .response
+            .headers
+            .push(("Set-Cookie".into(), "lang=fr; Path=/".into()));
+        let carried = hide_secrets(&mut later, &secrets);
+        assert!(!carried);
+        cookies.hide(&mut later, carried);
+        assert_eq!(
+            later.request.header("cookie"),
+            Some("lang=en; sid=<redacted:16 characters>; n=<redacted:1 characters>")
+        );
+        assert_eq!(
+            later.request.url,
+            "http://a/account?s=<redacted:16 characters>"
+        );
+        assert_eq!(later.response.header("set-cookie"), Some("lang=fr; Path=/"));
     }
 
     #[test]

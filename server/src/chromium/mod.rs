@@ -11,7 +11,8 @@
 //! operations built from them), `gestures`, `dropdown`, `clipboard` (the gestures beyond a click,
 //! the drawn `<select>`, the episode's clipboard), `archive` (an episode's archive work: request
 //! interception), `page_setup` (a zoom and scripts an episode asks of its pages, and the picture's
-//! pixels mapped to the page's), `remote` (`--browser-url`),
+//! pixels mapped to the page's), `prepared` (the next episode's page loaded ahead), `remote`
+//! (`--browser-url`),
 //! `process` (our own Chromium processes and profiles), `sandbox`,
 //! `memory` (the renderer memory limit), `egress` (the private-network proxy). This file holds the
 //! settings, the launcher and the state the rooms share.
@@ -65,7 +66,8 @@ use browserenv::models::{Chord, Modifiers, MouseButton, Point, VIEWPORT_HEIGHT, 
 use browserenv::text_layer::{TextRun, MAX_RUNS, MAX_RUN_CHARS};
 
 use crate::browser::{
-    clip, clipped, Browser, Incidents, Launcher, PageError, PageFacts, PageText, SettleOutcome,
+    clip, clipped, Browser, Handover, Incidents, Launcher, PageError, PageFacts, PageText,
+    Preparation, SettleOutcome,
 };
 
 pub use launch::host::Isolation;
@@ -372,8 +374,16 @@ fn update_load_state(states: &LoadStates, target: &TargetId, update: impl FnOnce
 #[derive(Debug, Clone, Default)]
 struct LoadState {
     loading: bool,
-    /// Main-frame loads started, navigations committed (incl. back/forward-cache restores).
+    /// Main-frame loads started, navigations requested or committed (incl. back/forward-cache
+    /// restores).
     navigation_events: u64,
+    /// Navigations of the main frame requested in this tab (`Page.frameRequestedNavigation`: a
+    /// link, a form, a script) or started by the browser (`Page.frameStartedNavigating`:
+    /// history, reload).
+    requests: u64,
+    /// When the latest request came, while it has not started loading, committed or ended: the
+    /// page is on its way to another document (`navigation.rs`).
+    requested: Option<Instant>,
     /// Main-frame loads finished.
     loads_finished: u64,
     /// Main-frame documents committed (each may bring a new renderer).
@@ -408,8 +418,18 @@ pub struct ChromiumBrowser {
     /// The requests this episode's pages made, for a task's `request` check.
     requests: intercept::requests::RequestLog,
     new_tabs: Arc<Mutex<Vec<TargetId>>>,
-    last_action: Instant,
-    expect_navigation: bool,
+    /// The current tab's navigation requests (`LoadState::requests`) when its last settle
+    /// ended: a request after it belongs to the step being settled.
+    requests_seen: u64,
+    /// What the last settle read of the page as it ended, for the step's facts
+    /// (`settle::SettledFacts`).
+    settled_facts: Mutex<Option<page::settle::SettledFacts>>,
+    /// This context's page, loaded ahead for the episode it will serve (`prepared.rs`).
+    prepared: Option<page::prepared::Prepared>,
+    /// What a reset that took the prepared page reads instead of the page.
+    handed: Option<page::prepared::Handed>,
+    /// A page was loaded in this context ahead that no episode may start on.
+    spoiled: bool,
     /// The host's: set when the CDP connection ends.
     disconnected: Arc<AtomicBool>,
     load_states: LoadStates,
@@ -482,7 +502,9 @@ impl Drop for Tasks {
 #[cfg(test)]
 mod tests {
     use super::PROBE_JS;
-    use crate::browser::{INCIDENTS_KEPT, INCIDENT_TEXT_CHARS, MAX_SECRET_BOXES, MAX_TITLE_CHARS};
+    use crate::browser::{
+        INCIDENTS_KEPT, INCIDENT_TEXT_CHARS, MAX_SECRET_BOXES, MAX_SECRET_INPUTS, MAX_TITLE_CHARS,
+    };
     use browserenv::text_layer::MAX_RUN_CHARS;
 
     #[test]
@@ -493,6 +515,7 @@ mod tests {
         )));
         assert!(PROBE_JS.contains(&format!("const MAX_TITLE_CHARS = {MAX_TITLE_CHARS};")));
         assert!(PROBE_JS.contains(&format!("const MAX_SECRET_BOXES = {MAX_SECRET_BOXES};")));
+        assert!(PROBE_JS.contains(&format!("const MAX_INPUTS = {MAX_SECRET_INPUTS};")));
         assert!(PROBE_JS.contains(&format!("const MAX_RUN_CHARS = {MAX_RUN_CHARS};")));
     }
 }

@@ -357,4 +357,28 @@ mod tests {
             .unwrap_err();
         assert!(err.0.contains("not a MiniWoB++ task page"), "{}", err.0);
     }
+
+    #[tokio::test]
+    async fn a_task_run_again_loads_its_page_afresh_never_prepared() {
+        // A page loaded ahead would have run without the episode's seeded clock and zoom, on the
+        // real clock from before the reset: every episode loads its own.
+        let (_dir, miniwob) = catalog().await;
+        let (mut env, launcher) = env(
+            Some(miniwob),
+            vec![json!({"instruction": "x"}), json!([false, 0, 0, null])],
+        );
+        for _ in 0..3 {
+            let result = env
+                .reset(&reset("miniwob.click-test", Some(7)))
+                .await
+                .unwrap();
+            assert!(result.observation.metadata.get("prepared").is_none());
+        }
+        let calls = launcher.calls();
+        assert!(
+            !calls.iter().any(|c| c.starts_with("prepare ")),
+            "{calls:?}"
+        );
+        assert_eq!(calls.iter().filter(|c| c.starts_with("goto ")).count(), 3);
+    }
 }

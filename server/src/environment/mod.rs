@@ -20,8 +20,8 @@ use browserenv::secrets::Secrets;
 use browserenv::text_layer::TextLayer;
 use browserenv_collect::tasks::{Task, TaskSet, Verdict};
 
-use crate::browser::{Browser, Launcher, PageError};
-use crate::settings::EnvSettings;
+use crate::browser::{Browser, Handover, Launcher, PageError, Preparation};
+use crate::settings::{EnvSettings, SettleMode};
 use limits::{action_limit, bounded, ELEMENT_TIMEOUT, VIEWPORT_CENTRE};
 use observation::{Done, Place, Timings};
 
@@ -95,6 +95,8 @@ pub struct Environment<L: Launcher> {
     archive: crate::archive::EpisodeArchive,
     /// The MiniWoB++ tasks `reset` may name (`--miniwob`).
     miniwob: Option<Arc<crate::miniwob::MiniWob>>,
+    /// Where the last reset started: the next one is prepared when it starts there too.
+    last_start: Option<String>,
 }
 
 impl<L: Launcher> Environment<L> {
@@ -110,6 +112,7 @@ impl<L: Launcher> Environment<L> {
             archives: None,
             archive: Default::default(),
             miniwob: None,
+            last_start: None,
         }
     }
 
@@ -264,22 +267,33 @@ impl<L: Launcher> Environment<L> {
         // browser may serve the next episode in a fresh context (`Launcher::renew`).
         self.text = None;
         let browser_started = Instant::now();
-        let renewed = match self.episode.take() {
+        let previous = match self.episode.take() {
             Some(mut previous) => {
                 // The episode that ended leaves its archive with its secrets hidden.
                 self.archive.end(Some(&mut previous.browser)).await;
                 self.archive.store(&previous.secrets);
-                self.launcher.renew(previous.browser).await
+                Some(previous.browser)
             }
             None => None,
         };
-        let browser = match renewed {
-            Some(browser) => browser,
-            None => self.launcher.launch().await.map_err(|err| {
-                tracing::error!("browser launch failed: {err:#}");
-                EnvError(format!("the browser failed to start: {err:#}"))
-            })?,
-        };
+        let mut browser = next_browser(&*self.launcher, previous).await?;
+        // The page loaded ahead in it (`Browser::prepare_next`), when this reset starts there
+        // and loads nothing its own way before the page (an archive's work does), and the page
+        // loaded ahead is what a load now would give: not a MiniWoB++ task's, whose documents
+        // run on a clock seeded per episode from their first script and at its zoom.
+        let preparable = archive.is_none()
+            && miniwob_task.is_none()
+            && self.settings.prepared_resets
+            && self.settings.settle == SettleMode::Adaptive;
+        let handover = browser
+            .take_prepared(preparable.then_some(start_url.as_str()))
+            .await;
+        if handover == Handover::Spoiled {
+            // Another page was loaded ahead in it, or the page changed since: not this episode's
+            // to start in.
+            browser = next_browser(&*self.launcher, Some(browser)).await?;
+        }
+        let prepared = handover == Handover::Prepared;
         self.state = BrowserState {
             episode_id: Some(episode_id),
             step_count: 0,
@@ -319,14 +333,18 @@ impl<L: Launcher> Environment<L> {
             }
         }
         let action_started = Instant::now();
-        let load = bounded(
-            self.settings.page_load_timeout + Duration::from_secs(5),
-            PageError::PageLoadTimeout,
-            episode
-                .browser
-                .goto(start_url.as_str(), self.settings.page_load_timeout),
-        )
-        .await;
+        let load = if prepared {
+            Ok(())
+        } else {
+            bounded(
+                self.settings.page_load_timeout + Duration::from_secs(5),
+                PageError::PageLoadTimeout,
+                episode
+                    .browser
+                    .goto(start_url.as_str(), self.settings.page_load_timeout),
+            )
+            .await
+        };
         if let (Ok(()), Some(miniwob)) = (&load, &mut episode.miniwob) {
             if let Err(err) = miniwob.start(&mut episode.browser).await {
                 episode.browser.close().await;
@@ -341,9 +359,30 @@ impl<L: Launcher> Environment<L> {
             timings,
             started,
             element: None,
-            secret_field: None,
+            secret_field: false,
+            typed: None,
         };
-        let result = self.observe(&mut episode, done).await;
+        let mut result = self.observe(&mut episode, done).await;
+        if prepared {
+            result
+                .observation
+                .metadata
+                .insert("prepared".into(), json!(true));
+        }
+        // The next episode's page, loaded ahead while this one runs: a session that starts again
+        // where it started last (a trainer's loop) will likely do so once more.
+        let again = self
+            .last_start
+            .as_deref()
+            .is_none_or(|last| last == start_url.as_str());
+        if preparable && again && result.observation.error.is_empty() {
+            episode.browser.prepare_next(Preparation {
+                url: start_url.to_string(),
+                load_timeout: self.settings.page_load_timeout,
+                settle_bound: self.settings.action_wait,
+            });
+        }
+        self.last_start = Some(start_url.to_string());
         self.episode = Some(episode);
         Ok(result)
     }
@@ -366,11 +405,11 @@ impl<L: Launcher> Environment<L> {
         self.state.step_count += 1;
         let mut timings = Timings::default();
         let browser = &mut episode.browser;
+        let timeout = PageError::ActionTimeout;
         // What the action is about, read before it changes the page (a click may navigate): the
-        // element under the pointer, or for typing and keys the focused one, whose secret the
-        // field holds (ENTER may send it away).
-        let typing = browserenv::secrets::types_into_field(&action.action);
-        let mark = mark_secret && typing;
+        // element under the pointer, or for typing, keys and chords the focused one: any of them
+        // may put input into it (a chord, a paste), so what a secret field held before the step
+        // is kept, whatever it holds after (ENTER may send it away).
         let focused = matches!(
             action.action,
             Action::Type { .. } | Action::Key { .. } | Action::Press { .. }
@@ -379,7 +418,11 @@ impl<L: Launcher> Environment<L> {
             Some(at) => Some(Some((at.x, at.y))),
             None => focused.then_some(None),
         };
-        let timeout = PageError::ActionTimeout;
+        // The field the action's input goes into: the focused one, or the select it chooses in.
+        let into_field = focused || matches!(action.action, Action::Select { .. });
+        // A person's mark is for that field, whatever the action: the focused one is marked as
+        // it is read, a select once it has the focus (after the choice).
+        let mark = mark_secret && into_field;
         let element = match target {
             Some(at) => {
                 match bounded(
@@ -404,7 +447,7 @@ impl<L: Launcher> Environment<L> {
             None => None,
         };
         let in_secret_field = mark
-            || ((focused || typing)
+            || (into_field
                 && element
                     .as_ref()
                     .and_then(|e| e.get("password"))
@@ -412,14 +455,11 @@ impl<L: Launcher> Environment<L> {
                     .unwrap_or(false));
         let outcome = act(episode, &settings, &action.action).await;
         let settle_needed = !matches!(action.action, Action::Wait | Action::Finish { .. });
-        if let (true, Action::Select { label, .. }) = (in_secret_field, &action.action) {
-            if mark {
-                // The chosen select has the focus now: the person's secret field from here.
-                let marking = episode.browser.element(None, true);
-                let _ = bounded(ELEMENT_TIMEOUT, timeout, marking).await;
-            }
-            // The label shows on the page as much as the value the field holds.
-            episode.secrets.add(label);
+        if mark && matches!(action.action, Action::Select { .. }) {
+            // The chosen select has the focus now: the person's secret field from here. Its
+            // label (what the page shows of it) is the step's `typed`, kept as a secret.
+            let marking = episode.browser.element(None, true);
+            let _ = bounded(ELEMENT_TIMEOUT, timeout, marking).await;
         }
         timings.action = started.elapsed();
         let error = outcome.err();
@@ -429,14 +469,14 @@ impl<L: Launcher> Environment<L> {
             && !error
                 .as_ref()
                 .is_some_and(|e| e.ends_episode() || *e == PageError::ActionTimeout);
-        let typed = browserenv::secrets::typed_text(&action.action);
         let done = Done {
             error,
             settle,
             timings,
             started,
             element,
-            secret_field: in_secret_field.then_some(typed),
+            secret_field: in_secret_field,
+            typed: browserenv::secrets::typed_text(&action.action),
         };
         let mut episode = self.episode.take().expect("a live episode");
         let result = self.observe(&mut episode, done).await;
@@ -486,7 +526,7 @@ impl<L: Launcher> Environment<L> {
             episode_id: self.state.episode_id.as_deref(),
             step: self.state.step_count,
         };
-        let layer = observation::read_text(episode, &place).await?;
+        let (layer, _) = observation::read_text(episode, &place).await?;
         // A read cut short before it found anything (a busy renderer) is not kept: the next
         // request for this step tries again.
         if !(layer.truncated && layer.runs.is_empty()) {
@@ -602,6 +642,25 @@ async fn act<B: crate::browser::Browser>(
             let load = browser.goto(url, settings.page_load_timeout);
             bounded(limit, PageError::PageLoadTimeout, load).await
         }
+    }
+}
+
+/// The browser for the next episode: `previous`'s renewed (a fresh context on the same browser,
+/// opened ahead), else a launched one.
+async fn next_browser<L: Launcher>(
+    launcher: &L,
+    previous: Option<L::Browser>,
+) -> Result<L::Browser, EnvError> {
+    let renewed = match previous {
+        Some(previous) => launcher.renew(previous).await,
+        None => None,
+    };
+    match renewed {
+        Some(browser) => Ok(browser),
+        None => launcher.launch().await.map_err(|err| {
+            tracing::error!("browser launch failed: {err:#}");
+            EnvError(format!("the browser failed to start: {err:#}"))
+        }),
     }
 }
 

@@ -413,3 +413,76 @@ async fn a_replay_s_missed_url_does_not_show_a_secret() {
     env.close().await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// What a reset's observation says of a prepared page (`metadata.prepared`).
+fn was_prepared(result: &StepResult) -> bool {
+    result.observation.metadata.get("prepared") == Some(&json!(true))
+}
+
+#[tokio::test]
+async fn a_reset_takes_the_page_prepared_for_its_start_and_nothing_else() {
+    let (mut env, launcher) = env(FakeScript::default());
+    let (a, b) = ("https://a.example/", "https://b.example/");
+    let gotos = |launcher: &FakeLauncher, url: &str| {
+        launcher
+            .calls()
+            .iter()
+            .filter(|call| **call == format!("goto {url}"))
+            .count()
+    };
+    // The session's first start is prepared for the next episode.
+    assert!(!was_prepared(&env.reset(&kwargs(a)).await.unwrap()));
+    assert_eq!(gotos(&launcher, a), 1);
+    // The same start again: the page loaded ahead, nothing loaded on the reset.
+    let again = env.reset(&kwargs(a)).await.unwrap();
+    assert!(was_prepared(&again));
+    assert_eq!(gotos(&launcher, a), 1);
+    assert_eq!(again.observation.url, a);
+    // Another start: the page prepared is let go (another fresh browser), the start is loaded,
+    // and nothing is prepared after a start that changed.
+    let launched = launcher.launched();
+    let other = env.reset(&kwargs(b)).await.unwrap();
+    assert!(!was_prepared(&other));
+    assert_eq!(gotos(&launcher, b), 1);
+    assert_eq!(launcher.launched(), launched + 2, "the prepared one let go");
+    let prepares = |launcher: &FakeLauncher| {
+        launcher
+            .calls()
+            .iter()
+            .filter(|call| call.starts_with("prepare "))
+            .count()
+    };
+    assert_eq!(prepares(&launcher), 2);
+    // Repeated, it is prepared again.
+    assert!(!was_prepared(&env.reset(&kwargs(b)).await.unwrap()));
+    assert!(was_prepared(&env.reset(&kwargs(b)).await.unwrap()));
+    assert_eq!(gotos(&launcher, b), 2);
+}
+
+#[tokio::test]
+async fn nothing_is_prepared_when_turned_off_or_after_a_fixed_wait() {
+    for settings in [
+        EnvSettings {
+            prepared_resets: false,
+            ..settings()
+        },
+        EnvSettings {
+            settle: SettleMode::Fixed,
+            ..settings()
+        },
+    ] {
+        let launcher = Arc::new(FakeLauncher::new(FakeScript::default()));
+        let mut env = Environment::new(launcher.clone(), settings.clone());
+        for _ in 0..3 {
+            let result = env.reset(&kwargs("https://a.example/")).await.unwrap();
+            assert!(!was_prepared(&result), "{settings:?}");
+        }
+        assert!(
+            !launcher
+                .calls()
+                .iter()
+                .any(|call| call.starts_with("prepare ")),
+            "{settings:?}"
+        );
+    }
+}

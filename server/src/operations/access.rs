@@ -264,16 +264,18 @@ pub async fn require_token(
 }
 
 /// A peer's signed request, its body read, once its signature holds; or the answer refusing it.
-/// What needs no body is checked first (the header's form and time, the address it was signed
-/// for, the declared length), and the body is read within `signing::BODY_LIMIT`, one of
-/// `signing::BODIES_AT_ONCE`: anyone can send the header, without any credential.
+/// Anyone can send the header, without any credential, so all of the signature is judged on the
+/// head (its form and time, the address it was signed for, its MAC over the head and the body's
+/// digest, its nonce) before a turn to read the body is taken; the body is then read within
+/// `signing::BODY_LIMIT` and `signing::BODY_WAIT`, one of `signing::BODIES_AT_ONCE` and of
+/// `signing::BODIES_PER_ADDRESS` from its remote address, and must be the one signed.
 async fn admit_signed(
     access: &Access,
     token: &str,
     signature: &str,
     request: axum::extract::Request,
 ) -> Result<axum::extract::Request, Response> {
-    use crate::operations::signing::{self, Refused, Signed, Stamp};
+    use crate::operations::signing::{self, Head, Refused, Stamp};
     let path = request.uri().path().to_string();
     let refuse = |refused: Refused| {
         tracing::warn!("refused a peer request to {path}: {refused}");
@@ -293,6 +295,24 @@ async fn admit_signed(
     if !access.addressed_here(&host, local) {
         return Err(refuse(Refused::Elsewhere(host.chars().take(200).collect())));
     }
+    let path_and_query = request
+        .uri()
+        .path_and_query()
+        .map_or(request.uri().path(), |p| p.as_str())
+        .to_string();
+    let verified = access
+        .peer_signatures
+        .verify_head(
+            token,
+            signature,
+            Head {
+                method: request.method().as_str(),
+                host: &host,
+                path_and_query: &path_and_query,
+                headers: request.headers(),
+            },
+        )
+        .map_err(refuse)?;
     let too_large = || {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -311,47 +331,56 @@ async fn admit_signed(
     if declared.is_some_and(|length| length > signing::BODY_LIMIT as u64) {
         return Err(too_large());
     }
-    let Some(_turn) = access.peer_signatures.body_turn().await else {
+    let from = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|info| info.0.ip().to_canonical());
+    let Some(_turn) = access.peer_signatures.body_turn(from).await else {
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "PEER_BUSY",
             format!(
-                "{} signed peer requests are being read: try again shortly",
-                signing::BODIES_AT_ONCE
+                "{} signed peer requests are being read ({} from one address at most): try \
+                 again shortly",
+                signing::BODIES_AT_ONCE,
+                signing::BODIES_PER_ADDRESS
             ),
         )
         .into_response());
     };
     let (parts, body) = request.into_parts();
-    let mut stream = body.into_data_stream();
-    let mut bytes = Vec::new();
-    while let Some(chunk) = futures_util::StreamExt::next(&mut stream).await {
-        let Ok(chunk) = chunk else {
-            return Err(unauthorized("the signed request's body could not be read").into_response());
-        };
-        if bytes.len() + chunk.len() > signing::BODY_LIMIT {
-            return Err(too_large());
+    let read = tokio::time::timeout(signing::BODY_WAIT, async {
+        let mut stream = body.into_data_stream();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = futures_util::StreamExt::next(&mut stream).await {
+            let Ok(chunk) = chunk else {
+                return Err(
+                    unauthorized("the signed request's body could not be read").into_response()
+                );
+            };
+            if bytes.len() + chunk.len() > signing::BODY_LIMIT {
+                return Err(too_large());
+            }
+            bytes.extend_from_slice(&chunk);
         }
-        bytes.extend_from_slice(&chunk);
-    }
-    let path_and_query = parts
-        .uri
-        .path_and_query()
-        .map_or(parts.uri.path(), |p| p.as_str());
-    access
-        .peer_signatures
-        .verify(
-            token,
-            signature,
-            Signed {
-                method: parts.method.as_str(),
-                host: &host,
-                path_and_query,
-                headers: &parts.headers,
-                body: &bytes,
-            },
-        )
-        .map_err(refuse)?;
+        Ok(bytes)
+    })
+    .await;
+    let bytes = match read {
+        Ok(read) => read?,
+        Err(_) => {
+            return Err(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "BODY_TIMEOUT",
+                format!(
+                    "a signed peer request's body must arrive within {:?}",
+                    signing::BODY_WAIT
+                ),
+            )
+            .into_response())
+        }
+    };
+    verified.check_body(&bytes).map_err(refuse)?;
     let mut request = axum::extract::Request::from_parts(parts, bytes.into());
     request.extensions_mut().insert(Caller::Shared);
     Ok(request)

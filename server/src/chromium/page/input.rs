@@ -52,11 +52,6 @@ impl ChromiumBrowser {
         }
     }
 
-    pub(in crate::chromium) fn acted(&mut self, may_navigate: bool) {
-        self.last_action = Instant::now();
-        self.expect_navigation = may_navigate;
-    }
-
     pub(in crate::chromium) async fn mouse(
         &self,
         event: &MouseEvent,

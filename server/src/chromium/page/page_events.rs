@@ -70,66 +70,7 @@ pub(in crate::chromium) async fn prepare_page(
         }
     }));
 
-    // Whether the main frame is loading. Chromium's starts and stops of a frame's loading strictly
-    // alternate, but they come on two streams, and a task reading one of them may run before the
-    // one reading the other: a start and its stop read in the wrong order left the page "loading"
-    // for good. So one task counts both, and judges only once it has taken everything the two
-    // streams hold (chromiumoxide puts a start in its stream before its stop): then more stops than
-    // starts means a start came before we listened (a tab we attached to late), never a reorder.
-    let mut started = page.event_listener::<EventFrameStartedLoading>().await?;
-    let mut stopped = page.event_listener::<EventFrameStoppedLoading>().await?;
-    let (state, frame) = (tx.clone(), main_frame.clone());
-    tasks.push(tokio::spawn(async move {
-        use futures_util::FutureExt;
-        let (mut starts, mut stops) = (0u64, 0u64);
-        loop {
-            let (mut new_starts, mut new_stops) = (0u64, 0u64);
-            let main = |id: &str| id == frame;
-            tokio::select! {
-                event = started.next() => match event {
-                    Some(event) => new_starts += u64::from(main(event.frame_id.as_ref())),
-                    None => break,
-                },
-                event = stopped.next() => match event {
-                    Some(event) => new_stops += u64::from(main(event.frame_id.as_ref())),
-                    None => break,
-                },
-            }
-            while let Some(Some(event)) = started.next().now_or_never() {
-                new_starts += u64::from(main(event.frame_id.as_ref()));
-            }
-            while let Some(Some(event)) = stopped.next().now_or_never() {
-                new_stops += u64::from(main(event.frame_id.as_ref()));
-            }
-            if new_starts + new_stops == 0 {
-                continue;
-            }
-            starts += new_starts;
-            stops += new_stops;
-            // A start we never heard of: its stop stands for both.
-            starts = starts.max(stops);
-            state.send_modify(|s| {
-                s.loading = starts > stops;
-                s.navigation_events += new_starts;
-                s.loads_finished += new_stops;
-            });
-        }
-    }));
-    let mut navigated = page.event_listener::<EventFrameNavigated>().await?;
-    let (state, sink) = (tx.clone(), incidents.clone());
-    tasks.push(tokio::spawn(async move {
-        while let Some(event) = navigated.next().await {
-            if event.frame.parent_id.is_none() {
-                state.send_modify(|s| {
-                    s.navigation_events += 1;
-                    s.commits += 1;
-                });
-                if let Ok(mut incidents) = sink.lock() {
-                    incidents.navigated = true;
-                }
-            }
-        }
-    }));
+    tasks.push(super::navigation::watch_loading(&page, tx.clone(), incidents.clone()).await?);
     // The main frame's requests, for a task's `request` check (marked when they fail); and a
     // navigation of the main frame that fails (a certificate error, an unreachable host) after a
     // click: its document request is the main frame's, and it fails with Chromium's net error.

@@ -37,6 +37,22 @@
     marked: new WeakSet(),
     fieldNumbers: new WeakMap(),
     fields: 0,
+    // Every element that was ever a secret field (a password field switched to "show" stays
+    // one), and the closed shadow roots the page made (`attachShadow`), to look into them.
+    ever: new WeakSet(),
+    closedRoots: new WeakMap(),
+    // What trusted input (typing, keys, a paste, a drop: whatever an action did) left in a
+    // secret field since the server last took it: `[element, value, opaque]`, one entry per
+    // field while each value starts the next (the values on the way are its starts).
+    inputs: [],
+    // The last click on a link or submission of a form, whose default action (a navigation of
+    // this tab) the settle expects the browser to be asked for, unless a handler prevented it:
+    // read, and forgotten, by the next settle (`navigationExpected`).
+    lastDefault: null,
+    // Everything the page did on its own, counted: a change (above), and any callback of its
+    // timers, intervals and animation frames. A page loaded ahead for the next episode is handed
+    // over only if this has not moved since it was pictured (`pristine`).
+    activity: 0,
   };
   // Timers longer than this are polling or idle work, not an effect of the action.
   const SHORT_TIMER_MS = 1000;
@@ -63,17 +79,30 @@
   const nativeValues = new Map([HTMLInputElement, HTMLTextAreaElement, HTMLSelectElement]
     .map((kind) => [kind, Object.getOwnPropertyDescriptor(kind.prototype, 'value').get]));
   const cut = (text, max) => (typeof text === 'string' ? nativeApply(nativeSlice, text, [0, max]) : '');
+  const nativeStartsWith = String.prototype.startsWith;
+  const nativeComposedPath = Event.prototype.composedPath;
+  // The most characters of a held secret read back: a `type` action's own limit.
+  const MAX_HELD_CHARS = 2000;
   const FORBIDDEN = /^\s*(javascript|file|data|chrome|chrome-untrusted|devtools|view-source|filesystem)\s*:/i;
 
   const changed = () => {
     state.lastChange = ++state.order;
+    state.activity++;
     for (const wake of state.wakers) wake();
+  };
+  // A callback of the page's that counts as activity when it runs.
+  const active = (handler) => function (...args) {
+    state.activity++;
+    return handler.apply(this, args);
   };
 
   window.setTimeout = function (handler, delay, ...args) {
     const ms = Number(delay) || 0;
-    if (typeof handler !== 'function' || ms > SHORT_TIMER_MS) {
+    if (typeof handler !== 'function') {
       return nativeSetTimeout(handler, delay, ...args);
+    }
+    if (ms > SHORT_TIMER_MS) {
+      return nativeSetTimeout(active(handler), delay, ...args);
     }
     const id = nativeSetTimeout(function () {
       state.timers.delete(id);
@@ -89,6 +118,13 @@
   window.clearTimeout = function (id) {
     state.timers.delete(id);
     return nativeClearTimeout(id);
+  };
+  const nativeSetInterval = window.setInterval.bind(window);
+  window.setInterval = function (handler, ...rest) {
+    return nativeSetInterval(typeof handler === 'function' ? active(handler) : handler, ...rest);
+  };
+  window.requestAnimationFrame = function (callback) {
+    return nativeRequestAnimationFrame(typeof callback === 'function' ? active(callback) : callback);
   };
 
   // A call counted as a request from its start until its promise settles.
@@ -156,15 +192,84 @@
   window.addEventListener('click', stopForbidden, true);
   window.addEventListener('auxclick', stopForbidden, true);
 
+  // A link's click or a form's submission: its default action navigates this tab unless a
+  // handler prevents it (read once every handler has run, by the settle). Noted in the capture
+  // phase, before the page's handlers can stop the event from reaching us.
+  const nativeClosest = Element.prototype.closest;
+  const NativeURL = window.URL;
+  window.addEventListener('click', (event) => {
+    const target = event.target;
+    let link = null;
+    try {
+      link = target && nativeApply(nativeClosest, target, ['a[href], area[href]']);
+    } catch (error) {
+      link = null; // not an element (a text node, a document)
+    }
+    if (link) state.lastDefault = { event, link };
+  }, true);
+  window.addEventListener('submit', (event) => {
+    state.lastDefault = { event, form: event.target, submitter: event.submitter };
+  }, true);
+  // A navigation of this tab to another document over http(s), from the URL and target a link
+  // or form names; a frame or window of another name, a download, a fragment of this document,
+  // another scheme (mailto:, the forbidden ones) are not.
+  const selfTarget = (name) => !name || name === '_self' || (window.top === window && (name === '_top' || name === '_parent'));
+  const leavesDocument = (href) => {
+    let url;
+    try {
+      url = new NativeURL(href, document.baseURI);
+    } catch (error) {
+      return false;
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
+    const here = new NativeURL(location.href);
+    const sameDocument = url.hash !== '' && url.href.split('#')[0] === here.href.split('#')[0];
+    return !sameDocument;
+  };
+  const baseTarget = () => {
+    const base = nativeApply(nativeQuerySelector, document, ['base[target]']);
+    return base ? base.getAttribute('target') : '';
+  };
+  // Whether the last link click or form submission should have asked the browser for a
+  // navigation of this tab; forgotten once read.
+  const navigationExpected = () => {
+    const last = state.lastDefault;
+    state.lastDefault = null;
+    if (!last || last.event.defaultPrevented) return false;
+    if (last.link) {
+      const link = last.link;
+      if (link.hasAttribute('download')) return false;
+      const name = link.hasAttribute('target') ? link.getAttribute('target') : baseTarget();
+      return selfTarget(name) && leavesDocument(link.href);
+    }
+    const form = last.form;
+    const submitter = last.submitter;
+    const method = ((submitter && submitter.getAttribute('formmethod')) || form.getAttribute('method') || '').toLowerCase();
+    if (method === 'dialog') return false;
+    const name = (submitter && submitter.hasAttribute('formtarget')) ? submitter.getAttribute('formtarget')
+      : form.hasAttribute('target') ? form.getAttribute('target') : baseTarget();
+    const action = (submitter && submitter.getAttribute('formaction')) || form.getAttribute('action') || location.href;
+    return selfTarget(name) && leavesDocument(action);
+  };
+
   // A field whose value is a secret: a password field, one drawn as discs by CSS (a PIN), or one
   // the page marks as a one-time code, a card secret or a password (autocomplete). The one rule of
   // the recordings' masks (--redact), the text layer's bullets and the typing kept from watchers,
   // agents and recordings (`element.password`).
   const SECRET_AUTOCOMPLETE = /\b(one-time-code|current-password|new-password|cc-number|cc-csc)\b/i;
-  const isSecretField = (el) => el.tagName === 'INPUT' && (
-    (el.getAttribute('type') || '').toLowerCase() === 'password' ||
-    (el.ownerDocument.defaultView.getComputedStyle(el).webkitTextSecurity || 'none') !== 'none' ||
-    SECRET_AUTOCOMPLETE.test(el.getAttribute('autocomplete') || ''));
+  // A field a page masks with its own script shows only these in its value.
+  const MASKED = /^[\u2022\u25cf\u2217*\u00b7]+$/;
+  const isSecretField = (el) => {
+    const tag = el.tagName;
+    const field = tag === 'INPUT' || tag === 'TEXTAREA';
+    if (!field && !el.isContentEditable) return false;
+    if (tag === 'INPUT' && ((el.getAttribute('type') || '').toLowerCase() === 'password'
+      || SECRET_AUTOCOMPLETE.test(el.getAttribute('autocomplete') || ''))) return true;
+    // Drawn as discs by CSS (a PIN, a div made to look like a password field), or masked by the
+    // page's own script (bullets in its value).
+    if ((el.ownerDocument.defaultView.getComputedStyle(el).webkitTextSecurity || 'none') !== 'none') return true;
+    return field && MASKED.test(fieldValue(el));
+  };
   // What a field holds, read with the browser's own getters, taken before the page ran: a page
   // can replace `value`, `Map`'s and arrays' iteration, `instanceof`; not these. A getter of the
   // wrong kind of element throws, and the next is tried.
@@ -184,19 +289,137 @@
       return '';
     }
   };
-  const isSecret = (el) => isSecretField(el) || state.marked.has(el);
+  // A secret field now, one that ever was (its type switched to show it), or one a person marked.
+  const isSecret = (el) => {
+    if (state.ever.has(el) || state.marked.has(el)) return true;
+    if (!isSecretField(el)) return false;
+    state.ever.add(el);
+    return true;
+  };
+  // An element's shadow root, open or closed (the page's closed ones, recorded as made).
+  const shadowOf = (el) => el.shadowRoot || state.closedRoots.get(el) || null;
+  // Fields that stop being secret fields are remembered before they do: a `type` switched from
+  // password, an `autocomplete` that said one-time-code.
+  const secretWatch = new MutationObserver((records) => {
+    for (const record of records) {
+      const old = record.oldValue || '';
+      const was = record.attributeName === 'type' ? old.toLowerCase() === 'password'
+        : SECRET_AUTOCOMPLETE.test(old);
+      if (was) state.ever.add(record.target);
+    }
+  });
+  const watchSecrets = (root) => secretWatch.observe(root, {
+    subtree: true, attributes: true, attributeFilter: ['type', 'autocomplete'], attributeOldValue: true,
+  });
+  watchSecrets(document);
+  const nativeAttachShadow = Element.prototype.attachShadow;
+  Element.prototype.attachShadow = function (init) {
+    const root = nativeApply(nativeAttachShadow, this, [init]);
+    if (root.mode === 'closed') state.closedRoots.set(this, root);
+    watchSecrets(root);
+    return root;
+  };
+  // An element that takes text itself; input reaching one that does not came through a shadow
+  // root the probe cannot see into (a declarative closed one).
+  const takesText = (el) => el.tagName === 'INPUT' || el.tagName === 'TEXTAREA'
+    || el.tagName === 'SELECT' || el.isContentEditable;
+  const MAX_INPUTS = 64;
+  // Trusted input (whatever an action did: typing, keys, a paste, a drop), noted before the
+  // page's own handlers run (a capturing listener of the window, added before the page's
+  // scripts): what the field held right then, even if the page clears it, submits it or swaps
+  // it out afterwards. Every field's, in this page's memory until the server takes the secret
+  // fields' (`takeInputs`): a frame's probe cannot know what the top one marked.
+  window.addEventListener('input', (event) => {
+    if (!event.isTrusted) return;
+    let el = nativeApply(nativeComposedPath, event, [])[0] || event.target;
+    for (let depth = 0; el && el.nodeType === 1 && depth < 16; depth++) {
+      const root = shadowOf(el);
+      if (!root || !root.activeElement) break;
+      el = root.activeElement;
+    }
+    if (!el || el.nodeType !== 1) return;
+    const opaque = !takesText(el);
+    const value = opaque ? '' : cut(fieldValue(el), MAX_HELD_CHARS);
+    const secret = opaque || isSecret(el);
+    const last = state.inputs[state.inputs.length - 1];
+    if (last && last[0] === el && !opaque && nativeApply(nativeStartsWith, value, [last[1]])) {
+      last[1] = value;
+      last[3] = last[3] || secret;
+    } else if (state.inputs.length < MAX_INPUTS) {
+      state.inputs[state.inputs.length] = [el, value, opaque, secret];
+    }
+  }, true);
   // A field holding a secret: what every outlet but the person at the wheel sees covered.
   const holdsSecret = (el) => isSecret(el) && fieldValue(el) !== '';
   const fieldNumber = (el) => {
     if (!state.fieldNumbers.has(el)) state.fieldNumbers.set(el, ++state.fields);
     return state.fieldNumbers.get(el);
   };
-  // The most characters of a held secret read back: a `type` action's own limit.
-  const MAX_HELD_CHARS = 2000;
+  // The element at (x, y), or the focused one (x null), where it really is: into shadow roots
+  // (closed ones the page made too) and same-origin frames (a password field in a shadow root
+  // or an iframe must be known as one); dx, dy: its frame's offset; opaque: a frame of another
+  // origin, inside which nothing can be read from here.
+  const deepest = (x, y) => {
+    let element = x === null ? document.activeElement : document.elementFromPoint(x, y);
+    let dx = 0;
+    let dy = 0;
+    let opaque = false;
+    for (let depth = 0; element && depth < 16; depth++) {
+      const root = shadowOf(element);
+      const inner = root && (x === null ? root.activeElement : root.elementFromPoint(x - dx, y - dy));
+      if (inner && inner !== element) {
+        element = inner;
+        continue;
+      }
+      if (element.tagName !== 'IFRAME' && element.tagName !== 'FRAME') break;
+      let doc = null;
+      try {
+        doc = element.contentDocument;
+      } catch (error) {
+        doc = null;
+      }
+      if (!doc) {
+        opaque = true;
+        break;
+      }
+      const f = element.getBoundingClientRect();
+      const fx = dx + f.left + element.clientLeft;
+      const fy = dy + f.top + element.clientTop;
+      const next = x === null ? doc.activeElement : doc.elementFromPoint(x - fx, y - fy);
+      if (!next || next === doc.documentElement || next === doc.body && x === null) break;
+      element = next;
+      dx = fx;
+      dy = fy;
+    }
+    return { element, dx, dy, opaque };
+  };
+  // What a secret element holds, for the server alone (`Secrets::hold`): undefined for others.
+  const heldBy = (element) => (element && element.nodeType === 1 && isSecret(element)
+    ? { field: fieldNumber(element), value: cut(fieldValue(element), MAX_HELD_CHARS) }
+    : undefined);
+  // The input noted here and in same-origin frames since the last call, into secret fields
+  // (those of this document's rule: `isSecret`, marks included), or through shadow roots that
+  // cannot be seen into (opaque).
+  const takeInputs = () => {
+    const taken = state.inputs.splice(0);
+    const frames = document.querySelectorAll('iframe, frame');
+    for (let i = 0; i < frames.length && i < 64; i++) {
+      let inner = null;
+      try {
+        inner = frames[i].contentWindow && frames[i].contentWindow.__browserenv;
+      } catch (error) {
+        inner = null; // another origin
+      }
+      if (inner && inner !== api && inner.takeInputs) {
+        for (const entry of inner.takeInputs()) taken[taken.length] = entry;
+      }
+    }
+    return taken;
+  };
   const api = {
     // The in-page part of the settle rule (server/src/chromium/page/settle.rs says the whole rule and
     // gives the numbers). Resolves once the page is quiet (no requests, no short timers, loaded,
-    // no DOM change for quietMs, at least minMs after the start) and drawn: `frameCount` frames
+    // no DOM change for quietMs) and drawn: `frameCount` frames
     // have begun since the start and since its last change (DOM change, timer callback, request
     // end), so the frame that painted the change has gone to the compositor. The two waits
     // overlap: a change quietMs ago is usually drawn already. A change once the page was found
@@ -208,7 +431,9 @@
     // Frames are asked for only while the last change is not yet drawn: each one costs the
     // renderer and the compositor a few milliseconds of CPU, which sessions sharing a machine
     // pay for each other. A change asks for them again.
-    settle(quietMs, frameCount, noFramesMs, minMs, maxMs) {
+    // With `factsChars`, the answer carries the settled page's `facts` too: one call of the
+    // step instead of two.
+    settle(quietMs, frameCount, noFramesMs, maxMs, factsChars) {
       const start = browserNow();
       return new Promise((resolve) => {
         const startOrder = ++state.order;
@@ -248,7 +473,7 @@
           if (readyAt === null || (quiet && now - start >= maxMs)) {
             const busy =
               state.requests > 0 || state.timers.size > 0 || document.readyState !== 'complete';
-            if (readyAt === null && !busy && now - state.lastMutation >= quietMs && now - start >= minMs) {
+            if (readyAt === null && !busy && now - state.lastMutation >= quietMs) {
               quiet = true;
             } else if (now - start >= maxMs) {
               quiet = false;
@@ -267,19 +492,41 @@
           }
           finished = true;
           state.wakers.delete(wake);
-          resolve({ bounded: !quiet || undrawn });
+          const answer = { bounded: !quiet || undrawn, expected: navigationExpected() };
+          if (factsChars) answer.facts = api.facts(factsChars);
+          resolve(answer);
           return true;
         };
-        // Polled every 10 ms, or sooner when the quiet is due (quietMs after the last DOM change).
+        // Until the page is found quiet, polled every 10 ms, or sooner when the quiet is due
+        // (quietMs after the last DOM change). Then the frames' callbacks judge, and a poll is
+        // only needed when none may come: at the end of noFramesMs without one (or at once on a
+        // hidden page). Each poll wakes the page's renderer, which eight sessions pay for
+        // each other.
         const poll = () => {
           if (finished || over()) return;
-          const due = Math.max(state.lastMutation + quietMs, start + minMs) - browserNow();
-          nativeSetTimeout(poll, readyAt === null && due > 0 ? Math.min(10, Math.ceil(due)) : 10);
+          const now = browserNow();
+          let next = 10;
+          if (readyAt === null) {
+            const due = state.lastMutation + quietMs - now;
+            if (due > 0) next = Math.min(10, Math.ceil(due));
+          } else if (!document.hidden) {
+            next = Math.max(10, Math.ceil(Math.max(readyAt, askedAt, lastFrameAt) + noFramesMs - now));
+          }
+          nativeSetTimeout(poll, next);
         };
         state.wakers.add(wake);
         wake();
         poll();
       });
+    },
+    // Whether the page has done nothing on its own since `activity()` said `mark`: no change, no
+    // callback of its timers or frames, nothing pending, no animation running.
+    activity() {
+      return state.activity;
+    },
+    pristine(mark) {
+      const running = document.getAnimations().some((animation) => animation.playState === 'running');
+      return state.activity === mark && state.requests === 0 && state.timers.size === 0 && !running;
     },
     facts(maxText) {
       const blocked = state.blocked.splice(0);
@@ -293,7 +540,7 @@
       const findPasswords = (root, dx, dy, depth) => {
         if (depth > 8) return;
         for (const el of root.querySelectorAll('*')) {
-          if (el.shadowRoot) findPasswords(el.shadowRoot, dx, dy, depth + 1);
+          if (shadowOf(el)) findPasswords(shadowOf(el), dx, dy, depth + 1);
           if (el.tagName === 'IFRAME' || el.tagName === 'FRAME') {
             let inner = null;
             try {
@@ -316,13 +563,29 @@
         }
       };
       findPasswords(document, 0, 0, 0);
+      // For the server alone: what the focused secret field holds, and what input left in
+      // secret fields during the step (`server/src/environment/observation.rs`).
+      const held = heldBy(deepest(null, null).element);
+      const inputs = [];
+      for (const [el, value, opaque, secret] of takeInputs()) {
+        // A field the page masks shows bullets, not what was typed: the input reached a secret
+        // field, what it typed is the secret.
+        if (opaque || ((secret || isSecret(el)) && MASKED.test(fieldValue(el)))) inputs.push({ opaque: true });
+        else if (secret || isSecret(el)) inputs.push({ field: fieldNumber(el), value });
+      }
       return {
         title: cut(document.title, MAX_TITLE_CHARS),
         text: body ? cut(body.innerText, maxText) : '',
         blocked,
         blockedMore,
         passwords,
+        held,
+        inputs,
       };
+    },
+    // This document's noted input, taken (`takeInputs`): for the probe of the page above.
+    takeInputs() {
+      return takeInputs();
     },
     // The visible text as lines with their boxes, for the terminal UI's text layer
     // (GET /sessions/{id}/text) and the agents' read_page. Text nodes of the document, its open
@@ -544,8 +807,9 @@
           // Its label: the value, or the browser's own word for a submit or reset without one.
           text = el.value || (type === 'submit' ? 'Submit' : type === 'reset' ? 'Reset' : '');
           kind = 'button';
-        } else if (isSecretField(el)) {
-          // A secret (shown as discs on the page, or marked a one-time code): never the value.
+        } else if (isSecret(el)) {
+          // A secret (shown as discs on the page, a one-time code, one a person marked, one that
+          // was a password field before it was shown): never the value.
           text = '\u2022'.repeat(el.value.length);
           kind = 'password';
         } else {
@@ -588,7 +852,7 @@
           } else {
             const tag = node.tagName;
             if (tag === 'INPUT' || tag === 'TEXTAREA' || tag === 'SELECT') field(node, dx, dy);
-            if (node.shadowRoot) walk(node.shadowRoot, dx, dy);
+            if (shadowOf(node)) walk(shadowOf(node), dx, dy);
             if (tag === 'IFRAME' || tag === 'FRAME') {
               let inner = null;
               try {
@@ -621,40 +885,7 @@
     // `mark`, the focused element is a person's secret field from now on. A focused secret field
     // says what it holds (`held`), for the server alone (`server/src/environment/observation.rs` takes it out).
     element(x, y, mark) {
-      // Into open shadow roots and same-origin frames, where the element really is (a password
-      // field in a shadow root or an iframe must be known as one); dx, dy: the frame's offset.
-      let element = x === null ? document.activeElement : document.elementFromPoint(x, y);
-      let dx = 0;
-      let dy = 0;
-      let opaque = false;
-      for (let depth = 0; element && depth < 16; depth++) {
-        const root = element.shadowRoot;
-        const inner = root && (x === null ? root.activeElement : root.elementFromPoint(x - dx, y - dy));
-        if (inner && inner !== element) {
-          element = inner;
-          continue;
-        }
-        if (element.tagName !== 'IFRAME' && element.tagName !== 'FRAME') break;
-        let doc = null;
-        try {
-          doc = element.contentDocument;
-        } catch (error) {
-          doc = null;
-        }
-        if (!doc) {
-          // Another origin: nothing inside can be read from here.
-          opaque = true;
-          break;
-        }
-        const f = element.getBoundingClientRect();
-        const fx = dx + f.left + element.clientLeft;
-        const fy = dy + f.top + element.clientTop;
-        const next = x === null ? doc.activeElement : doc.elementFromPoint(x - fx, y - fy);
-        if (!next || next === doc.documentElement || next === doc.body && x === null) break;
-        element = next;
-        dx = fx;
-        dy = fy;
-      }
+      const { element, dx, dy, opaque } = deepest(x, y);
       if (!element || element === document.documentElement) return null;
       if (mark && x === null) state.marked.add(element);
       const tag = element.tagName.toLowerCase();
@@ -682,9 +913,7 @@
       const password = isSecret(element) || (opaque && x === null);
       const text = password ? '' : clean(element.innerText || element.value || '').slice(0, 200);
       const r = element.getBoundingClientRect();
-      const held = x === null && isSecret(element)
-        ? { field: fieldNumber(element), value: cut(fieldValue(element), MAX_HELD_CHARS) }
-        : undefined;
+      const held = x === null ? heldBy(element) : undefined;
       return { tag, role, name, text, type: type || null, password, held,
         bbox: [Math.round(r.left + dx), Math.round(r.top + dy), Math.round(r.width), Math.round(r.height)] };
     },

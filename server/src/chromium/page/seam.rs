@@ -19,12 +19,17 @@ impl ChromiumBrowser {
             .ok()
             .and_then(|i| entries.get(i));
         let Some((entry_id, _)) = next else {
-            self.acted(false);
             return Ok(false);
         };
+        // The browser's own navigation: no request of the page's announces it, so it is waited
+        // for here until it shows (it started loading, or a back/forward-cache restore
+        // committed), for as long as a request may take to start.
+        let before = self.current.load.borrow().navigation_events;
         self.exec(NavigateToHistoryEntryParams::new(*entry_id))
             .await?;
-        self.acted(true);
+        let until = Instant::now() + super::navigation::REQUEST_START_LIMIT;
+        self.wait_load(until, |s| s.navigation_events != before)
+            .await;
         Ok(true)
     }
 }
@@ -34,7 +39,6 @@ impl Browser for ChromiumBrowser {
         let deadline = Instant::now() + timeout;
         let finished_before = self.current.load.borrow().loads_finished;
         let reply = self.exec(NavigateParams::new(url)).await?;
-        self.acted(true);
         if let Some(error) = &reply.error_text {
             return Err(PageError::NavigationFailed(error.clone()));
         }
@@ -47,11 +51,8 @@ impl Browser for ChromiumBrowser {
             })
             .await
         {
-            // The navigation asked for is over: the settle needs no window for one to start
-            // (that window, 40 ms from the navigation's start, outlasted most loads and held a
-            // reset 10-20 ms past its load). A load handler's redirect starts while the settle
-            // waits for its frames, and is settled in turn (`settle_once`).
-            self.acted(false);
+            // The navigation asked for is over. A load handler's redirect is a request of the
+            // page's own, which the settle waits for (`LoadState::navigating`).
             Ok(())
         } else if self.current.load.borrow().crashed {
             Err(PageError::RendererCrashed)
@@ -68,7 +69,6 @@ impl Browser for ChromiumBrowser {
         modifiers: Modifiers,
     ) -> Result<(), PageError> {
         self.click_or_choose(at, button, count, modifiers).await?;
-        self.acted(true);
         // A click may open a dropdown (or close the one open): drawn before the settle.
         self.refresh_dropdown(Value::Null).await;
         Ok(())
@@ -97,7 +97,6 @@ impl Browser for ChromiumBrowser {
             events.push(up);
         }
         self.send_keys(events).await?;
-        self.acted(text.contains('\n'));
         if self.dropdown_open() {
             self.refresh_dropdown(Value::Null).await;
         }
@@ -108,7 +107,6 @@ impl Browser for ChromiumBrowser {
         let was_open = self.dropdown_open();
         self.press_keeping_clipboard(chord, repeat).await?;
         let key = chord.key.name();
-        self.acted(matches!(key, "ENTER" | "NUMPAD_ENTER" | "SPACE"));
         // Keys in an open popup move its highlight; a key may open one (ALT+DOWN, SPACE).
         let nav = match (was_open && chord.modifiers.is_empty(), key) {
             (true, "UP" | "DOWN" | "HOME" | "END" | "PAGE_UP" | "PAGE_DOWN") => {
@@ -124,7 +122,6 @@ impl Browser for ChromiumBrowser {
     async fn scroll(&mut self, at: Point, dx: i64, dy: i64) -> Result<(), PageError> {
         let wheel = super::input::MouseEvent::wheel(dx, dy, self.held_buttons);
         self.mouse_events(&[wheel], at).await?;
-        self.acted(false);
         if self.dropdown_open() {
             self.refresh_dropdown(Value::Null).await;
         }
@@ -136,7 +133,6 @@ impl Browser for ChromiumBrowser {
             return hovered;
         }
         self.move_pointer(at).await?;
-        self.acted(false);
         if self.dropdown_open() {
             self.refresh_dropdown(Value::Null).await;
         }
@@ -150,7 +146,6 @@ impl Browser for ChromiumBrowser {
         modifiers: Modifiers,
     ) -> Result<(), PageError> {
         self.drag_along(path, button, modifiers).await?;
-        self.acted(true);
         self.refresh_dropdown(Value::Null).await;
         Ok(())
     }
@@ -162,14 +157,12 @@ impl Browser for ChromiumBrowser {
         down: bool,
     ) -> Result<(), PageError> {
         self.button_at(at, button, down).await?;
-        self.acted(!down);
         self.refresh_dropdown(Value::Null).await;
         Ok(())
     }
 
     async fn select_option(&mut self, at: Point, label: &str) -> Result<(), PageError> {
         self.select_label(at, label).await?;
-        self.acted(true);
         self.refresh_dropdown(Value::Null).await;
         Ok(())
     }
@@ -223,15 +216,30 @@ impl Browser for ChromiumBrowser {
     }
 
     async fn facts(&mut self) -> Result<PageFacts, PageError> {
+        if let Some(facts) = self.handed.as_mut().and_then(|handed| handed.facts.take()) {
+            // Read as the page was prepared; it has not changed since.
+            self.renderer_answered = true;
+            return Ok(facts);
+        }
         // The URL comes from the browser process, so it is known even when the renderer is hung.
         // Unset until the read answers: the caller's bound may drop this call at any await.
         self.renderer_answered = false;
-        // Both at once: one round trip of the step instead of two.
-        let call = format!("facts({MAX_TEXT_CHARS})");
-        let (url, read) = tokio::join!(
-            self.current_url(),
-            tokio::time::timeout(FACTS_TIMEOUT, probe(&self.current.page, &call, false))
-        );
+        // What the settle read as it ended, when the page is still that document; else read
+        // now, both at once: one round trip of the step instead of two.
+        let (url, read) = match self.settled_facts() {
+            Some(facts) => (self.current_url().await, Ok(Ok(facts))),
+            None => {
+                let call = format!("facts({MAX_TEXT_CHARS})");
+                let (url, read) = tokio::join!(
+                    self.current_url(),
+                    tokio::time::timeout(FACTS_TIMEOUT, probe(&self.current.page, &call, false))
+                );
+                if let Ok(Ok(facts)) = &read {
+                    self.note_blocked(facts);
+                }
+                (url, read)
+            }
+        };
         let url = url?;
         self.renderer_answered = matches!(read, Ok(Ok(_)));
         let mut facts = PageFacts {
@@ -256,15 +264,16 @@ impl Browser for ChromiumBrowser {
                         .collect()
                 })
                 .unwrap_or_default();
-            if let (Some(blocked), Ok(mut incidents)) =
-                (value["blocked"].as_array(), self.incidents.lock())
-            {
-                for link in blocked {
-                    let start = link[0].as_str().unwrap_or_default();
-                    let length = link[1].as_u64().unwrap_or_default() as usize;
-                    incidents.navigations_blocked.push(clipped(start, length));
+            facts.held = held_secret(&value["held"]);
+            let inputs = value["inputs"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            for input in inputs.iter().take(crate::browser::MAX_SECRET_INPUTS) {
+                match held_secret(input) {
+                    Some(held) => facts.inputs.push(held),
+                    None => facts.opaque_input |= input["opaque"] == true,
                 }
-                incidents.navigations_blocked.more += value["blockedMore"].as_u64().unwrap_or(0);
             }
         }
         Ok(facts)
@@ -383,6 +392,10 @@ impl Browser for ChromiumBrowser {
         // answered. It is sent again, to the new document, for as long as the step's screenshot
         // budget (the caller's bound) lasts: a page that navigates without end is judged by it.
         // So is one that opens tabs in front of ours while it is captured (`keep_in_front`).
+        if let Some(picture) = self.handed.take().and_then(|handed| handed.picture) {
+            // Taken as the page was prepared; it has not changed since.
+            return Ok(picture);
+        }
         let mut commits = self.current.load.clone();
         loop {
             self.keep_in_front().await?;
@@ -471,6 +484,14 @@ impl Browser for ChromiumBrowser {
 
     fn is_alive(&self) -> bool {
         !self.disconnected.load(Ordering::SeqCst)
+    }
+
+    fn prepare_next(&mut self, start: Preparation) {
+        self.prepare_successor(start);
+    }
+
+    async fn take_prepared(&mut self, url: Option<&str>) -> Handover {
+        self.take_prepared_page(url).await
     }
 
     fn take_incidents(&mut self) -> Incidents {

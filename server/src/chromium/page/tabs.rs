@@ -46,7 +46,8 @@ impl ChromiumBrowser {
         if let Ok(mut incidents) = self.incidents.lock() {
             incidents.tab_switches += 1;
         }
-        self.acted(true);
+        // Requests are counted per tab: the new one's so far are its opening's.
+        self.requests_seen = self.current.load.borrow().requests;
         Ok(())
     }
 
@@ -78,7 +79,6 @@ impl ChromiumBrowser {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        self.acted(true);
         Ok(())
     }
 

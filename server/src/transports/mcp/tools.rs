@@ -208,10 +208,8 @@ fn ask_arguments(
             "reason: String should have at most {REASON_CHARS} characters"
         )));
     }
-    let reason = reason
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect::<String>();
+    // Shown to watchers, in `/sessions`, the recording and the log: cleaned as every such text.
+    let reason = browserenv::text_layer::printable(reason, REASON_CHARS);
     let wait = match arguments.get("wait_seconds") {
         None | Some(Value::Null) => 3600,
         Some(value) => match value.as_u64() {
@@ -507,5 +505,14 @@ mod tests {
             message(json!({"chars": 5})),
             "Invalid message: chars: Extra inputs are not permitted"
         );
+    }
+
+    /// The reason is shown to people: one line, no control characters, nothing that reorders it
+    /// (a right-to-left override would show `gpj.exe` as `exe.jpg`).
+    #[test]
+    fn a_reason_is_cleaned_as_every_text_shown_to_people() {
+        let args = json!({"reason": "open\u{202e}gpj.exe\u{2066}\nplease\u{1b}[2J"});
+        let (reason, _) = ask_arguments(args.as_object().unwrap()).unwrap();
+        assert_eq!(reason, "opengpj.exe please[2J");
     }
 }

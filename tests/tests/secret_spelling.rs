@@ -180,14 +180,14 @@ async fn every_start_and_spelling_of_a_password_and_its_cookie_are_hidden_in_the
     assert!(seen.archive.contains("sid=<redacted:32 characters>"));
 
     // Replayed: the sign-in answers with the recorded cookie, its value replaced.
+    // The archive itself, not its index beside it (`.warc.gz.cdxj`): the folder's order is the
+    // file system's.
     let archive = std::fs::read_dir(dir.join("archives"))
         .unwrap()
         .flatten()
-        .next()
-        .unwrap()
-        .file_name()
-        .to_string_lossy()
-        .to_string();
+        .map(|entry| entry.file_name().to_string_lossy().to_string())
+        .find(|name| name.ends_with(".warc.gz"))
+        .unwrap();
     let replaying = Harness::start_with(ServerConfig {
         settings: test_settings(),
         archive: ArchiveConfig {

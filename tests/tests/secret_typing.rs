@@ -2,7 +2,7 @@
 //! holds afterwards: pages that send a field and come back empty, or clear it themselves, hide
 //! nothing of it from any outlet (the agent's observation and `human_steps`, another watcher,
 //! the text layer, the recording, the web archive). Real Chromium, real sockets; the findings of
-//! security round 4, each reproduced first.
+//! security round 4, each reproduced first; and what a paste or a drop leaves in one.
 
 use browserenv_tests::outlets::{click, episode, key, typing};
 
@@ -64,4 +64,55 @@ async fn a_password_an_app_clears_after_signing_in_is_hidden_everywhere() {
         seen.archive
     );
     assert!(seen.own.last().unwrap()["data"]["observation"]["metadata"]["title"] == "App");
+}
+
+/// The generated password `pwgen.html` puts on the clipboard or carries in a drag, in the
+/// spellings and starts an outlet could hold it in.
+const GENERATED: [&str; 5] = [
+    "Zq7#Lm9vX!t4",
+    "Zq7%23Lm9vX%21t4",
+    "Zq7%23",
+    "Lm9vX",
+    "Zq7#",
+];
+
+/// A password pasted into a password field (CTRL+V of what the page's copy handler put on the
+/// episode's clipboard) and sent: what the paste left in the field is a secret, hidden in every
+/// outlet, though nothing was typed and the chord carries no character.
+#[tokio::test]
+async fn a_password_pasted_into_a_secret_field_is_hidden_everywhere() {
+    let press = |chord: &str| {
+        let action = browserenv::BrowserAction::press_named(chord).unwrap();
+        (action.to_value(), false)
+    };
+    let steps = [
+        click(250, 60),
+        press("CTRL+A"),
+        press("CTRL+C"),
+        click(250, 215),
+        press("CTRL+V"),
+        key("ENTER"),
+    ];
+    let seen = episode("pwpaste", "pwgen.html", &steps).await;
+    let url = &seen.last.as_ref().unwrap().observation.url;
+    assert!(url.contains("pw="), "the form was sent: {url}");
+    assert!(url.contains("pw=<redacted:12 characters>"), "{url}");
+    assert_eq!(seen.leaks(&GENERATED), Vec::<String>::new());
+    let pasted = &seen.own[4]["data"]["observation"]["metadata"];
+    assert_eq!(pasted["element"]["password"], true, "{pasted}");
+}
+
+/// The same password dropped into the password field from the page's draggable chip (an HTML5
+/// drag the page fills): what the drop left there is hidden in every outlet.
+#[tokio::test]
+async fn a_password_dropped_into_a_secret_field_is_hidden_everywhere() {
+    let drag = browserenv::BrowserAction::drag([(250, 130), (250, 170), (250, 215)]);
+    let steps = [(drag.to_value(), false), click(250, 215), key("ENTER")];
+    let seen = episode("pwdrop", "pwgen.html", &steps).await;
+    let url = &seen.last.as_ref().unwrap().observation.url;
+    assert!(url.contains("pw="), "the form was sent: {url}");
+    assert!(url.contains("pw=<redacted:12 characters>"), "{url}");
+    assert_eq!(seen.leaks(&GENERATED), Vec::<String>::new());
+    let dropped = &seen.own[0]["data"]["observation"]["metadata"];
+    assert_eq!(dropped["secret_input"], true, "{dropped}");
 }

@@ -253,7 +253,22 @@
     // The server writes the browser's clipboard: a copy of `text` only this world sees.
     setClipboard(text) {
       st.writing = text;
-      const done = document.execCommand('copy');
+      // The browser copies nothing while the selection is in a password field (the command is
+      // disabled there), so a paste into one would find the clipboard unset: the selection
+      // leaves the field for the copy, which stays focused, and its caret is put back after.
+      let field = document.activeElement;
+      for (let depth = 0; field && field.shadowRoot && field.shadowRoot.activeElement && depth < 16; depth++) {
+        field = field.shadowRoot.activeElement;
+      }
+      const inPassword = field && field.tagName === 'INPUT' && field.type === 'password';
+      const caret = inPassword ? [field.selectionStart, field.selectionEnd, field.selectionDirection] : null;
+      if (caret) getSelection().collapse(document.body || document.documentElement, 0);
+      let done = false;
+      try {
+        done = document.execCommand('copy');
+      } finally {
+        if (caret) field.setSelectionRange(caret[0], caret[1], caret[2]);
+      }
       const taken = st.writing === null;
       st.writing = null;
       return done && taken;

@@ -379,7 +379,8 @@ mod late_site {
 
 /// A page that navigates late (a timer's redirect after load, a click whose handler redirects by
 /// a timer, a link and a form to a page that answers in 600 ms) ends in the page it went to,
-/// pixel for pixel as after a 2 s wait; a link answered with no document (204) stays.
+/// pixel for pixel as after a 2 s wait; a link answered with no document (204) stays. So do the
+/// gestures that may navigate: a double click, mouse_down + mouse_up, ENTER, `goto`, `forward`.
 #[tokio::test]
 async fn a_late_navigation_ends_in_the_page_it_goes_to() {
     let _one = ONE_PAIR_AT_A_TIME.lock().await;
@@ -393,12 +394,42 @@ async fn a_late_navigation_ends_in_the_page_it_goes_to() {
     .await;
     let (mut a, mut f) = (adaptive.client().await, fixed.client().await);
     let click = || vec![BrowserAction::click(200, 50)];
+    // The gestures beyond a click are judged by the same signal: a double click on the link, a
+    // click made of mouse_down and mouse_up, ENTER pressed on the form's focused button, `goto`,
+    // and `forward` back to the slow page.
+    use browserenv::models::{Modifiers, MouseButton};
+    let press = |chord: &str| BrowserAction::press_named(chord).unwrap();
+    let double = vec![BrowserAction::click_with(
+        200,
+        50,
+        MouseButton::Left,
+        2,
+        Modifiers::NONE,
+    )];
+    let down_up = vec![
+        BrowserAction::mouse_down(200, 50, MouseButton::Left),
+        BrowserAction::mouse_up(200, 50, MouseButton::Left),
+    ];
+    let arrived = format!("http://{site}/arrived");
     for (path, actions, last_title) in [
         ("/timer", vec![], "Arrived"),
         ("/click", click(), "Arrived"),
         ("/link", click(), "Arrived"),
         ("/form", click(), "Arrived"),
         ("/nothing", click(), "Nothing"),
+        ("/link", double, "Arrived"),
+        ("/link", down_up, "Arrived"),
+        ("/form", vec![press("TAB"), press("ENTER")], "Arrived"),
+        ("/link", vec![BrowserAction::goto(&arrived)], "Arrived"),
+        (
+            "/link",
+            vec![
+                BrowserAction::click(200, 50),
+                BrowserAction::back(),
+                BrowserAction::forward(),
+            ],
+            "Arrived",
+        ),
     ] {
         let start = format!("http://{site}{path}");
         let got_a = run(&mut a, &start, &actions).await;

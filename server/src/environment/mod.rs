@@ -404,8 +404,6 @@ impl<L: Launcher> Environment<L> {
         check_taken(action, &settings)?;
         self.state.step_count += 1;
         let mut timings = Timings::default();
-        let browser = &mut episode.browser;
-        let timeout = PageError::ActionTimeout;
         // What the action is about, read before it changes the page (a click may navigate): the
         // element under the pointer, or for typing, keys and chords the focused one: any of them
         // may put input into it (a chord, a paste), so what a secret field held before the step
@@ -424,26 +422,7 @@ impl<L: Launcher> Environment<L> {
         // it is read, a select once it has the focus (after the choice).
         let mark = mark_secret && into_field;
         let element = match target {
-            Some(at) => {
-                match bounded(
-                    ELEMENT_TIMEOUT,
-                    timeout.clone(),
-                    browser.element(at, mark && at.is_none()),
-                )
-                .await
-                {
-                    Ok(Some(facts)) => {
-                        if let Some(held) = facts.held {
-                            episode.secrets.hold(held.field, &held.value);
-                        }
-                        Some(facts.shown)
-                    }
-                    Ok(None) => None,
-                    // Unread (a page that made the probe's answer unreadable, a hung renderer): it
-                    // may be a password field, and nothing says it is not, so it counts as one.
-                    Err(_) => Some(json!({"unreadable": true, "password": true})),
-                }
-            }
+            Some(at) => element_before(episode, at, mark && at.is_none()).await,
             None => None,
         };
         let in_secret_field = mark
@@ -459,7 +438,7 @@ impl<L: Launcher> Environment<L> {
             // The chosen select has the focus now: the person's secret field from here. Its
             // label (what the page shows of it) is the step's `typed`, kept as a secret.
             let marking = episode.browser.element(None, true);
-            let _ = bounded(ELEMENT_TIMEOUT, timeout, marking).await;
+            let _ = bounded(ELEMENT_TIMEOUT, PageError::ActionTimeout, marking).await;
         }
         timings.action = started.elapsed();
         let error = outcome.err();
@@ -558,6 +537,28 @@ fn check_taken(action: &BrowserAction, settings: &EnvSettings) -> Result<(), Env
         check_url("url", url, settings.server_port)?;
     }
     Ok(())
+}
+
+/// The element an action is about (`at`, or the focused one), read before the action: what a
+/// secret field there holds is the episode's secret from now on; `mark`, a person marks it.
+async fn element_before<B: crate::browser::Browser>(
+    episode: &mut Episode<B>,
+    at: Option<(i64, i64)>,
+    mark: bool,
+) -> Option<Value> {
+    let read = episode.browser.element(at, mark);
+    match bounded(ELEMENT_TIMEOUT, PageError::ActionTimeout, read).await {
+        Ok(Some(facts)) => {
+            if let Some(held) = facts.held {
+                episode.secrets.hold(held.field, &held.value);
+            }
+            Some(facts.shown)
+        }
+        Ok(None) => None,
+        // Unread (a page that made the probe's answer unreadable, a hung renderer): it may be a
+        // password field, and nothing says it is not, so it counts as one.
+        Err(_) => Some(json!({"unreadable": true, "password": true})),
+    }
 }
 
 /// The action on the episode's browser, each under its deadline; the episode's pointer follows

@@ -13,6 +13,7 @@ pub mod app;
 pub mod archive;
 pub mod browser;
 pub mod campaign;
+pub mod capped;
 pub mod chromium;
 pub mod cli;
 pub mod environment;

@@ -12,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use browserenv_archive::{is_transfer_header, replayed_set_cookie, Archive, Header, ReplayIndex};
 use serde_json::{json, Map, Value};
 
-use crate::browser::{clip, Capped};
+use crate::capped::{clip, Capped};
 
 /// The page's clock in a replay (see the file).
 const CLOCK_JS: &str = include_str!("clock.js");
@@ -146,9 +146,8 @@ impl Replaying {
     }
 
     fn is_the_server(&self, url: &str) -> bool {
-        url::Url::parse(url).is_ok_and(|url| {
-            crate::environment::check_not_the_server(&url, self.server_port).is_err()
-        })
+        url::Url::parse(url)
+            .is_ok_and(|url| crate::operations::access::names_this_server(&url, self.server_port))
     }
 
     fn missed(&self, url: &str) {

@@ -240,6 +240,43 @@ pub trait Browser: Send + 'static {
     fn stop_archive(&mut self) -> impl Future<Output = ()> + Send {
         async {}
     }
+    /// Run `script` in every new document of this episode's tabs, before the page's own scripts
+    /// (a page clock, `archive/clock.js`). A browser that cannot is an error.
+    fn add_document_script(
+        &mut self,
+        script: String,
+    ) -> impl Future<Output = Result<(), PageError>> + Send {
+        drop(script);
+        async {
+            Err(PageError::ActionFailed(
+                "this browser runs no scripts".into(),
+            ))
+        }
+    }
+    /// Evaluate a JavaScript expression in the current page's own world (its globals), a promise
+    /// awaited, and return its value as JSON. For pages the server itself serves and scores
+    /// (MiniWoB++'s `core`); never for judging a page that may lie (a task's check reads in a
+    /// world of its own).
+    fn evaluate(
+        &mut self,
+        expression: String,
+    ) -> impl Future<Output = Result<serde_json::Value, PageError>> + Send {
+        drop(expression);
+        async {
+            Err(PageError::ActionFailed(
+                "this browser runs no scripts".into(),
+            ))
+        }
+    }
+    /// Draw this episode's pages `factor` times larger in the same 800x600 picture: they lay out
+    /// in `800/factor` x `600/factor` CSS pixels, each drawn as `factor` picture pixels (a small
+    /// page made readable: MiniWoB++'s 160x210 tasks). Every coordinate the seam takes (clicks,
+    /// scrolls, the element under a point) or gives (text boxes, secret fields' boxes, an
+    /// element's box) stays a picture pixel. `factor` divides 800 and 600 into whole numbers.
+    fn zoom(&mut self, factor: f64) -> impl Future<Output = Result<(), PageError>> + Send {
+        let _ = factor;
+        async { Err(PageError::ActionFailed("this browser cannot zoom".into())) }
+    }
     /// Whether the connection to the browser still stands (a spare can lose it while it waits,
     /// e.g. when a remote browser restarts).
     fn is_alive(&self) -> bool {

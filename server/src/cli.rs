@@ -273,6 +273,11 @@ pub struct Cli {
     /// Base URL for the tasks' relative start URLs (default: the --site URL).
     #[arg(long, env = "BROWSER_TASK_BASE_URL")]
     pub task_base_url: Option<String>,
+    /// Serve MiniWoB++'s 125 tasks from this folder (the `html` folder of the `miniwob` package
+    /// on PyPI; `make miniwob` finds it): `reset(task_id="miniwob.click-test", seed=N)`, each
+    /// episode scored by its page, listed by the Task API as BrowserGym's train and test splits.
+    #[arg(long, env = "BROWSER_MINIWOB_DIR")]
+    pub miniwob: Option<PathBuf>,
     /// Do not keep a browser launched, or a session's next context opened, ahead of the next
     /// reset.
     #[arg(long, env = "BROWSER_NO_WARM_SPARE", value_parser = FalseyValueParser::new())]
@@ -393,6 +398,7 @@ impl Cli {
             campaign: self.campaign.clone(),
             token: self.token.clone().filter(|t| !t.is_empty()),
             tasks: None,
+            miniwob: None,
             allowed_origins: clean_list(&self.allowed_origins, "BROWSER_ALLOWED_ORIGINS", true)?,
             allowed_hosts: clean_list(&self.allowed_hosts, "BROWSER_ALLOWED_HOSTS", false)?,
             // Behind a Unix socket only the proxy connects, and it sends its own public name.
@@ -417,6 +423,7 @@ impl Cli {
             episodes_per_browser: self.episodes_per_browser,
             spare_contexts: !self.no_warm_spare,
             screenshots: self.screenshots,
+            replays: self.archive.archive_dir.is_some() || self.tasks.is_some(),
             ..ChromiumConfig::default()
         }
     }
@@ -569,6 +576,21 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         ),
         None => None,
     };
+    let miniwob = match &cli.miniwob {
+        Some(dir) => {
+            let miniwob = crate::miniwob::MiniWob::serve(dir)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            tracing::info!(
+                "{} MiniWoB++ tasks from {} (pages at http://{})",
+                miniwob.tasks().len(),
+                dir.display(),
+                miniwob.address()
+            );
+            Some(std::sync::Arc::new(miniwob))
+        }
+        None => None,
+    };
     let task_base = match (&cli.task_base_url, &site) {
         (Some(base), _) => {
             Some(url::Url::parse(base).with_context(|| format!("--task-base-url {base}"))?)
@@ -588,6 +610,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 allowed.push(format!("{host}:{port}"));
             }
         }
+        if let Some(miniwob) = &miniwob {
+            allowed.push(miniwob.address().to_string());
+        }
         let policy = crate::chromium::intercept::egress::EgressPolicy::new(&allowed)
             .await
             .map_err(|err| anyhow::anyhow!("BROWSER_PRIVATE_NETWORK_ALLOW: {err}"))?;
@@ -603,6 +628,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     let launcher = ChromiumLauncher::new(chromium_config);
     let mut config = config;
+    config.miniwob = miniwob;
     // A campaign's tasks are the file its campaign.json names: sessions reset them by id.
     let task_file = match (&cli.tasks, &cli.campaign) {
         (Some(_), Some(_)) => anyhow::bail!(

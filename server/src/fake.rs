@@ -33,6 +33,8 @@ pub struct FakeScript {
     pub state: PageState,
     /// Pressing ENTER goes here (a form sent with GET).
     pub enter_goes_to: Option<String>,
+    /// What `evaluate` answers, in turn, the last one again once they run out (none: an error).
+    pub evaluations: Vec<serde_json::Value>,
 }
 
 #[derive(Default)]
@@ -73,6 +75,7 @@ impl Launcher for FakeLauncher {
             history: Vec::new(),
             incidents_reported: false,
             archive: None,
+            evaluated: 0,
         })
     }
 }
@@ -86,6 +89,8 @@ pub struct FakeBrowser {
     alive: bool,
     /// The episode's archive work: a replay answers each page the browser goes to.
     archive: Option<crate::archive::Work>,
+    /// How many expressions were evaluated (`FakeScript::evaluations`).
+    evaluated: usize,
 }
 
 impl FakeBrowser {
@@ -223,6 +228,25 @@ impl Browser for FakeBrowser {
 
     async fn stop_archive(&mut self) {
         self.archive = None;
+    }
+
+    async fn add_document_script(&mut self, script: String) -> Result<(), PageError> {
+        self.record(format!("document script of {} characters", script.len()));
+        Ok(())
+    }
+
+    async fn evaluate(&mut self, expression: String) -> Result<serde_json::Value, PageError> {
+        let start: String = expression.chars().take(40).collect();
+        self.record(format!("evaluate {start}"));
+        let answers = &self.script.evaluations;
+        let answer = answers.get(self.evaluated).or(answers.last()).cloned();
+        self.evaluated += 1;
+        answer.ok_or_else(|| PageError::ActionFailed("no scripted answer".into()))
+    }
+
+    async fn zoom(&mut self, factor: f64) -> Result<(), PageError> {
+        self.record(format!("zoom {factor}"));
+        Ok(())
     }
 
     async fn close(self) {

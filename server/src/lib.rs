@@ -19,6 +19,7 @@ pub mod cli;
 pub mod environment;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
+pub mod miniwob;
 pub mod openapi;
 pub mod operations;
 pub mod pool;
@@ -85,6 +86,8 @@ pub struct ServerConfig {
     pub campaign: Option<std::path::PathBuf>,
     /// Web archives: recording episodes into them, replaying episodes from them (`archive/`).
     pub archive: archive::ArchiveConfig,
+    /// `--miniwob DIR`: MiniWoB++'s tasks, scored by their pages (`miniwob/`).
+    pub miniwob: Option<Arc<miniwob::MiniWob>>,
 }
 
 impl Default for ServerConfig {
@@ -106,6 +109,7 @@ impl Default for ServerConfig {
             peer_addresses: Vec::new(),
             campaign: None,
             archive: archive::ArchiveConfig::default(),
+            miniwob: None,
         }
     }
 }
@@ -159,7 +163,7 @@ where
         }),
         timeouts: config.timeouts.clone(),
         replicas,
-        tasks: Arc::new(routes::task_api::TaskApi::new(config.tasks.as_deref())),
+        tasks: Arc::new(task_api_of(&config)?),
         campaign: core.campaign.clone(),
     });
     let app = app::router(state.clone()).layer(axum::middleware::from_fn(
@@ -302,7 +306,8 @@ impl<L: Launcher> Core<L> {
             .with_handoff_wait(config.timeouts.handoff_wait, config.timeouts.ask_wait)
             .with_lifecycle(lifecycle)
             .with_campaign(campaign.clone())
-            .with_archives(archives.clone()),
+            .with_archives(archives.clone())
+            .with_miniwob(config.miniwob.clone()),
         );
         Ok(Core {
             pool,
@@ -335,6 +340,55 @@ impl<L: Launcher> Core<L> {
             }
         }
     }
+}
+
+/// The Task API of a server: the task file's split, then MiniWoB++'s `train` and `test`.
+fn task_api_of(config: &ServerConfig) -> anyhow::Result<routes::task_api::TaskApi> {
+    let api = routes::task_api::TaskApi::new(config.tasks.as_deref());
+    match &config.miniwob {
+        Some(miniwob) => api
+            .with_splits(miniwob_splits(miniwob, config.settings.max_steps))
+            .map_err(anyhow::Error::msg),
+        None => Ok(api),
+    }
+}
+
+/// MiniWoB++'s splits on the Task API: `train` and `test`, each task's instruction said at reset
+/// (the page gives it).
+fn miniwob_splits(
+    miniwob: &miniwob::MiniWob,
+    max_steps: u64,
+) -> Vec<(String, Vec<routes::task_api::TaskRef>)> {
+    miniwob::Split::ALL
+        .iter()
+        .map(|split| {
+            let refs = miniwob
+                .tasks()
+                .iter()
+                .filter(|task| task.split == *split)
+                .enumerate()
+                .map(|(index, task)| routes::task_api::TaskRef {
+                    index,
+                    task_id: task.id.clone(),
+                    task_name: task.id.clone(),
+                    dataset: split.name().to_string(),
+                    instruction: format!(
+                        "MiniWoB++ {}: the page gives this episode's instruction at reset \
+                         (metadata.task.instruction); the page scores it",
+                        task.page()
+                    ),
+                    category: browserenv_collect::tasks::Category::Interaction,
+                    start_url: miniwob.url(task),
+                    max_steps,
+                    checks: Vec::new(),
+                    reset: routes::task_api::ResetArgs {
+                        task_id: task.id.clone(),
+                    },
+                })
+                .collect();
+            (split.name().to_string(), refs)
+        })
+        .collect()
 }
 
 fn start_recorder(dir: &std::path::Path) -> anyhow::Result<RecorderHandle> {

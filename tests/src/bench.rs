@@ -10,6 +10,8 @@
 // Each part lives in `bench/` (the binary's root is this file, so the path is said).
 #[path = "bench/archive.rs"]
 mod archive;
+#[path = "bench/archive_large.rs"]
+mod archive_large;
 #[path = "bench/chart.rs"]
 mod chart;
 #[path = "bench/common.rs"]
@@ -22,6 +24,8 @@ mod floor;
 mod frames;
 #[path = "bench/memory.rs"]
 mod memory;
+#[path = "bench/miniwob.rs"]
+mod miniwob;
 #[path = "bench/recording.rs"]
 mod recording;
 #[path = "bench/regressions.rs"]
@@ -71,13 +75,16 @@ enum Part {
     Tui,
     /// Replicas behind the balancer, and the image's cold start.
     Replicas,
-    /// Web archives: a reset and a scroll step live, recording and replaying; an archive's size.
+    /// Web archives: a reset and a scroll step live, recording and replaying; resets from a small
+    /// and a 1 GB archive, first and later; an archive's size.
     Archive,
+    /// MiniWoB++: a reset, a step, episodes per second with 1, 4 and 8 sessions.
+    MiniWob,
 }
 
 impl Part {
     /// Every part, in the order a full run takes them (`scroll` is in `steps`).
-    const ALL: [Part; 10] = [
+    const ALL: [Part; 11] = [
         Part::Floor,
         Part::Transport,
         Part::Reset,
@@ -88,6 +95,7 @@ impl Part {
         Part::Tui,
         Part::Replicas,
         Part::Archive,
+        Part::MiniWob,
     ];
 
     fn name(self) -> &'static str {
@@ -103,6 +111,7 @@ impl Part {
             Part::Tui => "tui",
             Part::Replicas => "replicas",
             Part::Archive => "archive",
+            Part::MiniWob => "miniwob",
         }
     }
 
@@ -155,6 +164,7 @@ impl Part {
             }
             Part::Replicas => replicas::run(rounds).await,
             Part::Archive => archive::run(rounds).await,
+            Part::MiniWob => miniwob::run(rounds).await,
         }
     }
 }

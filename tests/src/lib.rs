@@ -28,6 +28,20 @@ pub fn assets_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../assets")
 }
 
+/// MiniWoB++'s pages: `BROWSER_MINIWOB_DIR`, else the `html` folder of the `miniwob` package in
+/// the repository's venv (`.venv`, which `make venv` installs from tests/python/requirements.txt).
+pub fn miniwob_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("BROWSER_MINIWOB_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    let lib = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.venv/lib");
+    std::fs::read_dir(lib)
+        .ok()?
+        .flatten()
+        .map(|python| python.path().join("site-packages/miniwob/html"))
+        .find(|html| html.join("core/core.js").is_file())
+}
+
 pub fn chromium_path() -> PathBuf {
     std::env::var_os("BROWSER_CHROMIUM")
         .map(PathBuf::from)
@@ -111,6 +125,10 @@ impl Harness {
         // Profiles whose test process ended before its cleanup threads did, as the server's
         // binary does at start (only those of processes that are gone).
         browserenv_server::chromium::clean_leftovers(&std::env::temp_dir());
+        let chromium = ChromiumConfig {
+            replays: chromium.replays || config.archive.dir.is_some() || config.tasks.is_some(),
+            ..chromium
+        };
         let launcher = ChromiumLauncher::new(chromium);
         let server = start(launcher, config).await.expect("server starts");
         let pages = serve_dir(assets_dir().join("pages"))

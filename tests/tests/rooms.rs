@@ -30,7 +30,7 @@ const SERVER_LAYERS: [&[&str]; 11] = [
     &["session", "pool"],
     &["campaign", "chromium"],
     &["environment"],
-    &["browser", "fake"],
+    &["browser", "fake", "miniwob"],
     &["archive", "operations"],
     &["api_error", "capped", "openapi", "settings", "site"],
 ];

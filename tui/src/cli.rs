@@ -28,7 +28,8 @@ pub struct Cli {
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum Command {
     /// Write a recording and its review as a dataset: a Hugging Face ImageFolder (hf), JSON rows
-    /// with image paths (jsonl), or one ATIF v1.8 trajectory per episode (atif).
+    /// with image paths (jsonl), one ATIF v1.8 trajectory per episode (atif), or its episodes'
+    /// web archives as one WACZ package (wacz).
     Export {
         /// The recording folder (steps.jsonl, episodes.jsonl, screenshots/, review.jsonl), or a
         /// campaign's folder (its accepted demonstrations).
@@ -113,6 +114,10 @@ pub enum TasksCommand {
         /// The live site of the tasks' relative start URLs (default: the demo site, served).
         #[arg(long)]
         task_base_url: Option<String>,
+        /// Each task's archive as a WACZ package (archives/TASK.wacz), which ReplayWeb.page and
+        /// `wacz validate` read, instead of a WARC file.
+        #[arg(long)]
+        wacz: bool,
     },
 }
 
@@ -184,6 +189,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     out,
                     solutions,
                     task_base_url,
+                    wacz,
                 },
         }) => {
             let asked = task_files::Snapshot {
@@ -193,6 +199,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 solutions,
                 base_url: task_base_url,
                 chromium: flags.chromium,
+                wacz,
             };
             task_files::snapshot_command(&asked).await
         }

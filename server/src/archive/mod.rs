@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use browserenv_archive::{resolve_inside, Archive, ArchiveInfo, ARCHIVES_DIR};
+use browserenv_archive::{resolve_inside, ArchiveInfo, Catalog, ARCHIVES_DIR};
 use browserenv_collect::tasks::Task;
 use serde_json::{Map, Value};
 
@@ -36,8 +36,8 @@ pub enum Work {
 pub enum Plan {
     /// Record what the episode's pages load (`--archive`).
     Record,
-    /// Answer the episode from this archive, read already; `name` as the reset gave it.
-    Replay { name: String, archive: Arc<Archive> },
+    /// Answer the episode from this archive, opened already; `name` as the reset gave it.
+    Replay { name: String, archive: Arc<Catalog> },
 }
 
 impl Plan {
@@ -50,21 +50,14 @@ impl Plan {
     }
 }
 
-/// Archives read lately: a task set's resets read the same few files again and again. At most
-/// this many, holding at most `BROWSER_ARCHIVE_EPISODE_MB` of bodies together.
-const ARCHIVES_KEPT: usize = 8;
+/// Archives opened lately: a task set's resets open the same few files again and again. At
+/// most this many, holding at most this many entries together (their indexes; bodies are read
+/// by each episode as its pages ask).
+const ARCHIVES_KEPT: usize = 16;
+const ENTRIES_KEPT: usize = 2_000_000;
 
-/// The bytes of an archive's bodies: what keeping it costs.
-fn bodies(archive: &Archive) -> u64 {
-    archive
-        .exchanges
-        .iter()
-        .map(|e| (e.response.body.len() + e.request.body.len()) as u64)
-        .sum()
-}
-
-/// An archive read lately: its path, its file's length and time of change, what it holds.
-type ReadLately = (PathBuf, u64, SystemTime, Arc<Archive>);
+/// An archive opened lately: its path, its file's length and time of change, what it holds.
+type ReadLately = (PathBuf, u64, SystemTime, Arc<Catalog>);
 
 /// The server's archives: the settings, the writer thread of recorded ones, those read lately.
 pub struct Archives {
@@ -147,17 +140,17 @@ impl Archives {
         let (archives, asked) = (Arc::clone(self), name.clone());
         let archive = tokio::task::spawn_blocking(move || {
             let path = resolve_inside(&folder, &asked)?;
-            archives.read(&path)
+            archives.read(&path, &asked)
         })
         .await
         .map_err(|err| format!("reading the archive {name:?} failed: {err}"))??;
         Ok(Some(Plan::Replay { name, archive }))
     }
 
-    /// The archive at `path`, read within the limits (or as read lately, if unchanged).
-    fn read(&self, path: &Path) -> Result<Arc<Archive>, String> {
-        let metadata =
-            std::fs::metadata(path).map_err(|err| format!("{}: {err}", path.display()))?;
+    /// The archive at `path` (`name` as the client gave it: errors say that), opened within the
+    /// limits (or as opened lately, if unchanged).
+    fn read(&self, path: &Path, name: &str) -> Result<Arc<Catalog>, String> {
+        let metadata = std::fs::metadata(path).map_err(|err| format!("{name}: {}", err.kind()))?;
         let stamp = (
             metadata.len(),
             metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH),
@@ -171,18 +164,16 @@ impl Archives {
             }
         }
         let archive = Arc::new(
-            browserenv_archive::read(path, &self.config.limits.reading())
+            browserenv_archive::open(path, name, &self.config.limits.reading())
                 .map_err(|err| err.to_string())?,
         );
         if let Ok(mut read) = self.read.lock() {
             read.retain(|(p, ..)| p != path);
             read.push_back((path.to_path_buf(), stamp.0, stamp.1, archive.clone()));
-            let held = |read: &VecDeque<ReadLately>| -> u64 {
-                read.iter().map(|(.., archive)| bodies(archive)).sum()
+            let held = |read: &VecDeque<ReadLately>| -> usize {
+                read.iter().map(|(.., archive)| archive.entries.len()).sum()
             };
-            while read.len() > ARCHIVES_KEPT
-                || (read.len() > 1 && held(&read) > self.config.limits.episode_bytes)
-            {
+            while read.len() > ARCHIVES_KEPT || (read.len() > 1 && held(&read) > ENTRIES_KEPT) {
                 read.pop_front();
             }
         }
@@ -443,7 +434,7 @@ pub(crate) mod tests {
         match plan {
             Some(Plan::Replay { name, archive }) => {
                 assert_eq!(name, "big.warc.gz");
-                assert_eq!(archive.exchanges.len(), 48);
+                assert_eq!(archive.entries.len(), 48);
             }
             _ => panic!("a replay was planned"),
         }

@@ -1,21 +1,42 @@
 //! Replaying an episode from an archive: every request a page makes is answered from it
 //! (`server/src/chromium/intercept/archive.rs` intercepts them), none reaches the network. A request the archive lacks
-//! gets a 404 and is listed in the next observation (`metadata.archive_misses`). Recorded cookies
+//! gets a 404 and is listed in the next observation (`metadata.archive_misses`), as is one whose
+//! record cannot be read (with why). Bodies are read from the file when first asked for, within
+//! the episode's budget (`BROWSER_ARCHIVE_EPISODE_MB`), and kept for the episode. Recorded cookies
 //! are made fit to replay (`replayed_set_cookie`), and nothing recorded can send the page to the
 //! server's own address. With a `seed`, the page's clock and `Math.random` are fixed
 //! (`clock.js`), so the same actions on the same archive give the same pixels.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use browserenv_archive::{is_transfer_header, replayed_set_cookie, Archive, Header, ReplayIndex};
+use browserenv_archive::{
+    is_transfer_header, replayed_set_cookie, Budget, Catalog, Header, ReplayIndex, Response,
+};
 use serde_json::{json, Map, Value};
 
 use crate::capped::{clip, Capped};
 
 /// The page's clock in a replay (see the file).
 const CLOCK_JS: &str = include_str!("clock.js");
+
+/// The page clock of `clock.js`, for every new document of an episode: it reads `start` (ms
+/// since the epoch) when the document starts; without a seed it runs with the machine's clock,
+/// `offset` ms from it; with one it is the page's own and `Math.random` is seeded (see the file).
+/// Replays use it, and so do MiniWoB++ episodes (`miniwob/`), which need the same
+/// pixels from the same seed and actions.
+pub fn clock_script(start: i64, offset: i64, seed: Option<u64>) -> String {
+    let seed = match seed {
+        Some(seed) => ((seed ^ (seed >> 32)) & 0xffff_ffff).to_string(),
+        None => "null".into(),
+    };
+    CLOCK_JS
+        .replace("__START__", &start.to_string())
+        .replace("__OFFSET__", &offset.to_string())
+        .replace("__SEED__", &seed)
+}
 
 /// How a paused request is answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,11 +51,24 @@ pub enum Answer {
     Refuse,
 }
 
+/// What the archive has for a request, decided in the order the page asks (a URL asked again
+/// gets the next recorded response): an answer now, or an entry whose record is to be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pick {
+    Now(Answer),
+    Load(usize),
+}
+
 /// One episode being answered from an archive.
 pub struct Replaying {
     /// The archive as the reset named it.
     name: String,
     index: Mutex<ReplayIndex>,
+    archive: Arc<Catalog>,
+    /// What this episode may decode of the archive.
+    budget: Budget,
+    /// Responses read so far: each record is read once an episode.
+    loaded: Mutex<HashMap<usize, Arc<Response>>>,
     /// When the archive was recorded: the page's clock starts there.
     recorded: SystemTime,
     seed: Option<u64>,
@@ -48,18 +82,17 @@ pub struct Replaying {
 impl Replaying {
     pub(super) fn new(
         name: String,
-        archive: Arc<Archive>,
+        archive: Arc<Catalog>,
         seed: Option<u64>,
         server_port: Option<u16>,
     ) -> Replaying {
-        let recorded = archive
-            .info
-            .recorded
-            .or_else(|| archive.exchanges.first().map(|e| e.date))
-            .unwrap_or_else(SystemTime::now);
+        let recorded = archive.info.recorded.unwrap_or_else(SystemTime::now);
         Replaying {
             name,
-            index: Mutex::new(ReplayIndex::new(archive)),
+            index: Mutex::new(ReplayIndex::new(archive.clone())),
+            budget: Budget::new(archive.limits().archive_bytes),
+            archive,
+            loaded: Mutex::new(HashMap::new()),
             recorded,
             seed,
             server_port,
@@ -69,7 +102,8 @@ impl Replaying {
         }
     }
 
-    /// The answer to a request the page makes.
+    /// The answer to a request the page makes, read at once (the fake browser; Chromium's
+    /// interception picks, then loads off its event loop).
     pub fn answer(
         &self,
         method: &str,
@@ -77,20 +111,29 @@ impl Replaying {
         body: &[u8],
         preflight: Option<&Header>,
     ) -> Answer {
+        match self.pick(method, url, body, preflight) {
+            Pick::Now(answer) => answer,
+            Pick::Load(index) => self.load(index, url),
+        }
+    }
+
+    /// What answers a request the page makes (in the order it asks).
+    pub fn pick(&self, method: &str, url: &str, body: &[u8], preflight: Option<&Header>) -> Pick {
         if self.is_the_server(url) {
-            self.missed(url);
-            return Answer::Refuse;
+            self.missed(url.to_string());
+            return Pick::Now(Answer::Refuse);
         }
         let found = self
             .index
             .lock()
             .ok()
-            .and_then(|mut index| index.answer(method, url, body).cloned());
-        let Some(exchange) = found else {
+            .and_then(|mut index| index.answer(method, url, body));
+        match found {
+            Some(index) => Pick::Load(index),
             // A CORS preflight the recording did not see (Chromium sends them itself): allowed,
             // so the request it precedes can be answered or missed on its own.
-            if let Some((_, origin)) = preflight {
-                return Answer::Fulfill {
+            None => match preflight {
+                Some((_, origin)) => Pick::Now(Answer::Fulfill {
                     status: 204,
                     phrase: "No Content".into(),
                     headers: vec![
@@ -100,17 +143,41 @@ impl Replaying {
                         ("Access-Control-Allow-Headers".into(), "*".into()),
                     ],
                     body: Vec::new(),
-                };
-            }
-            self.missed(url);
-            return Answer::Fulfill {
-                status: 404,
-                phrase: "Not Found".into(),
-                headers: vec![("Content-Type".into(), "text/plain; charset=utf-8".into())],
-                body: b"Not in the archive".to_vec(),
-            };
+                }),
+                None => {
+                    self.missed(url.to_string());
+                    Pick::Now(not_found("Not in the archive"))
+                }
+            },
+        }
+    }
+
+    /// The recorded response of entry `index` as the answer to `url` (blocking: the record may
+    /// be read from the file). One that cannot be read is a miss, with why.
+    pub fn load(&self, index: usize, url: &str) -> Answer {
+        let cached = self
+            .loaded
+            .lock()
+            .ok()
+            .and_then(|loaded| loaded.get(&index).cloned());
+        let response = match cached {
+            Some(response) => response,
+            None => match self.archive.load(index, &self.budget) {
+                Ok(response) => {
+                    let response = Arc::new(response);
+                    if let Ok(mut loaded) = self.loaded.lock() {
+                        loaded.insert(index, response.clone());
+                    }
+                    response
+                }
+                Err(why) => {
+                    tracing::warn!("the archive {}: {why}", self.name);
+                    self.missed(format!("{url} ({why})"));
+                    return not_found("The archive's record cannot be read");
+                }
+            },
         };
-        let response = &exchange.response;
+        let date = self.archive.entries[index].date;
         let host = url::Url::parse(url)
             .ok()
             .and_then(|u| u.host_str().map(str::to_string))
@@ -121,7 +188,7 @@ impl Replaying {
                 continue;
             }
             if name.eq_ignore_ascii_case("set-cookie") {
-                if let Some(cookie) = replayed_set_cookie(value, &host, exchange.date) {
+                if let Some(cookie) = replayed_set_cookie(value, &host, date) {
                     headers.push((name.clone(), cookie));
                 }
                 continue;
@@ -132,7 +199,7 @@ impl Replaying {
         if let Some(location) = response.redirect() {
             let target = url::Url::parse(url).and_then(|base| base.join(location));
             if target.is_ok_and(|target| self.is_the_server(target.as_str())) {
-                self.missed(url);
+                self.missed(url.to_string());
                 return Answer::Refuse;
             }
         }
@@ -145,15 +212,20 @@ impl Replaying {
         }
     }
 
+    /// A request that never goes to the network in a replay (a WebSocket): listed as missed.
+    pub fn unanswerable(&self, url: &str, kind: &str) {
+        self.missed(format!("{url} ({kind}: not replayed)"));
+    }
+
     fn is_the_server(&self, url: &str) -> bool {
         url::Url::parse(url)
             .is_ok_and(|url| crate::operations::access::names_this_server(&url, self.server_port))
     }
 
-    fn missed(&self, url: &str) {
+    fn missed(&self, what: String) {
         self.missed.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut misses) = self.misses.lock() {
-            misses.push(clip(url));
+            misses.push(clip(&what));
         }
     }
 
@@ -167,14 +239,7 @@ impl Replaying {
         };
         let start = millis(self.recorded) as i64;
         let offset = start - millis(SystemTime::now()) as i64;
-        let seed = match self.seed {
-            Some(seed) => ((seed ^ (seed >> 32)) & 0xffff_ffff).to_string(),
-            None => "null".into(),
-        };
-        CLOCK_JS
-            .replace("__START__", &start.to_string())
-            .replace("__OFFSET__", &offset.to_string())
-            .replace("__SEED__", &seed)
+        clock_script(start, offset, self.seed)
     }
 
     /// What the observation says of the replay: the archive, how many requests it answered and
@@ -202,13 +267,22 @@ impl Replaying {
     }
 }
 
+fn not_found(text: &str) -> Answer {
+    Answer::Fulfill {
+        status: 404,
+        phrase: "Not Found".into(),
+        headers: vec![("Content-Type".into(), "text/plain; charset=utf-8".into())],
+        body: text.as_bytes().to_vec(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use browserenv_archive::{Exchange, Request, Response};
+    use browserenv_archive::{ArchiveInfo, ArchiveWriter, Exchange, Request};
 
     fn replaying(responses: Vec<(&str, u16, Vec<Header>)>) -> Replaying {
-        let exchanges = responses
+        let exchanges: Vec<Exchange> = responses
             .into_iter()
             .map(|(url, status, headers)| Exchange {
                 request: Request {
@@ -227,10 +301,19 @@ mod tests {
                 date: UNIX_EPOCH + std::time::Duration::from_secs(1_764_583_200),
             })
             .collect();
-        let archive = Archive {
-            exchanges,
-            ..Archive::default()
+        let dir = super::super::tests::folder("replay");
+        let path = dir.join("a.warc.gz");
+        let info = ArchiveInfo {
+            recorded: Some(UNIX_EPOCH + std::time::Duration::from_secs(1_764_583_200)),
+            ..ArchiveInfo::default()
         };
+        let mut writer = ArchiveWriter::create(&path, &info).unwrap();
+        for exchange in &exchanges {
+            writer.append(exchange).unwrap();
+        }
+        writer.finish().unwrap();
+        let archive = browserenv_archive::open(&path, "a.warc.gz", &Default::default()).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
         Replaying::new("a.warc.gz".into(), Arc::new(archive), Some(7), Some(8000))
     }
 

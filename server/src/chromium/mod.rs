@@ -9,7 +9,9 @@
 //! watchers and load state), `input` (commands and input events), `navigation` (history, URL,
 //! loads, settling), `tabs` (following tabs), `capture` (screenshots), `seam` (the `Browser`
 //! operations built from them),
-//! `archive` (an episode's archive work: request interception), `remote` (`--browser-url`),
+//! `archive` (an episode's archive work: request interception), `page_setup` (a zoom and scripts
+//! an episode asks of its pages, and the picture's pixels mapped to the page's), `remote`
+//! (`--browser-url`),
 //! `process` (our own Chromium processes and profiles), `sandbox`,
 //! `memory` (the renderer memory limit), `egress` (the private-network proxy). This file holds the
 //! settings, the launcher and the state the rooms share.
@@ -144,6 +146,10 @@ pub struct ChromiumConfig {
     /// Refuse connections to private addresses (`BROWSER_BLOCK_PRIVATE_NETWORKS`; egress.rs).
     /// Our own browsers only.
     pub egress: Option<Arc<intercept::egress::EgressPolicy>>,
+    /// This server replays archives (`--archive-dir`, a task file's archives): its browsers send
+    /// no UDP that skips a proxy, so WebRTC in a replay (whose context's proxy refuses
+    /// everything, `intercept/archive.rs`) reaches nothing. Live pages keep WebRTC over TCP.
+    pub replays: bool,
     /// Whether sessions get a Chromium each or share one (`BROWSER_ISOLATION`; see `host.rs`).
     pub isolation: Isolation,
     /// Episodes one browser serves before it is replaced by a fresh one
@@ -168,6 +174,7 @@ impl Default for ChromiumConfig {
             sandbox: launch::sandbox::auto(),
             renderer_memory_mb: DEFAULT_RENDERER_MEMORY_MB,
             egress: None,
+            replays: false,
             isolation: Isolation::Process,
             episodes_per_browser: DEFAULT_EPISODES_PER_BROWSER,
             spare_contexts: true,
@@ -423,6 +430,9 @@ pub struct ChromiumBrowser {
     /// the front. A tab behind another is not drawn: its capture takes seconds, its animation
     /// frames stop (see `ChromiumBrowser::keep_in_front`).
     tab_changes: watch::Receiver<u64>,
+    /// What the episode asked of its pages beyond the seed's setup: a zoom and scripts for every
+    /// new document, given to each tab that becomes the page (`page_setup.rs`).
+    setup: page::page_setup::PageSetup,
 }
 
 fn cdp_error(err: CdpError) -> PageError {

@@ -4,6 +4,7 @@
 //! where every browser call is bounded so a hung page becomes an error code instead of a hang.
 
 mod limits;
+mod miniwob;
 mod observation;
 pub mod outcome;
 mod start_url;
@@ -45,6 +46,21 @@ pub enum EnvError {
     NoTasks(String),
     #[error("unknown task_id {id:?}; known: {known}")]
     UnknownTask { id: String, known: String },
+    #[error(
+        "unknown task_id {0:?}: this server has no MiniWoB++ tasks (start it with --miniwob \
+         DIR, the miniwob package's html folder)"
+    )]
+    NoMiniWob(String),
+    #[error("unknown task_id {id:?}; the MiniWoB++ tasks are {known}")]
+    UnknownMiniWob { id: String, known: String },
+    #[error("seed must be a whole number from 0 to {max}, got {0}", max = miniwob::MAX_SEED)]
+    BadSeed(String),
+    #[error("{0} runs from its own pages, not from an archive")]
+    MiniWobFromArchive(String),
+    #[error("cannot set up the MiniWoB++ page: {0}")]
+    MiniWobSetUp(String),
+    #[error("cannot start {task}: {why}")]
+    MiniWobStart { task: String, why: String },
     #[error("task {task:?} starts at its own start URL: leave start_url out (or give {start})")]
     TaskStartsElsewhere { task: String, start: String },
     /// A task's start URL that does not resolve, or what a reset asked of archives.
@@ -108,6 +124,8 @@ struct Episode<B> {
     /// What was typed as a secret this episode, and what secret fields hold: hidden in all the
     /// episode's observations (`browserenv::secrets`). Memory only.
     secrets: Secrets,
+    /// A MiniWoB++ task, scored by its page (`miniwob.rs`).
+    miniwob: Option<miniwob::MiniWobEpisode>,
 }
 
 /// Tasks a server was started with (`--tasks`), and the base for their relative start URLs.
@@ -150,6 +168,8 @@ pub struct Environment<L: Launcher> {
     /// The server's archives (`archive/`), and this environment's work with them.
     archives: Option<Arc<crate::archive::Archives>>,
     archive: crate::archive::EpisodeArchive,
+    /// The MiniWoB++ tasks `reset` may name (`--miniwob`).
+    miniwob: Option<Arc<crate::miniwob::MiniWob>>,
 }
 
 impl<L: Launcher> Environment<L> {
@@ -164,7 +184,14 @@ impl<L: Launcher> Environment<L> {
             session: String::new(),
             archives: None,
             archive: Default::default(),
+            miniwob: None,
         }
+    }
+
+    /// Let `reset` take a MiniWoB++ `task_id` (`miniwob.click-test`).
+    pub fn with_miniwob(mut self, miniwob: Option<Arc<crate::miniwob::MiniWob>>) -> Self {
+        self.miniwob = miniwob;
+        self
     }
 
     /// Record episodes into archives, and replay them from archives, as `archives` says.
@@ -187,7 +214,11 @@ impl<L: Launcher> Environment<L> {
 
     /// The current episode's task id.
     pub fn task_id(&self) -> Option<String> {
-        self.episode.as_ref()?.task.as_ref().map(|t| t.id.clone())
+        let episode = self.episode.as_ref()?;
+        match &episode.miniwob {
+            Some(miniwob) => Some(miniwob.task_id().to_string()),
+            None => episode.task.as_ref().map(|t| t.id.clone()),
+        }
     }
 
     /// The whole verdict of the task episode the last step finished (with the details its
@@ -231,7 +262,15 @@ impl<L: Launcher> Environment<L> {
     /// page has none), `task_id`, `archive` (docs/archives.md); unknown ones are ignored.
     pub async fn reset(&mut self, kwargs: &Map<String, Value>) -> Result<StepResult, EnvError> {
         let started = Instant::now();
-        let task = self.task_for(kwargs)?;
+        let miniwob_task = miniwob::task_named(self.miniwob.as_ref(), kwargs)?;
+        let task = match miniwob_task {
+            Some(_) => None,
+            None => self.task_for(kwargs)?,
+        };
+        let miniwob_seed = match miniwob_task {
+            Some(_) => Some(miniwob::seed(kwargs)?),
+            None => None,
+        };
         let archive = match &self.archives {
             Some(archives) => archives
                 .plan(
@@ -243,14 +282,25 @@ impl<L: Launcher> Environment<L> {
                 .map_err(EnvError::Refused)?,
             None => None,
         };
+        if let (Some((task, _)), Some(crate::archive::Plan::Replay { .. })) =
+            (&miniwob_task, &archive)
+        {
+            return Err(EnvError::MiniWobFromArchive(task.id.clone()));
+        }
+        // The page a task starts on: its own.
+        let own_start = match (&miniwob_task, &task) {
+            (Some((task, url)), _) => Some((task.id.clone(), url.clone())),
+            (None, Some((task, url))) => Some((task.id.clone(), url.clone())),
+            (None, None) => None,
+        };
         // A task starts where it says: starting it anywhere else (where it ends, a page of the
         // agent's own that shows the expected text) would earn its reward without doing it.
-        let start_url = match (kwargs.get("start_url"), &task) {
+        let start_url = match (kwargs.get("start_url"), &own_start) {
             (Some(Value::String(url)), Some((task, task_start))) => {
                 let asked = check_start_url(url)?;
                 if asked != check_start_url(task_start)? {
                     return Err(EnvError::TaskStartsElsewhere {
-                        task: task.id.clone(),
+                        task: task.clone(),
                         start: task_start.to_string(),
                     });
                 }
@@ -311,6 +361,7 @@ impl<L: Launcher> Environment<L> {
             answer: None,
             verdict: None,
             secrets: Secrets::default(),
+            miniwob: None,
         };
         let mut timings = Timings {
             browser: Some(browser_started.elapsed()),
@@ -326,6 +377,15 @@ impl<L: Launcher> Environment<L> {
             }
             self.archive.begin(work);
         }
+        if let (Some((task, url)), Some(seed)) = (miniwob_task, miniwob_seed) {
+            match miniwob::MiniWobEpisode::prepare(&mut episode.browser, task, url, seed).await {
+                Ok(prepared) => episode.miniwob = Some(prepared),
+                Err(err) => {
+                    episode.browser.close().await;
+                    return Err(err);
+                }
+            }
+        }
         let action_started = Instant::now();
         let load = bounded(
             self.settings.page_load_timeout + Duration::from_secs(5),
@@ -335,6 +395,12 @@ impl<L: Launcher> Environment<L> {
                 .goto(start_url.as_str(), self.settings.page_load_timeout),
         )
         .await;
+        if let (Ok(()), Some(miniwob)) = (&load, &mut episode.miniwob) {
+            if let Err(err) = miniwob.start(&mut episode.browser).await {
+                episode.browser.close().await;
+                return Err(err);
+            }
+        }
         timings.action = action_started.elapsed();
         self.text = None;
         let done = Done {

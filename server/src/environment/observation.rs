@@ -87,6 +87,8 @@ pub(super) async fn observe<B: Browser>(
         hold_secret(episode, &budget, typed.as_deref()).await;
     }
     let facts = read_facts(&mut episode.browser, settings, &budget).await;
+    // A MiniWoB++ page says itself when its episode is over (`miniwob.rs`).
+    let page_ended = super::miniwob::page_ended(episode, &facts.url, &budget).await;
     let shot_started = Instant::now();
     let (screenshot, screenshot_error) = take_screenshot(&mut episode.browser, settings).await;
     done.timings.screenshot = shot_started.elapsed();
@@ -103,14 +105,15 @@ pub(super) async fn observe<B: Browser>(
         incidents: Some(&incidents),
         url: &facts.url,
         bot_verification: is_bot_verification(&facts.text),
-        finished: episode.done,
+        finished: episode.done || page_ended,
         step_count: place.step,
         max_steps,
     });
     episode.done = outcome.done;
     let verdict = judge_task(episode, &facts).await;
-    let reward = match &verdict {
-        Some(verdict) if verdict.passed => 1.0,
+    let reward = match (&verdict, super::miniwob::reward(episode)) {
+        (_, Some(page_reward)) => page_reward,
+        (Some(verdict), None) if verdict.passed => 1.0,
         _ => 0.0,
     };
     // A page that could not be pictured is not asked for its text.
@@ -145,6 +148,7 @@ pub(super) async fn observe<B: Browser>(
     });
     // A replay's misses are the page's URLs (a form sent with GET carries what was typed).
     archive.describe(&mut metadata);
+    super::miniwob::describe(episode, max_steps, &mut metadata);
     // Nothing joins the metadata after this: what does is not hidden.
     let mut url = facts.url;
     episode.secrets.hide_in_url(&mut url);

@@ -78,6 +78,20 @@ impl TaskApi {
         TaskApi { splits }
     }
 
+    /// Also serve these splits (MiniWoB++'s `train` and `test`), after the task file's; a name
+    /// served already is refused.
+    pub fn with_splits(mut self, splits: Vec<(String, Vec<TaskRef>)>) -> Result<Self, String> {
+        for (name, tasks) in splits {
+            if self.splits.iter().any(|split| split.name == name) {
+                return Err(format!(
+                    "two task sets make a split named {name:?} on the Task API"
+                ));
+            }
+            self.splits.push(Split { name, tasks });
+        }
+        Ok(self)
+    }
+
     /// The split a request names: `""` is the first.
     fn split(&self, name: &str) -> Result<&Split, ApiError> {
         let found = match name {

@@ -96,6 +96,8 @@ pub struct Sessions<L: Launcher> {
     campaign: Option<Arc<crate::campaign::Hub>>,
     /// The server's archives (`archive/`).
     archives: Option<Arc<crate::archive::Archives>>,
+    /// MiniWoB++'s tasks (`--miniwob`).
+    miniwob: Option<Arc<crate::miniwob::MiniWob>>,
 }
 
 /// A session behind the lock its transport and its text-layer requests share.
@@ -139,12 +141,19 @@ impl<L: Launcher> Sessions<L> {
             lifecycle: Lifecycle::serving(),
             campaign: None,
             archives: None,
+            miniwob: None,
         }
     }
 
     /// Record episodes into archives, and replay them from archives (`archive/`).
     pub fn with_archives(mut self, archives: Arc<crate::archive::Archives>) -> Self {
         self.archives = Some(archives);
+        self
+    }
+
+    /// Let resets name MiniWoB++'s tasks (`--miniwob`).
+    pub fn with_miniwob(mut self, miniwob: Option<Arc<crate::miniwob::MiniWob>>) -> Self {
+        self.miniwob = miniwob;
         self
     }
 
@@ -224,6 +233,7 @@ impl<L: Launcher> Sessions<L> {
         let env = Environment::new(self.pool.clone(), self.settings.clone())
             .with_tasks(self.tasks.clone())
             .with_archives(self.archives.clone())
+            .with_miniwob(self.miniwob.clone())
             .for_session(&id);
         let episode_ended = Arc::new(Notify::new());
         let control = registration.control().clone();

@@ -70,6 +70,10 @@ pub async fn run(rounds: usize) -> anyhow::Result<()> {
         client.close().await?;
         harness.stop().await;
     }
+    let name = archive
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("the recording named no archive"))?;
+    crate::archive_large::run(&dir, &name, &start, rounds).await?;
     println!();
     print_size(&dir, archive.as_deref())?;
     std::fs::remove_dir_all(&dir)?;

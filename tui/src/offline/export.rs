@@ -1,11 +1,13 @@
-//! `browserenv-tui export DIR --format hf|jsonl|atif --out OUT`: a recording, with its review
-//! (`crate::review`), as a dataset.
+//! `browserenv-tui export DIR --format hf|jsonl|atif|wacz --out OUT`: a recording, with its
+//! review (`crate::review`), as a dataset, or its pages as a web archive package.
 //!
 //! - `hf`: a Hugging Face ImageFolder (`metadata.jsonl` with `file_name`, plus the images),
 //!   loadable with `datasets.load_dataset("imagefolder", data_dir=OUT)`.
 //! - `jsonl`: `data.jsonl`, the same rows as plain JSON with `image` / `next_image` paths.
 //! - `atif`: one Agent Trajectory Interchange Format (v1.8) document per episode, its steps'
 //!   screenshots as image parts.
+//! - `wacz`: `OUT/recording.wacz`, the kept episodes' web archives in one WACZ (its pages: every
+//!   page the episodes showed), which ReplayWeb.page opens and `wacz validate` accepts.
 //!
 //! Every step becomes one row (one ATIF step): the frame before the action is the row's image;
 //! the action is flattened into plain columns (`op`, `x`, `y`, `text`, `dy`) so every row has the
@@ -40,6 +42,8 @@ pub enum ExportFormat {
     Jsonl,
     /// Agent Trajectory Interchange Format v1.8, one document per episode.
     Atif,
+    /// The episodes' web archives as one WACZ package (`recording.wacz`).
+    Wacz,
 }
 
 /// What of a recording an export keeps, by its review.
@@ -102,8 +106,12 @@ pub fn export(
 ) -> anyhow::Result<ExportReport> {
     let recording = read(recording_dir)?;
     let review = crate::review::read(recording_dir)?;
-    std::fs::create_dir_all(out.join("images"))
-        .with_context(|| format!("cannot create {}", out.display()))?;
+    let folder = if format == ExportFormat::Wacz {
+        out.to_path_buf()
+    } else {
+        out.join("images")
+    };
+    std::fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", out.display()))?;
     let mut report = ExportReport {
         problems: recording
             .problems
@@ -141,8 +149,71 @@ pub fn export(
             &mut report,
         )?,
         ExportFormat::Atif => write_atif(&recording, &review, selection, &mut frames, &mut report)?,
+        ExportFormat::Wacz => write_wacz(&recording, &review, selection, &frames, &mut report)?,
     }
     Ok(report)
+}
+
+/// The kept episodes' archives (copied into `OUT/archives/` first) as `OUT/recording.wacz`, its
+/// pages every page a step showed (in order, each once), then the loose copies removed.
+fn write_wacz(
+    recording: &Recording,
+    review: &Review,
+    selection: &Selection,
+    frames: &Frames,
+    report: &mut ExportReport,
+) -> anyhow::Result<()> {
+    let mut warcs = Vec::new();
+    for file in frames.archives.values() {
+        let path = frames.out.join(file);
+        let name = Path::new(file)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        warcs.push((name, path));
+    }
+    anyhow::ensure!(
+        !warcs.is_empty(),
+        "no episode kept has a web archive (record with --archive)"
+    );
+    let mut pages: Vec<browserenv_archive::WaczPage> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for step in recording
+        .steps
+        .iter()
+        .filter(|s| selection.keeps_step(review, s) && frames.archives.contains_key(&s.episode_id))
+    {
+        for url in [&step.url, &step.next_url] {
+            let web = url.starts_with("http://") || url.starts_with("https://");
+            if web && seen.insert(url.clone()) {
+                let date = chrono::DateTime::parse_from_rfc3339(&step.time)
+                    .map(std::time::SystemTime::from)
+                    .unwrap_or_else(|_| std::time::SystemTime::now());
+                pages.push(browserenv_archive::WaczPage {
+                    url: url.clone(),
+                    title: String::new(),
+                    date,
+                });
+            }
+        }
+    }
+    let path = frames.out.join("recording.wacz");
+    let _ = std::fs::remove_file(&path);
+    browserenv_archive::write_wacz(
+        &path,
+        "browserenv recording",
+        &warcs,
+        &pages,
+        &Default::default(),
+    )
+    .map_err(|why| anyhow::anyhow!(why))?;
+    for (_, copy) in &warcs {
+        let _ = std::fs::remove_file(copy);
+        let _ = std::fs::remove_file(browserenv_archive::index_path(copy));
+    }
+    let _ = std::fs::remove_dir(frames.out.join(browserenv_archive::ARCHIVES_DIR));
+    report.rows = pages.len();
+    Ok(())
 }
 
 /// Copy the web archive of every episode kept to `OUT/archives/`, under the recording's name for
@@ -622,6 +693,7 @@ pub fn command(
             },
             report.rows
         ),
+        ExportFormat::Wacz => format!("{} pages in recording.wacz", report.rows),
         _ => format!("{} rows", report.rows),
     };
     println!(

@@ -98,6 +98,7 @@ pub async fn command(asked: &Asked) -> anyhow::Result<bool> {
         };
         let chromium = browserenv_server::chromium::ChromiumConfig {
             executable: asked.chromium.clone(),
+            replays: true,
             ..Default::default()
         };
         let launcher = browserenv_server::chromium::ChromiumLauncher::new(chromium);

@@ -72,6 +72,8 @@ pub struct Snapshot {
     pub base_url: Option<String>,
     pub site: PathBuf,
     pub chromium: PathBuf,
+    /// Each task's archive as a WACZ package (`archives/<task>.wacz`) instead of a WARC file.
+    pub wacz: bool,
 }
 
 /// What a snapshot did.
@@ -159,7 +161,12 @@ pub async fn snapshot(asked: &Snapshot) -> anyhow::Result<SnapshotReport> {
     // The server's stop writes what its archives still hold.
     server.stop().await?;
     drop(site);
-    let (archived, mut report) = run?;
+    let (mut archived, mut report) = run?;
+    if asked.wacz {
+        for (id, file) in &mut archived {
+            *file = packed_as_wacz(&asked.out, id, file, &tasks, &base)?;
+        }
+    }
     let mut lines = Vec::new();
     for task in &tasks.tasks {
         let archive = archived
@@ -187,6 +194,50 @@ pub async fn snapshot(asked: &Snapshot) -> anyhow::Result<SnapshotReport> {
     // The pack is checked as the server will load it.
     TaskCatalog::load(&asked.out.join(PACK_TASKS), None).map_err(anyhow::Error::msg)?;
     Ok(report)
+}
+
+/// The task's archive `file` (in `out`) made a WACZ beside it (its page: the task's start page),
+/// the WARC file and its index removed; the WACZ's name in the pack.
+fn packed_as_wacz(
+    out: &Path,
+    id: &str,
+    file: &str,
+    tasks: &TaskSet,
+    base: &url::Url,
+) -> anyhow::Result<String> {
+    let warc = out.join(file);
+    let packed = file
+        .strip_suffix(".warc.gz")
+        .map(|stem| format!("{stem}.wacz"))
+        .ok_or_else(|| anyhow::anyhow!("task {id}: the archive {file} is not a .warc.gz"))?;
+    let start = tasks
+        .tasks
+        .iter()
+        .find(|t| t.id == id)
+        .and_then(|t| t.resolve_start_url(Some(base)).ok());
+    let pages: Vec<browserenv_archive::WaczPage> = start
+        .into_iter()
+        .map(|url| browserenv_archive::WaczPage {
+            url,
+            title: id.to_string(),
+            date: std::time::SystemTime::now(),
+        })
+        .collect();
+    let name = Path::new(file)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    browserenv_archive::write_wacz(
+        &out.join(&packed),
+        &format!("task {id}"),
+        &[(name, warc.clone())],
+        &pages,
+        &Default::default(),
+    )
+    .map_err(|why| anyhow::anyhow!("task {id}: {why}"))?;
+    std::fs::remove_file(&warc)?;
+    let _ = std::fs::remove_file(browserenv_archive::index_path(&warc));
+    Ok(packed)
 }
 
 /// Each task from its start page, then its solution's actions; the archive each episode was

@@ -19,16 +19,18 @@ use chromiumoxide::cdp::browser_protocol::fetch::{
     RequestStage,
 };
 use chromiumoxide::cdp::browser_protocol::network::{
-    ErrorReason, EventResponseReceivedExtraInfo, Request as CdpRequest,
+    ErrorReason, EventResponseReceivedExtraInfo, EventWebSocketCreated, Request as CdpRequest,
 };
 
 use crate::archive::record::{BodyPlan, Recording};
-use crate::archive::replay::{Answer, Replaying};
+use crate::archive::replay::{Answer, Pick, Replaying};
 use crate::archive::Work;
 use crate::chromium::*;
 
 /// Tells interceptions apart: a browser's is the one whose token it holds.
 static TOKENS: AtomicU64 = AtomicU64::new(1);
+/// Opening a replay's offline context may take this long.
+const OFFLINE_CONTEXT_TIMEOUT: Duration = Duration::from_secs(20);
 /// Reading a body may take this long (a slow server) before the response goes on without it.
 const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 /// A replay's answers on their way to the browser at once: each holds a recorded body (up to
@@ -36,31 +38,54 @@ const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 /// times holds a few hundred MB at most, not gigabytes; the other requests wait their turn.
 const FULFILS_AT_ONCE: usize = 16;
 
-/// The replay's answers being sent, at most `FULFILS_AT_ONCE`.
-struct Fulfils(Arc<tokio::sync::Semaphore>);
+/// The replay's answers being sent, at most `FULFILS_AT_ONCE`, in the order asked for.
+struct Fulfils {
+    turns: Arc<tokio::sync::Semaphore>,
+    /// Told when the answer asked for last has been sent: the next one waits for it.
+    last: std::sync::Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
+}
 
 impl Fulfils {
     fn new() -> Fulfils {
-        Fulfils(Arc::new(tokio::sync::Semaphore::new(FULFILS_AT_ONCE)))
+        Fulfils {
+            turns: Arc::new(tokio::sync::Semaphore::new(FULFILS_AT_ONCE)),
+            last: std::sync::Mutex::new(None),
+        }
     }
 
-    /// Wait for a turn, then make the answer (the body copied out of the archive) and send it
-    /// on a task of its own that holds the turn until it is sent. Answers are made in the order
-    /// asked for.
-    async fn answer<A, F>(
+    /// Wait for a turn, then decide the answer (`make`, in the order asked for), and on a task
+    /// of its own that holds the turn: prepare it (`load`: a recorded body read from the file,
+    /// alongside the others), then send it once the answer asked for before it has gone, so the
+    /// browser takes answers in the order the page asked (a URL asked three times gets its
+    /// three recorded responses in turn).
+    async fn answer<A, B, L, F>(
         &self,
         make: impl FnOnce() -> A,
-        send: impl FnOnce(A) -> F + Send + 'static,
+        load: impl FnOnce(A) -> L + Send + 'static,
+        send: impl FnOnce(B) -> F + Send + 'static,
     ) where
         A: Send + 'static,
+        B: Send + 'static,
+        L: std::future::Future<Output = B> + Send + 'static,
         F: std::future::Future<Output = ()> + Send + 'static,
     {
-        let Ok(turn) = self.0.clone().acquire_owned().await else {
+        let Ok(turn) = self.turns.clone().acquire_owned().await else {
             return;
         };
-        let answer = make();
+        let made = make();
+        let (done, next) = tokio::sync::oneshot::channel();
+        let before = self
+            .last
+            .lock()
+            .ok()
+            .and_then(|mut last| last.replace(next));
         tokio::spawn(async move {
+            let answer = load(made).await;
+            if let Some(before) = before {
+                let _ = before.await;
+            }
             send(answer).await;
+            let _ = done.send(());
             drop(turn);
         });
     }
@@ -89,6 +114,9 @@ impl ChromiumBrowser {
             ));
         }
         self.stop_interception().await;
+        if matches!(work, Work::Replay(_)) {
+            self.go_offline().await?;
+        }
         let token = TOKENS.fetch_add(1, Ordering::SeqCst);
         let stage = match &work {
             Work::Record(_) => RequestStage::Response,
@@ -127,9 +155,23 @@ impl ChromiumBrowser {
                     // next recorded response. Sent by a task of its own, a few at once.
                     Work::Replay(replaying) => {
                         let id = event.request_id.clone();
+                        let (loading, url) = (replaying.clone(), event.request.url.clone());
                         fulfils
                             .answer(
-                                || answer(replaying, &event.request),
+                                || pick(replaying, &event.request),
+                                move |pick| async move {
+                                    match pick {
+                                        Pick::Now(answer) => answer,
+                                        // The record is read off the event loop.
+                                        Pick::Load(index) => {
+                                            tokio::task::spawn_blocking(move || {
+                                                loading.load(index, &url)
+                                            })
+                                            .await
+                                            .unwrap_or(Answer::Refuse)
+                                        }
+                                    }
+                                },
                                 move |answer| async move { send(&host, id, answer).await },
                             )
                             .await;
@@ -148,6 +190,28 @@ impl ChromiumBrowser {
         });
         let page = self.current.page.clone();
         self.intercept_tab(&page).await;
+        Ok(())
+    }
+
+    /// A replay's context: one whose every connection goes to a proxy that refuses it
+    /// (`EgressPolicy::offline`), so what request interception does not see (WebSockets,
+    /// preconnects, DNS prefetches: a proxied context resolves no names) reaches nothing. The
+    /// episode moves to a new context (the one it had, opened ahead without that proxy, is
+    /// closed); its successor stays. Before the first navigation, so the page never knew the
+    /// other.
+    async fn go_offline(&mut self) -> Result<(), PageError> {
+        if self.egress.as_ref().is_some_and(|proxy| proxy.is_offline()) {
+            return Ok(());
+        }
+        let policy = Arc::new(super::egress::EgressPolicy::offline());
+        let open = ChromiumBrowser::open(self.host.clone(), Some(policy), self.screenshots);
+        let fresh = tokio::time::timeout(OFFLINE_CONTEXT_TIMEOUT, open)
+            .await
+            .map_err(|_| PageError::ActionTimeout)?
+            .map_err(|err| PageError::ActionFailed(format!("{err:#}")))?;
+        let mut previous = std::mem::replace(self, fresh);
+        self.successor = previous.successor.take();
+        tokio::spawn(previous.close());
         Ok(())
     }
 
@@ -178,6 +242,20 @@ impl ChromiumBrowser {
             Work::Replay(replaying) => {
                 if let Err(err) = install_clock(page, replaying).await {
                     tracing::debug!("the replay's clock on a tab: {err}");
+                }
+                // A WebSocket is no request interception sees: the offline proxy fails it (an
+                // archive keeps no WebSocket messages a replay could play), and the
+                // observation lists it.
+                match page.event_listener::<EventWebSocketCreated>().await {
+                    Ok(mut created) => {
+                        let replaying = replaying.clone();
+                        interception.tasks.0.push(tokio::spawn(async move {
+                            while let Some(event) = created.next().await {
+                                replaying.unanswerable(&event.url, "WebSocket");
+                            }
+                        }));
+                    }
+                    Err(err) => tracing::debug!("a tab's WebSockets cannot be heard of: {err}"),
                 }
             }
             Work::Record(recording) => match page
@@ -210,8 +288,8 @@ async fn install_clock(page: &Page, replaying: &Replaying) -> Result<(), PageErr
     .map_err(cdp_error)
 }
 
-/// The archive's answer to a request.
-fn answer(replaying: &Replaying, request: &CdpRequest) -> Answer {
+/// What the archive has for a request.
+fn pick(replaying: &Replaying, request: &CdpRequest) -> Pick {
     let headers = request_headers(request);
     // Chromium's own CORS preflight: its origin, when the request is one.
     let preflight = (request.method.eq_ignore_ascii_case("OPTIONS")
@@ -226,7 +304,7 @@ fn answer(replaying: &Replaying, request: &CdpRequest) -> Answer {
     })
     .flatten();
     let body = request_body(request, u64::MAX);
-    replaying.answer(&request.method, &request.url, &body, preflight.as_ref())
+    replaying.pick(&request.method, &request.url, &body, preflight.as_ref())
 }
 
 async fn send(host: &Host, id: RequestId, answer: Answer) {
@@ -433,6 +511,7 @@ mod tests {
                                 most.fetch_max(now, Ordering::SeqCst);
                                 vec![0u8; 1 << 10]
                             },
+                            |body| async move { body },
                             move |body| async move {
                                 let _taken = browser.acquire().await;
                                 drop(body);

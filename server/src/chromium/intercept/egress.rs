@@ -27,6 +27,8 @@ use crate::capped::Capped;
 pub struct EgressPolicy {
     names: Vec<String>,
     addresses: Vec<SocketAddr>,
+    /// Refuse every connection (an episode replayed from an archive: `archive.rs`).
+    offline: bool,
 }
 
 impl EgressPolicy {
@@ -46,6 +48,15 @@ impl EgressPolicy {
             policy.names.push(entry);
         }
         Ok(policy)
+    }
+
+    /// Every connection refused, none reported: a replayed page's WebSockets, preconnects and
+    /// whatever else its requests' interception does not see reach nothing.
+    pub fn offline() -> Self {
+        EgressPolicy {
+            offline: true,
+            ..EgressPolicy::default()
+        }
     }
 
     fn allows(&self, authority: &str, resolved: &[SocketAddr]) -> bool {
@@ -122,6 +133,7 @@ pub type Refusal = (String, String);
 /// A browser's proxy; dropping it stops accepting connections.
 pub struct EgressProxy {
     address: SocketAddr,
+    offline: bool,
     refusals: Arc<Mutex<Capped<Refusal>>>,
     accept: JoinHandle<()>,
 }
@@ -132,6 +144,7 @@ impl EgressProxy {
         let address = listener.local_addr()?;
         let refusals = Arc::new(Mutex::new(Capped::default()));
         let kept = refusals.clone();
+        let offline = policy.offline;
         let accept = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
@@ -151,9 +164,15 @@ impl EgressProxy {
         });
         Ok(EgressProxy {
             address,
+            offline,
             refusals,
             accept,
         })
+    }
+
+    /// Whether it refuses everything (`EgressPolicy::offline`).
+    pub fn is_offline(&self) -> bool {
+        self.offline
     }
 
     /// For a browser context's `proxyServer`.
@@ -273,6 +292,12 @@ async fn handle(
     policy: Arc<EgressPolicy>,
     refusals: Arc<Mutex<Capped<Refusal>>>,
 ) -> Result<Response<Body>, Infallible> {
+    if policy.offline {
+        return Ok(answer(
+            StatusCode::FORBIDDEN,
+            "browserenv: a replay reaches no network\n".into(),
+        ));
+    }
     let Some((host, port)) = target(&request) else {
         return Ok(answer(
             StatusCode::BAD_REQUEST,

@@ -197,6 +197,7 @@ impl ChromiumBrowser {
             frames_misfit: AtomicBool::new(false),
             pointer: None,
             tab_changes: tab_changes_seen,
+            setup: Default::default(),
         };
         chromium.verify_viewport().await?;
         Ok(chromium)

@@ -191,9 +191,10 @@ impl ChromiumProcess {
             // Only where the sandbox cannot work (as root, without user namespaces): `sandbox.rs`.
             command.arg("--no-sandbox");
         }
-        if config.egress.is_some() {
+        if config.egress.is_some() || config.replays {
             // WebRTC sends UDP to any address it is given, past the egress proxy (which carries
-            // TCP only): with private networks blocked, no UDP that skips the proxy.
+            // TCP only): with private networks blocked, or replays that must reach nothing, no
+            // UDP that skips the proxy.
             command.arg("--force-webrtc-ip-handling-policy=disable_non_proxied_udp");
         }
         if renderer_memory_mb > 0 {

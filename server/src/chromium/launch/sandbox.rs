@@ -34,7 +34,7 @@ pub fn decide(
     let why_not = if root {
         Some("the server runs as root, and Chromium's sandbox does not run as root (run the server as another user)")
     } else if !user_namespaces {
-        Some("this process may not create user namespaces (in Docker: --security-opt seccomp=unconfined, or a seccomp profile that allows unshare(CLONE_NEWUSER); elsewhere: sysctl kernel.unprivileged_userns_clone=1 or user.max_user_namespaces > 0)")
+        Some("this process may not create user namespaces (in Docker: --security-opt seccomp=unconfined, or a seccomp profile that allows unshare(CLONE_NEWUSER); a Docker Swarm service, which takes no seccomp option: --cap-add CAP_SYS_ADMIN; elsewhere: sysctl kernel.unprivileged_userns_clone=1 or user.max_user_namespaces > 0)")
     } else {
         None
     };

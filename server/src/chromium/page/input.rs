@@ -64,7 +64,9 @@ impl ChromiumBrowser {
         y: i64,
         dy: Option<i64>,
     ) -> Result<(), PageError> {
-        let mut params = DispatchMouseEventParams::new(kind.clone(), x as f64, y as f64);
+        // Picture pixels, as the action gives them, to the page's (`page_setup.rs`).
+        let (x, y) = self.to_page(x, y);
+        let mut params = DispatchMouseEventParams::new(kind.clone(), x, y);
         match kind {
             DispatchMouseEventType::MousePressed | DispatchMouseEventType::MouseReleased => {
                 params.button = Some(MouseButton::Left);
@@ -73,7 +75,7 @@ impl ChromiumBrowser {
             }
             DispatchMouseEventType::MouseWheel => {
                 params.delta_x = Some(0.0);
-                params.delta_y = dy.map(|dy| dy as f64);
+                params.delta_y = dy.map(|dy| self.length_to_page(dy));
             }
             DispatchMouseEventType::MouseMoved => {}
         }

@@ -174,6 +174,7 @@ impl Browser for ChromiumBrowser {
                     boxes
                         .iter()
                         .filter_map(|b| serde_json::from_value::<[i64; 4]>(b.clone()).ok())
+                        .map(|b| self.box_to_picture(b))
                         .take(crate::browser::MAX_SECRET_BOXES)
                         .collect()
                 })
@@ -198,7 +199,10 @@ impl Browser for ChromiumBrowser {
         mark: bool,
     ) -> Result<Option<ElementFacts>, PageError> {
         let (x, y) = match at {
-            Some((x, y)) => (x.to_string(), y.to_string()),
+            Some((x, y)) => {
+                let (x, y) = self.to_page(x, y);
+                (x.to_string(), y.to_string())
+            }
             None => ("null".into(), "null".into()),
         };
         let value = probe(self.page()?, &format!("element({x}, {y}, {mark})"), false).await?;
@@ -206,10 +210,11 @@ impl Browser for ChromiumBrowser {
             return Ok(None);
         }
         let held = held_secret(&value["held"]);
-        Ok(Some(ElementFacts {
-            shown: bounded_element(value),
-            held,
-        }))
+        let mut shown = bounded_element(value);
+        if let Ok(bbox) = serde_json::from_value::<[i64; 4]>(shown["bbox"].clone()) {
+            shown["bbox"] = serde_json::json!(self.box_to_picture(bbox));
+        }
+        Ok(Some(ElementFacts { shown, held }))
     }
 
     async fn visible_text(&mut self) -> Result<PageText, PageError> {
@@ -222,6 +227,7 @@ impl Browser for ChromiumBrowser {
         runs.truncate(MAX_RUNS);
         for run in &mut runs {
             run.text = crate::browser::first_chars(&run.text, MAX_RUN_CHARS);
+            self.run_to_picture(run);
         }
         Ok(PageText {
             url,
@@ -372,6 +378,18 @@ impl Browser for ChromiumBrowser {
 
     async fn stop_archive(&mut self) {
         self.stop_interception().await;
+    }
+
+    async fn add_document_script(&mut self, script: String) -> Result<(), PageError> {
+        self.add_script(script).await
+    }
+
+    async fn evaluate(&mut self, expression: String) -> Result<Value, PageError> {
+        self.evaluate_in_page(expression).await
+    }
+
+    async fn zoom(&mut self, factor: f64) -> Result<(), PageError> {
+        self.set_zoom(factor).await
     }
 
     fn is_alive(&self) -> bool {

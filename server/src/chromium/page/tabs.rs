@@ -35,6 +35,7 @@ impl ChromiumBrowser {
         .await
         .map_err(|err| PageError::ActionFailed(format!("cannot switch tabs: {err}")))?;
         self.intercept_tab(&prepared.page).await;
+        self.set_up_tab(&prepared.page).await;
         let previous = std::mem::replace(&mut self.current, prepared);
         // Only the current page is watched.
         for task in &previous.tasks {

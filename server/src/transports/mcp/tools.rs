@@ -110,10 +110,10 @@ pub fn tools() -> Vec<Tool> {
             "type": "object",
             "properties": {
                 "start_url": {"type": "string", "description": "The page to start on (http or https)"},
-                "task_id": {"type": "string", "description": "A task of the server's task set, instead of start_url"},
+                "task_id": {"type": "string", "description": "A task of the server's task set (or with --miniwob a MiniWoB++ task, miniwob.click-test), instead of start_url"},
                 "episode_id": {"type": "string", "description": "An id for the episode (the server makes one up otherwise)"},
                 "archive": {"type": "string", "description": "A web archive in the server's --archive-dir to answer the episode from, with no network (docs/archives.md)"},
-                "seed": {"type": "integer", "description": "With an archive: fixes the page's clock and Math.random"},
+                "seed": {"type": "integer", "description": "With an archive or a MiniWoB++ task: fixes the page's clock and Math.random"},
             },
             "additionalProperties": false,
         }),

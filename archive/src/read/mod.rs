@@ -1,0 +1,322 @@
+//! Reading an archive back. An archive is untrusted input (downloaded, shared, hand-made): the file
+//! must be a regular file reached without a symlink at its end; it is read as a stream, never
+//! more than `ReadLimits::archive_bytes` once unpacked (a gzip bomb stops there) and no body past
+//! `ReadLimits::body_bytes`; every header read is checked; a record that breaks a rule refuses
+//! the whole archive with an error naming the record, so a replay never runs on part of one.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use crate::budget::{Budget, Charged};
+use crate::catalog::{Catalog, Storage, Stored};
+use crate::framing::{record_at, scan, At};
+use crate::scan::{date_of, Builder};
+use crate::{ArchiveInfo, Exchange, Request};
+
+/// How much of an archive is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// The most one body may hold (`BROWSER_ARCHIVE_BODY_MB`).
+    pub body_bytes: u64,
+    /// The most the whole archive may hold once unpacked (`BROWSER_ARCHIVE_EPISODE_MB`).
+    pub archive_bytes: u64,
+}
+
+impl Default for ReadLimits {
+    fn default() -> Self {
+        ReadLimits {
+            body_bytes: crate::DEFAULT_BODY_MB << 20,
+            archive_bytes: crate::DEFAULT_EPISODE_MB << 20,
+        }
+    }
+}
+
+/// What an archive holds: its `warcinfo` and its exchanges, in the order they were recorded.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Archive {
+    pub info: ArchiveInfo,
+    pub exchanges: Vec<Exchange>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    #[error("cannot open the archive {name}: {source}")]
+    Open { name: String, source: io::Error },
+    #[error("the archive {name} is refused: {why}")]
+    Refused { name: String, why: String },
+}
+
+/// A head (the HTTP status line and headers) may take this much beside its body.
+pub(crate) const HEAD_BYTES: u64 = 256 << 10;
+/// A `warcinfo` or request record's block is small; more is not read.
+pub(crate) const SMALL_BLOCK: u64 = 1 << 20;
+
+/// Where an archive's index is kept beside it: `NAME.cdxj` for `NAME` (`x.warc.gz.cdxj`).
+pub fn index_path(archive: &Path) -> PathBuf {
+    let mut name = archive.file_name().unwrap_or_default().to_os_string();
+    name.push(".cdxj");
+    archive.with_file_name(name)
+}
+
+/// Open the archive at `path` (a WARC, gzipped or not, an ARC, or a WACZ; a regular file, no
+/// symlink at its end), `name` being how every error calls it (the client's name for it, never
+/// the server's path). Its index is used where it has one (a WACZ's, or a CDXJ file beside it
+/// no older than it); else the whole file is read once, within the budget.
+pub fn open(path: &Path, name: &str, limits: &ReadLimits) -> Result<Catalog, ArchiveError> {
+    open_with(path, name, limits, true)
+}
+
+fn open_with(
+    path: &Path,
+    name: &str,
+    limits: &ReadLimits,
+    use_index: bool,
+) -> Result<Catalog, ArchiveError> {
+    let refused = |why: String| ArchiveError::Refused {
+        name: name.to_string(),
+        why,
+    };
+    let (file, metadata) = open_file(path).map_err(|source| ArchiveError::Open {
+        name: name.to_string(),
+        source,
+    })?;
+    if !metadata.is_file() {
+        return Err(refused("it is not a regular file".into()));
+    }
+    let budget = Budget::new(limits.archive_bytes);
+    let mut magic = [0u8; 4];
+    let got = file.read_at(&mut magic, 0).unwrap_or(0);
+    let file = Arc::new(file);
+    if name.ends_with(".wacz") || (got == 4 && &magic == b"PK\x03\x04") {
+        return crate::wacz::open(file, metadata.len(), name, limits, &budget).map_err(refused);
+    }
+    let stored = Stored {
+        storage: Storage::File(file.clone()),
+        base: 0,
+        len: metadata.len(),
+        name: path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        arc: false,
+    };
+    let index = use_index
+        .then(|| index_beside(path, &metadata, limits))
+        .flatten();
+    if let Some(index) = index {
+        return match crate::cdxj::read_index(&index, &budget, |_| Some(0)) {
+            Ok(entries) => {
+                let info = first_info(&stored, &budget).unwrap_or_default();
+                Ok(Catalog::new(name, info, entries, vec![stored], *limits))
+            }
+            Err(why) => Err(refused(format!("its index {name}.cdxj: {why}"))),
+        };
+    }
+    scan_stored(stored, &mut (&*file), name, limits, &budget).map_err(refused)
+}
+
+/// Open an archive held in memory (tests, fuzzing): the same rules as a file's.
+pub fn open_bytes(bytes: &[u8], name: &str, limits: &ReadLimits) -> Result<Catalog, ArchiveError> {
+    let budget = Budget::new(limits.archive_bytes);
+    let stored = Stored {
+        storage: Storage::Memory(Arc::from(bytes)),
+        base: 0,
+        len: bytes.len() as u64,
+        name: name.to_string(),
+        arc: false,
+    };
+    scan_stored(stored, &mut &bytes[..], name, limits, &budget).map_err(|why| {
+        ArchiveError::Refused {
+            name: name.to_string(),
+            why,
+        }
+    })
+}
+
+/// Read the file once: every record checked, each response's place kept.
+pub(crate) fn scan_stored(
+    mut stored: Stored,
+    source: &mut dyn Read,
+    name: &str,
+    limits: &ReadLimits,
+    budget: &Budget,
+) -> Result<Catalog, String> {
+    let mut builder = Builder::new(limits, budget, 0);
+    let records = scan(source, budget, &mut builder)?;
+    if records == 0 {
+        return Err("it holds no WARC record".into());
+    }
+    let (info, entries) = builder.finish();
+    stored.arc = is_arc(&stored);
+    Ok(Catalog::new(
+        name,
+        info.unwrap_or_default(),
+        entries,
+        vec![stored],
+        *limits,
+    ))
+}
+
+/// An ARC file: its first record is a `filedesc://` one.
+pub(crate) fn is_arc(stored: &Stored) -> bool {
+    let at = At {
+        offset: 0,
+        length: stored.len.min(64 << 10),
+        skip: 0,
+    };
+    let Ok(bytes) = stored.read_prefix(&at) else {
+        return false;
+    };
+    let mut first = [0u8; 11];
+    let found = if bytes.starts_with(&[0x1f, 0x8b]) {
+        let budget = Budget::new(1 << 20);
+        let mut stream = Charged::new(flate2::read::MultiGzDecoder::new(&bytes[..]), &budget);
+        stream.read_exact(&mut first).is_ok()
+    } else {
+        bytes.get(..11).map(|b| first.copy_from_slice(b)).is_some()
+    };
+    found && &first == b"filedesc://"
+}
+
+/// The `warcinfo` at the start of an indexed file (the index leaves it out).
+pub(crate) fn first_info(stored: &Stored, budget: &Budget) -> Option<ArchiveInfo> {
+    let at = At {
+        offset: 0,
+        length: stored.len.min(SMALL_BLOCK + (64 << 10)),
+        skip: 0,
+    };
+    let bytes = stored.read_prefix(&at).ok()?;
+    let (head, block) = record_at(&bytes, 0, false, budget, SMALL_BLOCK).ok()?;
+    if !head
+        .get("WARC-Type")
+        .ok()??
+        .eq_ignore_ascii_case("warcinfo")
+    {
+        return None;
+    }
+    Some(info(&block, date_of(&head).ok()?))
+}
+
+/// The index beside `archive`, when it may be used: a regular file (no symlink), no older than
+/// the archive, no longer than the budget.
+fn index_beside(
+    archive: &Path,
+    metadata: &std::fs::Metadata,
+    limits: &ReadLimits,
+) -> Option<PathBuf> {
+    let index = index_path(archive);
+    let found = std::fs::symlink_metadata(&index).ok()?;
+    let fresh = match (found.modified(), metadata.modified()) {
+        (Ok(index_time), Ok(archive_time)) => index_time >= archive_time,
+        _ => false,
+    };
+    (found.is_file() && fresh && found.len() <= limits.archive_bytes).then_some(index)
+}
+
+pub(crate) fn open_file(path: &Path) -> io::Result<(File, std::fs::Metadata)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)?;
+    let metadata = file.metadata()?;
+    Ok((file, metadata))
+}
+
+/// Read the archive at `path` whole: every response with its request, bodies in memory (tests,
+/// tools; a replay uses `open`, which reads bodies as pages ask).
+pub fn read(path: &Path, limits: &ReadLimits) -> Result<Archive, ArchiveError> {
+    let name = path.display().to_string();
+    // Read whole, its requests too (an index keeps only how each was asked).
+    let catalog = open_with(path, &name, limits, false)?;
+    whole(&catalog, limits)
+}
+
+/// Read an archive from `source` whole, `name` being how errors call it.
+pub fn read_from(
+    source: impl Read,
+    name: &str,
+    limits: &ReadLimits,
+) -> Result<Archive, ArchiveError> {
+    let mut bytes = Vec::new();
+    source
+        .take(limits.archive_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|source| ArchiveError::Open {
+            name: name.to_string(),
+            source,
+        })?;
+    let catalog = open_bytes(&bytes, name, limits)?;
+    whole(&catalog, limits)
+}
+
+/// Every entry of `catalog` loaded, within a budget of its own.
+pub fn whole(catalog: &Catalog, limits: &ReadLimits) -> Result<Archive, ArchiveError> {
+    let budget = Budget::new(limits.archive_bytes);
+    let refused = |why: String| ArchiveError::Refused {
+        name: catalog.name().to_string(),
+        why,
+    };
+    let mut exchanges = Vec::with_capacity(catalog.entries.len());
+    for (index, entry) in catalog.entries.iter().enumerate() {
+        let response = catalog.load(index, &budget).map_err(refused)?;
+        let request = catalog
+            .load_request(index, &budget)
+            .map_err(refused)?
+            .unwrap_or_else(|| Request {
+                method: entry.method.clone(),
+                url: entry.url.clone(),
+                headers: Vec::new(),
+                body: Vec::new(),
+            });
+        exchanges.push(Exchange {
+            request: Request {
+                url: entry.url.clone(),
+                ..request
+            },
+            response,
+            date: entry.date,
+        });
+    }
+    Ok(Archive {
+        info: catalog.info.clone(),
+        exchanges,
+    })
+}
+
+/// A record's target: an absolute http(s) URL, without its fragment.
+pub(crate) fn target(value: Option<String>) -> Result<String, String> {
+    let value = value.ok_or("it has no WARC-Target-URI")?;
+    // Some tools write the URI in angle brackets (WARC 1.0's grammar).
+    let value = value.trim_start_matches('<').trim_end_matches('>');
+    let mut url = url::Url::parse(value)
+        .map_err(|err| format!("its target {value:?} is not a URL ({err})"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(format!("its target {value:?} is not an http(s) URL"));
+    }
+    url.set_fragment(None);
+    Ok(url.to_string())
+}
+
+/// The `warcinfo` fields this project writes (`application/warc-fields`: `name: value` lines).
+pub(crate) fn info(block: &[u8], date: SystemTime) -> ArchiveInfo {
+    let text = String::from_utf8_lossy(block);
+    let field = |name: &str| {
+        text.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            (key.trim().eq_ignore_ascii_case(name)).then(|| value.trim().to_string())
+        })
+    };
+    ArchiveInfo {
+        software: field("software").unwrap_or_default(),
+        start_url: field("browserenv-start-url").filter(|url| target(Some(url.clone())).is_ok()),
+        episode: field("browserenv-episode"),
+        recorded: Some(date),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -50,8 +50,10 @@ pub enum ArchiveError {
     Refused { name: String, why: String },
 }
 
-/// A head (the HTTP status line and headers) may take this much beside its body.
-pub(crate) const HEAD_BYTES: u64 = 256 << 10;
+// The bound of an HTTP head, kept in `http` (which reads heads) and used here too.
+pub(crate) use crate::http::HEAD_BYTES;
+// A record's target, read in `framing` (the catalog reads it there too).
+pub(crate) use crate::framing::target;
 /// A `warcinfo` or request record's block is small; more is not read.
 pub(crate) const SMALL_BLOCK: u64 = 1 << 20;
 
@@ -285,20 +287,6 @@ pub fn whole(catalog: &Catalog, limits: &ReadLimits) -> Result<Archive, ArchiveE
         info: catalog.info.clone(),
         exchanges,
     })
-}
-
-/// A record's target: an absolute http(s) URL, without its fragment.
-pub(crate) fn target(value: Option<String>) -> Result<String, String> {
-    let value = value.ok_or("it has no WARC-Target-URI")?;
-    // Some tools write the URI in angle brackets (WARC 1.0's grammar).
-    let value = value.trim_start_matches('<').trim_end_matches('>');
-    let mut url = url::Url::parse(value)
-        .map_err(|err| format!("its target {value:?} is not a URL ({err})"))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err(format!("its target {value:?} is not an http(s) URL"));
-    }
-    url.set_fragment(None);
-    Ok(url.to_string())
 }
 
 /// The `warcinfo` fields this project writes (`application/warc-fields`: `name: value` lines).

@@ -4,9 +4,8 @@
 //! `ReadLimits::body_bytes`; every header read is checked; a record that breaks a rule refuses
 //! the whole archive with an error naming the record, so a replay never runs on part of one.
 
-use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -14,6 +13,7 @@ use std::time::SystemTime;
 use crate::budget::{Budget, Charged};
 use crate::catalog::{Catalog, Storage, Stored};
 use crate::framing::{record_at, scan, At};
+use crate::place::open_file;
 use crate::scan::{date_of, Builder};
 use crate::{ArchiveInfo, Exchange, Request};
 
@@ -50,8 +50,10 @@ pub enum ArchiveError {
     Refused { name: String, why: String },
 }
 
-/// A head (the HTTP status line and headers) may take this much beside its body.
-pub(crate) const HEAD_BYTES: u64 = 256 << 10;
+// The bound of an HTTP head, kept in `http` (which reads heads) and used here too.
+pub(crate) use crate::http::HEAD_BYTES;
+// A record's target, read in `framing` (the catalog reads it there too).
+pub(crate) use crate::framing::target;
 /// A `warcinfo` or request record's block is small; more is not read.
 pub(crate) const SMALL_BLOCK: u64 = 1 << 20;
 
@@ -217,15 +219,6 @@ fn index_beside(
     (found.is_file() && fresh && found.len() <= limits.archive_bytes).then_some(index)
 }
 
-pub(crate) fn open_file(path: &Path) -> io::Result<(File, std::fs::Metadata)> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(path)?;
-    let metadata = file.metadata()?;
-    Ok((file, metadata))
-}
-
 /// Read the archive at `path` whole: every response with its request, bodies in memory (tests,
 /// tools; a replay uses `open`, which reads bodies as pages ask).
 pub fn read(path: &Path, limits: &ReadLimits) -> Result<Archive, ArchiveError> {
@@ -285,20 +278,6 @@ pub fn whole(catalog: &Catalog, limits: &ReadLimits) -> Result<Archive, ArchiveE
         info: catalog.info.clone(),
         exchanges,
     })
-}
-
-/// A record's target: an absolute http(s) URL, without its fragment.
-pub(crate) fn target(value: Option<String>) -> Result<String, String> {
-    let value = value.ok_or("it has no WARC-Target-URI")?;
-    // Some tools write the URI in angle brackets (WARC 1.0's grammar).
-    let value = value.trim_start_matches('<').trim_end_matches('>');
-    let mut url = url::Url::parse(value)
-        .map_err(|err| format!("its target {value:?} is not a URL ({err})"))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err(format!("its target {value:?} is not an http(s) URL"));
-    }
-    url.set_fragment(None);
-    Ok(url.to_string())
 }
 
 /// The `warcinfo` fields this project writes (`application/warc-fields`: `name: value` lines).

@@ -391,6 +391,12 @@ mod tests {
             message(Op::Wait, json!({"op": "click"})),
             "Invalid message: op: Extra inputs are not permitted"
         );
+        // The gestures' tools too.
+        assert!(message(Op::Press, json!({"keys": "F13"})).contains("unknown key \"F13\""));
+        assert_eq!(
+            message(Op::Goto, json!({"url": "x", "text": "y"})),
+            "Invalid message: text: Extra inputs are not permitted"
+        );
     }
 
     #[test]

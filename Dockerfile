@@ -7,8 +7,21 @@
 #  (binding 0.0.0.0 needs a token, or BROWSER_INSECURE=1 behind a proxy that authenticates).
 # What takes the space, and why it is built this way: deploy/docker/README.md.
 
-# The runtime stage comes first: Docker's classic builder (what these machines have; no BuildKit)
-# builds every stage up to the one asked for, so `docker build --target runtime` builds it alone.
+# MiniWoB++'s task pages: the `html` folder of the `miniwob` package on PyPI (pip's download of
+# its wheel, nothing else of it), for `server --miniwob /opt/browserenv/miniwob`
+# (BROWSER_MINIWOB_DIR; docs/tasks.md, "MiniWoB++"). A stage of its own, so pip stays out of the
+# image. Docker's classic builder (what these machines have; no BuildKit) builds every stage up to
+# the one asked for, so `docker build --target runtime` builds this one and the runtime stage.
+FROM debian:bookworm-slim AS miniwob
+ARG MINIWOB_VERSION=1.1.0
+RUN set -eux; \
+    apt-get update; \
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ca-certificates python3-pip; \
+    python3 -m pip download --no-deps --cert /etc/ssl/certs/ca-certificates.crt --dest /tmp/wheel "miniwob==${MINIWOB_VERSION}"; \
+    python3 -m zipfile -e /tmp/wheel/miniwob-*.whl /tmp/miniwob; \
+    mv /tmp/miniwob/miniwob/html /opt/miniwob; \
+    test -f /opt/miniwob/miniwob/click-test.html
+
 FROM debian:bookworm-slim AS runtime
 # Chromium's headless shell and the fonts pages get: DejaVu (sans-serif, serif and monospace; the
 # test pages and the demo site ask for these and system-ui, and the CI machines draw sans-serif and
@@ -57,6 +70,7 @@ RUN useradd --create-home --uid 10001 browserenv
 COPY deploy/docker/healthcheck.sh /usr/local/bin/browserenv-healthcheck
 COPY --chown=browserenv assets/site /opt/browserenv/site
 COPY --chown=browserenv assets/tasks /opt/browserenv/tasks
+COPY --from=miniwob /opt/miniwob /opt/browserenv/miniwob
 # The server comes last (the final stage below, or deploy/docker/prebuilt.Dockerfile); `server` is
 # what the HF Sandbox launcher (and OpenEnv's tooling) runs.
 RUN ln -s /usr/local/bin/browserenv-server /usr/local/bin/server

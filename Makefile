@@ -32,7 +32,7 @@ DOCKER_BUILD_ARGS ?=
 # Where the Docker daemon `make docker` starts (when none answers) writes its log.
 DOCKERD_LOG ?= /var/log/dockerd.log
 
-.PHONY: demo server test bench check chromium terminals venv python-venv deploytools docker toolchain image
+.PHONY: demo server miniwob test bench check chromium terminals venv python-venv deploytools docker toolchain image archivetools replayweb
 
 ## The terminal UI on an embedded server and the bundled offline demo site.
 demo: chromium toolchain
@@ -41,6 +41,13 @@ demo: chromium toolchain
 ## Start the server on 127.0.0.1:$(PORT), with the test pages on a port of their own.
 server: chromium toolchain
 	cargo run --release -p browserenv-server -- --port $(PORT) --site assets/pages
+
+## MiniWoB++'s 125 tasks on a server at 127.0.0.1:$(PORT): the pages of the `miniwob` package the venv
+## installs (tests/python/requirements.txt), its `html` folder given as --miniwob DIR;
+## reset(task_id="miniwob.click-test", seed=N) (docs/tasks.md, "MiniWoB++").
+MINIWOB_DIR = $$($(VENV)/bin/python -c 'import miniwob, pathlib; print(pathlib.Path(miniwob.__file__).parent / "html")')
+miniwob: chromium toolchain venv
+	cargo run --release -p browserenv-server -- --port $(PORT) --miniwob "$(MINIWOB_DIR)"
 
 ## Everything: formatting, lints, Rust unit + end-to-end tests on real Chromium, the UI in real
 ## terminals (xterm, kitty, tmux under Xvfb), Python interop, the Docker image.
@@ -56,7 +63,7 @@ server: chromium toolchain
 ## Four Rust tests at a time: each end-to-end test runs its own Chromium, and on two cores more in
 ## parallel only adds contention (same wall time, slower steps, closer to the timeouts); `cargo
 ## test` also builds target/debug/browserenv-server for the Python tests.
-test: chromium terminals deploytools docker toolchain
+test: chromium terminals deploytools docker toolchain archivetools replayweb
 	@set -e; mkdir -p target; \
 	echo "make image: in the background at idle priority, its log in target/image.log"; \
 	setsid sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 "$$@"' sh \
@@ -181,6 +188,20 @@ toolchain:
 deploytools:
 	@compose=docker-compose=docker-compose; docker compose version >/dev/null 2>&1 && compose=; \
 	$(APT_INSTALL) "the deployment tests" --no-install-recommends haproxy=haproxy $$compose
+
+## The archive tests capture the demo site with Debian's wget (--warc-file) and open a WACZ in
+## ReplayWeb.page, an npm package (tests/python/test_foreign_archives.py, test_wacz.py): wget, and
+## npm to install ReplayWeb.page.
+archivetools:
+	@$(APT_INSTALL) "the archive tests" wget=wget npm=npm
+
+## ReplayWeb.page (npm `replaywebpage`) as its lock file pins it, into tests/replayweb/node_modules
+## (not kept in git).
+REPLAYWEB := tests/replayweb
+replayweb: $(REPLAYWEB)/node_modules/.installed
+$(REPLAYWEB)/node_modules/.installed: $(REPLAYWEB)/package.json $(REPLAYWEB)/package-lock.json | archivetools
+	npm ci --prefix $(REPLAYWEB) --no-audit --no-fund --ignore-scripts
+	touch $@
 
 venv: $(VENV)/.installed $(MCP2_VENV)/.installed
 

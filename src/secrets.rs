@@ -2,10 +2,13 @@
 //! the terminal UI all use this module.
 //!
 //! What is a secret: what anyone types into a secret field (a password field, one drawn as
-//! bullets, a one-time code or card secret: the probe's `isSecretField`), what a person marks as
-//! a secret (the UI's `s`, a watch step's `"secret": true`), and what such a field holds after
-//! those steps (the field's value, read back: typing `qwerty9`, BACKSPACE, `8Z` holds
-//! `qwerty8Z`). Kept in memory only, for one episode.
+//! bullets, a one-time code or card secret, one that ever was such a field: the probe's
+//! `isSecret`) or a person marks as a secret (the UI's `s`, a watch step's `"secret": true`), from
+//! the keystroke on: the text typed (each line), every value input left in the field as it
+//! happened, what the field held before the step and what it holds after (typing `qwerty9`,
+//! BACKSPACE, `8Z` holds `qwerty8Z`), whatever the page does with the field afterwards. Kept in
+//! memory only, for one episode. Hidden however a text spells it, and its starts where they
+//! stand as whole values (`spelling.rs`).
 //!
 //! A field's earlier value stays a secret when the field comes to hold another, unless it was
 //! only a step on the way to the new one (a start of it: typed in pieces, `q`, `qw`, ..., or
@@ -32,6 +35,8 @@ use std::io;
 use serde_json::{Map, Value};
 
 use crate::models::{Action, BrowserAction, StepResult};
+
+mod spelling;
 
 /// What a person's secret is shown as: its length only.
 pub fn redacted(typed: &str) -> String {
@@ -109,15 +114,14 @@ pub fn typed_text(action: &Action) -> Option<String> {
     }
 }
 
-/// Whether the step's element (the focused one, for typing and keys) is a secret field.
+/// Whether the step's input went into a secret field: the step's element (the focused one, for
+/// typing and keys) is one, or input reached one during the step wherever focus started
+/// (`metadata.secret_input`: a TAB typed into the next field, a page that moved the focus).
 pub fn into_secret_field(result: &StepResult) -> bool {
-    result
-        .observation
-        .metadata
-        .get("element")
-        .and_then(|e| e.get("password"))
-        .and_then(Value::as_bool)
-        .unwrap_or(false)
+    let metadata = &result.observation.metadata;
+    let flag = |value: Option<&Value>| value.and_then(Value::as_bool).unwrap_or(false);
+    flag(metadata.get("element").and_then(|e| e.get("password")))
+        || flag(metadata.get("secret_input"))
 }
 
 /// The action as it may leave the server (to watchers, the agent's `human_steps`, recordings):
@@ -214,33 +218,52 @@ pub fn cover_boxes(png_bytes: &[u8], boxes: &[[i64; 4]]) -> io::Result<Vec<u8>> 
 /// The secrets of one episode.
 #[derive(Debug, Default, Clone)]
 pub struct Secrets {
-    /// Longest first: a secret that starts another would leave the other's tail.
-    known: Vec<String>,
+    /// Every secret, as given: typed lines, values fields held, marked text.
+    values: Vec<String>,
+    /// What was typed: kept whatever a field comes to hold.
+    typed: Vec<String>,
     /// What each secret field (by the probe's number for it) held when last read: a field's new
     /// value replaces its old one, which stays a secret unless it starts the new one (`hold`).
     held: Vec<(u64, String)>,
+    /// What is looked for, longest first (a secret that starts another would leave the other's
+    /// tail): each value, with its whitespace collapsed, and each of its lines so (a page shows
+    /// a field's lines apart, and runs of spaces as one).
+    needles: Vec<(String, Vec<char>)>,
 }
 
 impl Secrets {
     /// Shorter ones are not looked for: a single character would be hidden everywhere.
     pub const SHORTEST: usize = 2;
 
-    /// A secret typed (each line on its own: a newline in typing is an ENTER, not text).
+    /// A secret this long is hidden wherever it stands; a shorter one, and a start of a secret
+    /// (what a field held on its way to it) at least this long, only where it stands as a whole
+    /// value (`spelling.rs`).
+    pub const ANYWHERE: usize = spelling::ANYWHERE;
+
+    /// A secret typed (each line on its own: a newline in typing is an ENTER, not text). Kept
+    /// for the rest of the episode, whatever the field it went into holds afterwards.
     pub fn add(&mut self, typed: &str) {
         for line in typed.split(['\n', '\r']) {
+            if line.chars().count() >= Self::SHORTEST && !self.typed.iter().any(|t| t == line) {
+                self.typed.push(line.to_string());
+            }
             self.insert(line);
         }
     }
 
     /// What a secret field holds now (`field`: the probe's number for it). What it held before
-    /// stays a secret, unless it was a step on the way to `value` (a start of it): the same
-    /// number may be a new page's field, holding a new value after the old one was sent.
+    /// stays a secret, unless it was a step on the way to `value` (a start of it, then hidden as
+    /// a start) and nobody typed it as it is: the same number may be a new page's field,
+    /// holding a new value after the old one was sent.
     pub fn hold(&mut self, field: u64, value: &str) {
         if let Some(at) = self.held.iter().position(|(f, _)| *f == field) {
             let (_, old) = self.held.remove(at);
             let on_the_way = value.starts_with(old.as_str());
-            if on_the_way && !self.held.iter().any(|(_, v)| *v == old) {
-                self.known.retain(|known| *known != old);
+            let kept_elsewhere =
+                self.held.iter().any(|(_, v)| *v == old) || self.typed.contains(&old);
+            if on_the_way && !kept_elsewhere {
+                self.values.retain(|known| *known != old);
+                self.rebuild();
             }
         }
         if value.chars().count() >= Self::SHORTEST {
@@ -250,25 +273,76 @@ impl Secrets {
     }
 
     fn insert(&mut self, secret: &str) {
-        if secret.chars().count() >= Self::SHORTEST && !self.known.iter().any(|s| s == secret) {
-            self.known.push(secret.to_string());
-            self.known.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        if secret.chars().count() >= Self::SHORTEST && !self.values.iter().any(|s| s == secret) {
+            self.values.push(secret.to_string());
+            self.rebuild();
         }
+    }
+
+    fn rebuild(&mut self) {
+        let collapsed = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut needles: Vec<String> = Vec::new();
+        for value in &self.values {
+            let forms = std::iter::once(value.clone())
+                .chain(std::iter::once(collapsed(value)))
+                .chain(value.split(['\n', '\r']).map(collapsed));
+            for form in forms {
+                if form.chars().count() >= Self::SHORTEST && !needles.contains(&form) {
+                    needles.push(form);
+                }
+            }
+        }
+        needles.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        self.needles = needles
+            .into_iter()
+            .map(|needle| {
+                let chars = needle.chars().collect();
+                (needle, chars)
+            })
+            .collect();
     }
 
     pub fn is_empty(&self) -> bool {
-        self.known.is_empty()
+        self.values.is_empty()
     }
 
-    /// `text` with every secret in it as `redacted`.
+    /// `text` with every secret in it as `redacted`, however the text spells it: as it is,
+    /// percent- or form-encoded, JSON-escaped, as HTML entities (or one inside another), or in
+    /// base64; and each start of one that stands as a whole value (`spelling.rs`). Only the
+    /// secret's span of the text changes, as the text wrote it.
     pub fn hidden<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let mut shown = Cow::Borrowed(text);
-        for secret in &self.known {
-            if shown.contains(secret.as_str()) {
-                shown = Cow::Owned(shown.replace(secret.as_str(), &redacted(secret)));
+        if self.needles.is_empty() || text.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        let mut spans = Vec::new();
+        for (needle, chars) in &self.needles {
+            spelling::find(text, needle, chars, None, &mut spans);
+        }
+        if spelling::has_escapes(text) {
+            for plus_is_space in [true, false] {
+                let Some(reading) = spelling::decode(text, plus_is_space) else {
+                    continue;
+                };
+                self.find_in(&reading, &mut spans);
+                // One spelling inside another (`%2522`, a form value in a JSON string).
+                if plus_is_space && spelling::has_escapes(&reading.text) {
+                    if let Some(inner) = spelling::decode(&reading.text, true) {
+                        self.find_in(&reading.through(inner), &mut spans);
+                    }
+                }
             }
         }
-        shown
+        spelling::find_base64(text, &self.needles, &mut spans);
+        if spans.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        Cow::Owned(replaced(text, spans))
+    }
+
+    fn find_in(&self, reading: &spelling::Reading, spans: &mut Vec<spelling::Span>) {
+        for (needle, chars) in &self.needles {
+            spelling::find(&reading.text, needle, chars, Some(reading), spans);
+        }
     }
 
     /// Hide every secret in `text`, in place.
@@ -278,42 +352,14 @@ impl Secrets {
         }
     }
 
-    /// A URL as it may be shown: where a page carries a secret percent-encoded (`%40` for `@`)
-    /// or form-encoded (`+` for a space), the URL is given decoded, the secret hidden. The
-    /// longest secret found in any form decides the form shown: a shorter one found raw may be
-    /// the start of a longer one encoded beside it.
+    /// A URL as it may be shown: `hidden` (a URL spells a secret percent- or form-encoded).
     pub fn shown_url<'a>(&self, url: &'a str) -> Cow<'a, str> {
-        if self.known.is_empty() {
-            return Cow::Borrowed(url);
-        }
-        // Only `%` and `+` decode to something else: a text without either is its only form.
-        if !url.contains(['%', '+']) {
-            return self.hidden(url);
-        }
-        let decoded = |plus_is_space: bool| {
-            let text = if plus_is_space {
-                url.replace('+', " ")
-            } else {
-                url.to_string()
-            };
-            percent_encoding::percent_decode_str(&text)
-                .decode_utf8_lossy()
-                .into_owned()
-        };
-        let forms = [decoded(true), decoded(false), url.to_string()];
-        for secret in &self.known {
-            if let Some(form) = forms.iter().find(|form| form.contains(secret.as_str())) {
-                return Cow::Owned(self.hidden(form).into_owned());
-            }
-        }
-        Cow::Borrowed(url)
+        self.hidden(url)
     }
 
     /// Hide every secret in a URL, in place (`shown_url`).
     pub fn hide_in_url(&self, url: &mut String) {
-        if let Cow::Owned(shown) = self.shown_url(url) {
-            *url = shown;
-        }
+        self.hide_in(url);
     }
 
     /// Every text of an observation's metadata, as a URL is (`shown_url`): a page puts its URLs
@@ -327,7 +373,7 @@ impl Secrets {
                 _ => {}
             }
         }
-        if !self.known.is_empty() {
+        if !self.is_empty() {
             metadata.values_mut().for_each(|value| walk(self, value));
         }
     }
@@ -337,6 +383,30 @@ impl Secrets {
         self.hide_in_url(&mut result.observation.url);
         self.hide_in_metadata(&mut result.observation.metadata);
     }
+}
+
+/// `text` with each span (merged where they overlap) as `redacted` of its secret's length.
+fn replaced(text: &str, mut spans: Vec<spelling::Span>) -> String {
+    spans.sort_by_key(|span| (span.from, std::cmp::Reverse(span.to)));
+    let mut merged: Vec<spelling::Span> = Vec::new();
+    for span in spans {
+        match merged.last_mut() {
+            Some(last) if span.from < last.to => {
+                last.to = last.to.max(span.to);
+                last.chars = last.chars.max(span.chars);
+            }
+            _ => merged.push(span),
+        }
+    }
+    let mut shown = String::with_capacity(text.len());
+    let mut at = 0;
+    for span in merged {
+        shown.push_str(&text[at..span.from]);
+        shown.push_str(&format!("<redacted:{} characters>", span.chars));
+        at = span.to;
+    }
+    shown.push_str(&text[at..]);
+    shown
 }
 
 #[cfg(test)]
@@ -441,6 +511,76 @@ mod tests {
         );
         assert!(shown.contains("x?pw=<redacted:10 characters>"), "{shown}");
         assert!(shown.contains("C++ and more"), "{shown}");
+    }
+
+    #[test]
+    fn what_was_typed_stays_a_secret_whatever_the_field_holds_after() {
+        let mut secrets = Secrets::default();
+        // A one-time code typed, the field cleared by the page (read back empty).
+        secrets.hold(1, "");
+        secrets.add("493817\n");
+        secrets.hold(1, "");
+        assert_eq!(
+            secrets.hidden("https://a/verify?code=493817"),
+            "https://a/verify?code=<redacted:6 characters>"
+        );
+    }
+
+    #[test]
+    fn a_marked_text_s_lines_are_hidden_one_by_one_its_spaces_collapsed() {
+        let mut secrets = Secrets::default();
+        secrets.hold(3, "first   line of it\nsecond line");
+        for shown in ["first line of it", "second line", "x first line of it y"] {
+            let hidden = secrets.hidden(shown);
+            assert!(!hidden.contains("line"), "{shown}: {hidden}");
+        }
+    }
+
+    #[test]
+    fn every_spelling_and_every_start_of_a_secret_is_hidden() {
+        use base64::Engine;
+        let mut secrets = Secrets::default();
+        secrets.add("Kx\"9q#2w");
+        for (text, left) in [
+            // Per keystroke, the starts the field held: 4 characters and more.
+            (
+                "GET /check?v=Kx%229q%232",
+                "/check?v=<redacted:7 characters>",
+            ),
+            ("GET /check?v=Kx%229", "/check?v=<redacted:4 characters>"),
+            (
+                r#"{"pw":"Kx\"9q#2w"}"#,
+                r#"{"pw":"<redacted:8 characters>"}"#,
+            ),
+            (
+                r#"{"pw":"Kx\u00229q#2w"}"#,
+                r#"{"pw":"<redacted:8 characters>"}"#,
+            ),
+            (
+                "<input value=\"Kx&quot;9q&#35;2w\">",
+                "value=\"<redacted:8 characters>\"",
+            ),
+            ("pw=Kx%25229q%25232w", "pw=<redacted:8 characters>"),
+        ] {
+            let hidden = secrets.hidden(text);
+            assert!(hidden.contains(left), "{text}: {hidden}");
+            assert!(!hidden.contains("9q"), "{text}: {hidden}");
+        }
+        let basic = base64::engine::general_purpose::STANDARD.encode("ana:Kx\"9q#2w");
+        let header = format!("Authorization: Basic {basic}");
+        assert_eq!(
+            secrets.hidden(&header),
+            "Authorization: Basic <redacted:12 characters>"
+        );
+        // Three characters of a start are not looked for; nor a start inside other words.
+        assert_eq!(secrets.hidden("v=Kx%22"), "v=Kx%22");
+        let mut summer = Secrets::default();
+        summer.add("Summer2024!");
+        assert_eq!(
+            summer.hidden("Summer sale, Summertime"),
+            "Summer sale, Summertime"
+        );
+        assert_eq!(summer.hidden("q=Summer"), "q=<redacted:6 characters>");
     }
 
     #[test]

@@ -85,6 +85,28 @@ pub const MIN_COMPACT_CHARS: usize = 100;
 pub const MAX_COMPACT_CHARS: usize = 100_000;
 /// The last line of a compact text that does not hold the whole page.
 pub const TRUNCATED_LINE: &str = "[truncated]";
+
+/// Free text a person or an agent wrote, as it may be shown to others (an agent's
+/// `request_human` reason, a watcher's name and note, a campaign's skip reason and review note):
+/// at most `max` characters on one line, line breaks and tabs as spaces, without any other
+/// control character (an escape would drive a terminal, a newline forge a log line) or a
+/// character that reorders the text after it (bidi embeddings, overrides, isolates and marks:
+/// `U+202E` shows `txt.exe` as `exe.txt`). The one cleaning of such texts.
+pub fn printable(text: &str, max: usize) -> String {
+    text.chars()
+        .filter_map(|c| match c {
+            '\n' | '\r' | '\t' | '\u{2028}' | '\u{2029}' => Some(' '),
+            '\u{061c}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}' => None,
+            c if c.is_control() => None,
+            c => Some(c),
+        })
+        .take(max)
+        .collect()
+}
 /// The marker of a frame of another origin.
 pub const FRAME_MARKER: &str = "frame: other origin, not readable";
 
@@ -216,6 +238,18 @@ impl TextLayer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn free_text_is_shown_on_one_line_without_what_drives_terminals_or_reorders() {
+        assert_eq!(
+            printable(
+                "sign in\u{202e}gpj.exe\n\u{1b}[2Jnow\u{2066}x\u{2069}\u{200f}",
+                100
+            ),
+            "sign ingpj.exe [2Jnowx"
+        );
+        assert_eq!(printable("ab\tcd", 3), "ab ");
+    }
 
     #[test]
     fn runs_read_with_defaults_for_the_optional_fields() {

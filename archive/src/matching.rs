@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use crate::{Archive, Exchange};
+use crate::Catalog;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Key {
@@ -29,17 +29,16 @@ enum Key {
 
 /// An archive ready to answer requests, with what it has answered so far.
 pub struct ReplayIndex {
-    archive: Arc<Archive>,
+    archive: Arc<Catalog>,
     keys: HashMap<Key, Vec<usize>>,
     served: HashMap<Key, usize>,
 }
 
 impl ReplayIndex {
-    pub fn new(archive: Arc<Archive>) -> Self {
+    pub fn new(archive: Arc<Catalog>) -> Self {
         let mut keys: HashMap<Key, Vec<usize>> = HashMap::new();
-        for (index, exchange) in archive.exchanges.iter().enumerate() {
-            let request = &exchange.request;
-            for key in keys_of(&request.method, &request.url, &request.body) {
+        for (index, entry) in archive.entries.iter().enumerate() {
+            for key in keys_of(&entry.method, &entry.url, entry.request_digest) {
                 keys.entry(key).or_default().push(index);
             }
         }
@@ -50,13 +49,14 @@ impl ReplayIndex {
         }
     }
 
-    pub fn archive(&self) -> &Arc<Archive> {
+    pub fn archive(&self) -> &Arc<Catalog> {
         &self.archive
     }
 
-    /// The recorded exchange that answers this request, by the rules above; None is a miss.
-    pub fn answer(&mut self, method: &str, url: &str, body: &[u8]) -> Option<&Exchange> {
-        let asked = keys_of(method, url, body);
+    /// The recorded entry that answers this request, by the rules above; None is a miss.
+    pub fn answer(&mut self, method: &str, url: &str, body: &[u8]) -> Option<usize> {
+        let digest = (!body.is_empty()).then(|| Sha256::digest(body).into());
+        let asked = keys_of(method, url, digest);
         let mut found = None;
         for key in asked {
             let Some(candidates) = self.keys.get(&key) else {
@@ -72,12 +72,12 @@ impl ReplayIndex {
             found = Some(index);
             break;
         }
-        found.map(|index| &self.archive.exchanges[index])
+        found
     }
 }
 
 /// The keys a request is known by, most exact first.
-fn keys_of(method: &str, url: &str, body: &[u8]) -> Vec<Key> {
+fn keys_of(method: &str, url: &str, body: Option<[u8; 32]>) -> Vec<Key> {
     let method = method.to_ascii_uppercase();
     let Ok(mut parsed) = url::Url::parse(url) else {
         return Vec::new();
@@ -104,12 +104,8 @@ fn keys_of(method: &str, url: &str, body: &[u8]) -> Vec<Key> {
     let mut place = parsed.clone();
     place.set_query(None);
     let mut keys = Vec::with_capacity(4);
-    if !body.is_empty() {
-        keys.push(Key::Body(
-            method.clone(),
-            exact.clone(),
-            Sha256::digest(body).into(),
-        ));
+    if let Some(body) = body {
+        keys.push(Key::Body(method.clone(), exact.clone(), body));
     }
     keys.push(Key::Exact(method.clone(), exact));
     keys.push(Key::Loose(method.clone(), loose.to_string()));
@@ -119,7 +115,7 @@ fn keys_of(method: &str, url: &str, body: &[u8]) -> Vec<Key> {
 
 /// Of the candidates (the same path and parameter names), those whose parameter values agree most
 /// with `url`'s, in recorded order.
-fn closest(archive: &Archive, candidates: &[usize], url: &str) -> Vec<usize> {
+fn closest(archive: &Catalog, candidates: &[usize], url: &str) -> Vec<usize> {
     let values = |url: &str| -> Vec<(String, String)> {
         url::Url::parse(url)
             .map(|u| {
@@ -132,7 +128,7 @@ fn closest(archive: &Archive, candidates: &[usize], url: &str) -> Vec<usize> {
     };
     let asked = values(url);
     let score = |index: &usize| {
-        values(&archive.exchanges[*index].request.url)
+        values(&archive.entries[*index].url)
             .iter()
             .filter(|pair| asked.contains(pair))
             .count()
@@ -177,38 +173,38 @@ pub fn is_cache_buster(name: &str, value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Request, Response};
+    use crate::{ArchiveInfo, Entry, ReadLimits};
 
-    fn exchange(method: &str, url: &str, body: &str, answer: &str) -> Exchange {
-        Exchange {
-            request: Request {
-                method: method.into(),
-                url: url.into(),
-                headers: Vec::new(),
-                body: body.as_bytes().to_vec(),
-            },
-            response: Response {
-                status: 200,
-                reason: "OK".into(),
-                headers: Vec::new(),
-                body: answer.as_bytes().to_vec(),
-                body_left_out: false,
-            },
+    /// An entry whose mime says what answers it (the tests look at which one answers).
+    fn exchange(method: &str, url: &str, body: &str, answer: &str) -> Entry {
+        Entry {
+            url: url.into(),
+            method: method.into(),
+            request_digest: (!body.is_empty()).then(|| Sha256::digest(body.as_bytes()).into()),
             date: std::time::SystemTime::UNIX_EPOCH,
+            revisit: false,
+            status: 200,
+            mime: answer.into(),
+            digest: None,
+            file: 0,
+            at: Default::default(),
+            request: None,
         }
     }
 
-    fn index(exchanges: Vec<Exchange>) -> ReplayIndex {
-        ReplayIndex::new(Arc::new(Archive {
-            exchanges,
-            ..Archive::default()
-        }))
+    fn index(entries: Vec<Entry>) -> ReplayIndex {
+        ReplayIndex::new(Arc::new(Catalog::new(
+            "test",
+            ArchiveInfo::default(),
+            entries,
+            Vec::new(),
+            ReadLimits::default(),
+        )))
     }
 
     fn answer(index: &mut ReplayIndex, method: &str, url: &str, body: &str) -> Option<String> {
-        index
-            .answer(method, url, body.as_bytes())
-            .map(|e| String::from_utf8_lossy(&e.response.body).into_owned())
+        let found = index.answer(method, url, body.as_bytes())?;
+        Some(index.archive().entries[found].mime.clone())
     }
 
     #[test]

@@ -1,18 +1,25 @@
 //! Where an archive named by a task line (relative to the task file) or by a reset (relative to
 //! the server's `--archive-dir`) may be: inside that folder, after every symlink is followed, a
-//! regular file whose name ends in `.warc.gz` or `.warc`. One rule for both, so no name a client
-//! or a task pack gives can make the server read outside the folder it was given.
+//! regular file whose name ends in `.warc.gz`, `.warc`, `.arc.gz`, `.arc` or `.wacz`. One rule for
+//! both, so no name a client or a task pack gives can make the server read outside the folder it
+//! was given. Errors name the archive as it was given, never the folder's path on the server.
 
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
 /// The folder, beside a recording's `steps.jsonl` or a pack's `tasks.jsonl`, holding its archives.
 pub const ARCHIVES_DIR: &str = "archives";
 
+/// What an archive's name ends in: WARC (gzipped or not), ARC, WACZ.
+pub const ENDINGS: [&str; 5] = [".warc.gz", ".warc", ".arc.gz", ".arc", ".wacz"];
+
 /// The longest name taken (a path, not a document).
 const MAX_NAME_CHARS: usize = 1024;
 
 /// `name` as an archive's relative path: plain components only (no `..`, no root, no `.`), no
-/// control character, ending in `.warc.gz` or `.warc`.
+/// control character, ending in one of `ENDINGS`.
 pub fn check_name(name: &str) -> Result<&Path, String> {
     let refused = |why: &str| Err(format!("the archive name {name:?} is refused: {why}"));
     if name.is_empty() {
@@ -21,8 +28,8 @@ pub fn check_name(name: &str) -> Result<&Path, String> {
     if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
         return refused("it is too long or has a control character");
     }
-    if !(name.ends_with(".warc.gz") || name.ends_with(".warc")) {
-        return refused("an archive's name ends in .warc.gz or .warc");
+    if !ENDINGS.iter().any(|end| name.ends_with(end)) {
+        return refused("an archive's name ends in .warc.gz, .warc, .arc.gz, .arc or .wacz");
     }
     let path = Path::new(name);
     if !path.components().all(|c| matches!(c, Component::Normal(_))) {
@@ -37,15 +44,14 @@ pub fn resolve_inside(dir: &Path, name: &str) -> Result<PathBuf, String> {
     let relative = check_name(name)?;
     let root = dir
         .canonicalize()
-        .map_err(|err| format!("the archive folder {} cannot be used: {err}", dir.display()))?;
+        .map_err(|err| format!("the archive folder cannot be used: {}", err.kind()))?;
     let path = root
         .join(relative)
         .canonicalize()
-        .map_err(|err| format!("no archive {name:?} in {}: {err}", dir.display()))?;
+        .map_err(|err| format!("no archive {name:?} in the archive folder ({})", err.kind()))?;
     if !path.starts_with(&root) {
         return Err(format!(
-            "the archive {name:?} is refused: it leads outside {} (a symlink)",
-            dir.display()
+            "the archive {name:?} is refused: it leads outside its folder (a symlink)"
         ));
     }
     let is_file = std::fs::metadata(&path).is_ok_and(|m| m.is_file());
@@ -55,13 +61,30 @@ pub fn resolve_inside(dir: &Path, name: &str) -> Result<PathBuf, String> {
     Ok(path)
 }
 
+/// Open the archive file at `path` for reading: never through a symlink at its last step (`place`
+/// resolved those already), never blocking on a FIFO put in its place.
+pub(crate) fn open_file(path: &Path) -> io::Result<(File, std::fs::Metadata)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)?;
+    let metadata = file.metadata()?;
+    Ok((file, metadata))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn names_that_climb_out_or_are_not_archives_are_refused() {
-        for good in ["a.warc.gz", "archives/task-1.warc.gz", "x/y/z.warc"] {
+        for good in [
+            "a.warc.gz",
+            "archives/task-1.warc.gz",
+            "x/y/z.warc",
+            "p.wacz",
+            "old.arc.gz",
+        ] {
             assert!(check_name(good).is_ok(), "{good}");
         }
         for bad in [

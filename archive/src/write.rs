@@ -1,7 +1,8 @@
 //! Writing an archive: a `warcinfo` record, then per exchange a `response` record and the
 //! `request` record that asked for it (`WARC-Concurrent-To`), each record a gzip member of its
 //! own (so readers can seek to a record, and a file cut short keeps every whole record before the
-//! cut), with SHA-256 digests that `warcio check` verifies.
+//! cut), with SHA-256 digests that `warcio check` verifies; and, once finished, its CDXJ index
+//! beside it (`index_path`), so that opening it later reads the index, not the whole file.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -13,7 +14,10 @@ use std::time::SystemTime;
 use sha2::{Digest, Sha256};
 use warc::{RawRecordHeader, WarcHeader, WarcWriter};
 
+use crate::catalog::Entry;
+use crate::framing::At;
 use crate::http::{request_block, response_block};
+use crate::read::index_path;
 use crate::Exchange;
 
 /// What the `warcinfo` record says about the archive.
@@ -36,6 +40,8 @@ pub struct ArchiveWriter {
     file: File,
     path: PathBuf,
     bytes: u64,
+    /// Each response written, and where: the index written at `finish`.
+    entries: Vec<Entry>,
 }
 
 impl ArchiveWriter {
@@ -52,6 +58,7 @@ impl ArchiveWriter {
             file,
             path: path.to_path_buf(),
             bytes: 0,
+            entries: Vec::new(),
         };
         let mut fields = format!(
             "software: {}\r\nformat: WARC File Format 1.1\r\nconformsTo: http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n",
@@ -112,12 +119,63 @@ impl ArchiveWriter {
             &request_block(&exchange.request).map_err(invalid)?,
             None,
         )?;
-        self.write_members(&[response_member, request_member])
+        let request = &exchange.request;
+        let at = At {
+            offset: self.bytes,
+            length: response_member.len() as u64,
+            skip: 0,
+        };
+        let entry = Entry {
+            url: exchange.request.url.clone(),
+            method: request.method.to_ascii_uppercase(),
+            request_digest: (!request.body.is_empty())
+                .then(|| Sha256::digest(&request.body).into()),
+            date: exchange.date,
+            revisit: false,
+            status: exchange.response.status,
+            mime: exchange
+                .response
+                .header("content-type")
+                .unwrap_or_default()
+                .to_string(),
+            digest: Some(digest(body)),
+            file: 0,
+            at,
+            request: Some(At {
+                offset: at.offset + at.length,
+                length: request_member.len() as u64,
+                skip: 0,
+            }),
+        };
+        self.write_members(&[response_member, request_member])?;
+        self.entries.push(entry);
+        Ok(())
     }
 
-    /// Make what was written durable.
+    /// Make what was written durable, then write its index beside it (a new file put in place
+    /// whole: a reader never finds half an index).
     pub fn finish(self) -> io::Result<()> {
-        self.file.sync_all()
+        self.file.sync_all()?;
+        let index = index_path(&self.path);
+        let mut partial = index.clone().into_os_string();
+        partial.push(".partial");
+        let partial = PathBuf::from(partial);
+        let _ = std::fs::remove_file(&partial);
+        let mut out = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&partial)?;
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let lines: Vec<(&Entry, &str)> = self.entries.iter().map(|e| (e, name.as_str())).collect();
+        crate::cdxj::write(&mut out, &lines)?;
+        out.sync_all()?;
+        std::fs::rename(&partial, &index)
     }
 
     fn write_members(&mut self, members: &[Vec<u8>]) -> io::Result<()> {

@@ -16,14 +16,14 @@ use utoipa_axum::routes;
 
 use browserenv::models::{action_schema_in, observation_schema, state_schema};
 
-use crate::api_error::ApiError;
 use crate::api_error::ErrorBody;
+use crate::api_error::{ApiError, Code};
 use crate::browser::Launcher;
 use crate::openapi::{Health, Metadata, Readiness, Schemas};
 use crate::operations::caller::Caller;
 use crate::operations::connection::{Peer, MAX_INCOMING_BYTES};
-use crate::registry::SessionInfo;
 use crate::replicas::Replicas;
+use crate::session::registry::SessionInfo;
 use crate::session::Sessions;
 use crate::settings::PeerTimeouts;
 use crate::transports::http_session::HttpSession;
@@ -44,9 +44,9 @@ pub struct AppState<L: Launcher> {
     /// The other replicas behind the same address (`BROWSER_PEERS`), if any.
     pub replicas: Arc<Replicas>,
     /// The loaded task sets, for OpenEnv's Task API (`task_api.rs`).
-    pub tasks: Arc<crate::features::task_api::TaskApi>,
+    pub tasks: Arc<crate::routes::task_api::TaskApi>,
     /// The campaign (`--campaign DIR`), if the server runs one (`campaign.rs`).
-    pub campaign: Option<Arc<crate::features::campaign::Hub>>,
+    pub campaign: Option<Arc<crate::campaign::Hub>>,
 }
 
 /// `?local=true`: this replica's own answer, never passed on to a peer (what peers ask each other).
@@ -113,8 +113,8 @@ fn routes<L: Launcher>(state: &Arc<AppState<L>>) -> OpenApiRouter<Arc<AppState<L
         .routes(routes!(openapi))
         .merge(crate::transports::mcp::endpoint::routes(state.mcp.clone()))
         .merge(crate::transports::http_session::routes(state.http.clone()))
-        .merge(crate::features::task_api::routes(state.tasks.clone()))
-        .merge(crate::features::campaign::routes(state.campaign.clone()))
+        .merge(crate::routes::task_api::routes(state.tasks.clone()))
+        .merge(crate::routes::campaign::routes(state.campaign.clone()))
         .routes(routes!(ws_upgrade))
         .routes(routes!(list_sessions))
         .routes(routes!(replica))
@@ -186,7 +186,7 @@ async fn ready<L: Launcher>(State(app): State<Arc<AppState<L>>>) -> (StatusCode,
 async fn metadata() -> Json<Metadata> {
     Json(Metadata {
         // Also the environment's name on the Task API.
-        name: crate::features::task_api::ENV_NAME,
+        name: crate::routes::task_api::ENV_NAME,
         description: "A real headless Chromium behind the OpenEnv reset/step/state protocol: \
             800x600 screenshots, trusted pointer and key events, one private browser per session.",
         readme_content: include_str!("../../README.md"),
@@ -450,13 +450,7 @@ async fn session_text<L: Launcher>(
         }
     }
     let (reply, answer) = tokio::sync::oneshot::channel();
-    let busy = || {
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "SESSION_BUSY",
-            "the session is busy: ask again after its step",
-        )
-    };
+    let busy = || Code::SessionBusy.error("the session is busy: ask again after its step");
     match app.sessions.registry().request_text(&id, reply) {
         None => return Err(ApiError::unknown_session(&id)),
         Some(Err(_)) => return Err(busy()),
@@ -507,8 +501,7 @@ async fn watch_session<L: Launcher>(
         }
         None if app.sessions.registry().get(&id).is_none() => Err(ApiError::unknown_session(&id)),
         None => Err(ApiError::new(
-            StatusCode::UPGRADE_REQUIRED,
-            "UPGRADE_REQUIRED",
+            Code::UpgradeRequired,
             "watch streams are WebSockets",
         )),
     }

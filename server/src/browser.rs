@@ -9,6 +9,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use crate::capped::Capped;
 use browserenv::models::{Chord, Modifiers, MouseButton, Point};
 use browserenv::text_layer::TextRun;
 use browserenv::ObservationError;
@@ -60,8 +61,17 @@ pub struct PageFacts {
     pub title: String,
     /// The visible text (cut), for the bot-verification check.
     pub text: String,
-    /// `[x, y, width, height]` of every password input on screen.
+    /// `[x, y, width, height]` of every field on screen holding a secret.
     pub password_boxes: Vec<[i64; 4]>,
+    /// What the focused secret field holds (for the server alone: `Secrets::hold`).
+    pub held: Option<HeldSecret>,
+    /// What trusted input left in secret fields since the last facts (an action's keystrokes,
+    /// paste or drop, noted as each happened, before the page could clear or swap the field),
+    /// one value per field while each value starts the next.
+    pub inputs: Vec<HeldSecret>,
+    /// Input went where the probe cannot see (a closed shadow root it did not see made): what
+    /// was typed counts as a secret.
+    pub opaque_input: bool,
 }
 
 /// The current page's visible text, read on request (never part of an observation).
@@ -71,48 +81,6 @@ pub struct PageText {
     pub runs: Vec<TextRun>,
     /// More text was on screen than one answer carries.
     pub truncated: bool,
-}
-
-/// How many incidents of one kind a step keeps; the rest are only counted. A page can raise
-/// thousands per step (an alert loop made 2,235 in one click, a 2.3 MiB observation).
-pub const INCIDENTS_KEPT: usize = 10;
-
-/// Characters kept of a URL or dialog message in an incident (`data:` URLs run to megabytes).
-pub const INCIDENT_TEXT_CHARS: usize = 200;
-
-/// The first `INCIDENTS_KEPT` incidents of a kind, and how many more there were.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Capped<T> {
-    pub kept: Vec<T>,
-    pub more: u64,
-}
-
-impl<T> Default for Capped<T> {
-    fn default() -> Self {
-        Capped {
-            kept: Vec::new(),
-            more: 0,
-        }
-    }
-}
-
-impl<T> Capped<T> {
-    pub fn push(&mut self, item: T) {
-        if self.kept.len() < INCIDENTS_KEPT {
-            self.kept.push(item);
-        } else {
-            self.more += 1;
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.kept.is_empty()
-    }
-
-    /// Kept and counted together.
-    pub fn total(&self) -> u64 {
-        self.kept.len() as u64 + self.more
-    }
 }
 
 /// The most of a page's title an observation carries (Chromium's own limit for a tab's title).
@@ -135,6 +103,10 @@ pub struct HeldSecret {
 /// The most secret-field boxes an observation carries (`password_boxes`).
 pub const MAX_SECRET_BOXES: usize = 32;
 
+/// The most values of secret fields one step's input is read as (`PageFacts::inputs`; the
+/// probe's `MAX_INPUTS`).
+pub const MAX_SECRET_INPUTS: usize = 64;
+
 /// The newest requests of an episode a browser keeps for its task's check (a page can make
 /// thousands), and the most of each one's body, in bytes.
 pub const REQUESTS_KEPT: usize = 256;
@@ -150,22 +122,6 @@ pub fn first_chars(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((end, _)) => text[..end].to_string(),
         None => text.to_string(),
-    }
-}
-
-/// `text` cut to `INCIDENT_TEXT_CHARS` characters, saying how much was left out.
-pub fn clip(text: &str) -> String {
-    clipped(text, text.chars().count())
-}
-
-/// The start of a text of `length` characters (the page cut it already), marked when longer.
-pub fn clipped(start: &str, length: usize) -> String {
-    let kept: String = start.chars().take(INCIDENT_TEXT_CHARS).collect();
-    let left_out = length.saturating_sub(kept.chars().count());
-    if left_out == 0 {
-        kept
-    } else {
-        format!("{kept}… ({left_out} more characters)")
     }
 }
 
@@ -243,7 +199,7 @@ pub trait Browser: Send + 'static {
     /// Real key events for each character into the focused element.
     fn type_text(&mut self, text: &str) -> impl Future<Output = Result<(), PageError>> + Send;
     /// A key or chord pressed `repeat` times (the modifiers held once around them); the
-    /// clipboard's chords copy and paste within the episode (`chromium/clipboard.rs`).
+    /// clipboard's chords copy and paste within the episode (`chromium/page/clipboard.rs`).
     fn press(
         &mut self,
         chord: Chord,
@@ -330,7 +286,7 @@ pub trait Browser: Send + 'static {
     /// an error.
     fn start_archive(
         &mut self,
-        work: crate::features::archive::Work,
+        work: crate::archive::Work,
     ) -> impl Future<Output = Result<(), PageError>> + Send {
         drop(work);
         async {
@@ -343,39 +299,81 @@ pub trait Browser: Send + 'static {
     fn stop_archive(&mut self) -> impl Future<Output = ()> + Send {
         async {}
     }
+    /// Run `script` in every new document of this episode's tabs, before the page's own scripts
+    /// (a page clock, `archive/clock.js`). A browser that cannot is an error.
+    fn add_document_script(
+        &mut self,
+        script: String,
+    ) -> impl Future<Output = Result<(), PageError>> + Send {
+        drop(script);
+        async {
+            Err(PageError::ActionFailed(
+                "this browser runs no scripts".into(),
+            ))
+        }
+    }
+    /// Evaluate a JavaScript expression in the current page's own world (its globals), a promise
+    /// awaited, and return its value as JSON. For pages the server itself serves and scores
+    /// (MiniWoB++'s `core`); never for judging a page that may lie (a task's check reads in a
+    /// world of its own).
+    fn evaluate(
+        &mut self,
+        expression: String,
+    ) -> impl Future<Output = Result<serde_json::Value, PageError>> + Send {
+        drop(expression);
+        async {
+            Err(PageError::ActionFailed(
+                "this browser runs no scripts".into(),
+            ))
+        }
+    }
+    /// Draw this episode's pages `factor` times larger in the same 800x600 picture: they lay out
+    /// in `800/factor` x `600/factor` CSS pixels, each drawn as `factor` picture pixels (a small
+    /// page made readable: MiniWoB++'s 160x210 tasks). Every coordinate the seam takes (clicks,
+    /// scrolls, the element under a point) or gives (text boxes, secret fields' boxes, an
+    /// element's box) stays a picture pixel. `factor` divides 800 and 600 into whole numbers.
+    fn zoom(&mut self, factor: f64) -> impl Future<Output = Result<(), PageError>> + Send {
+        let _ = factor;
+        async { Err(PageError::ActionFailed("this browser cannot zoom".into())) }
+    }
     /// Whether the connection to the browser still stands (a spare can lose it while it waits,
     /// e.g. when a remote browser restarts).
     fn is_alive(&self) -> bool {
         true
     }
+    /// Have the next episode's browser (the one `Launcher::renew` will hand over) load `start`
+    /// ahead, while this episode runs: its page loaded, settled and pictured in its own fresh
+    /// context. A browser that keeps no successor does nothing.
+    fn prepare_next(&mut self, start: Preparation) {
+        drop(start);
+    }
+    /// What this browser, just handed to a reset to `url` (None: a reset that loads its page its
+    /// own way, an archive's), holds: a fresh page, or `url` loaded ahead (`prepare_next`) and
+    /// unchanged since, whose settle, facts and screenshot taken then are what a load now would
+    /// give (the reset loads nothing); or a page loaded ahead that is not that (another start, a
+    /// page that changed since), which the episode must not start in: the caller takes another
+    /// fresh browser.
+    fn take_prepared(&mut self, url: Option<&str>) -> impl Future<Output = Handover> + Send {
+        let _ = url;
+        async { Handover::Fresh }
+    }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// What a browser handed to a reset holds (`Browser::take_prepared`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handover {
+    /// A fresh context, no page yet.
+    Fresh,
+    /// The reset's start, loaded ahead and unchanged since.
+    Prepared,
+    /// A page loaded ahead that the reset cannot use.
+    Spoiled,
+}
 
-    #[test]
-    fn incidents_keep_the_first_ones_and_count_the_rest() {
-        let mut list = Capped::default();
-        for i in 0..25 {
-            list.push(i);
-        }
-        assert_eq!(list.kept, (0..INCIDENTS_KEPT as i32).collect::<Vec<_>>());
-        assert_eq!(list.more, 25 - INCIDENTS_KEPT as u64);
-        assert_eq!(list.total(), 25);
-    }
-
-    #[test]
-    fn long_texts_are_clipped_and_say_how_much() {
-        assert_eq!(clip("short"), "short");
-        let long = "é".repeat(INCIDENT_TEXT_CHARS + 7);
-        let clipped_text = clip(&long);
-        assert!(clipped_text.starts_with(&"é".repeat(INCIDENT_TEXT_CHARS)));
-        assert!(
-            clipped_text.ends_with("… (7 more characters)"),
-            "{clipped_text}"
-        );
-        // A start the page cut already, with the full length it reported.
-        assert_eq!(clipped("data:x", 5000), "data:x… (4994 more characters)");
-    }
+/// What `Browser::prepare_next` loads ahead, with the bounds of a reset's own load and settle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preparation {
+    pub url: String,
+    pub load_timeout: Duration,
+    pub settle_bound: Duration,
 }

@@ -205,7 +205,7 @@ pub struct Cli {
     /// Chromium's sandbox: `auto` (on unless the server runs as root or may not create user
     /// namespaces, said at start), `on` (refuse to start without it) or `off`.
     #[arg(long, env = "BROWSER_SANDBOX", value_enum, default_value = "auto")]
-    pub sandbox: crate::chromium::sandbox::SandboxSetting,
+    pub sandbox: crate::chromium::launch::sandbox::SandboxSetting,
     /// Refuse the browsers' connections to loopback, private and link-local addresses (after
     /// resolving the name), except to the --site and task base URL and
     /// --private-network-allow: for servers whose network reaches what pages must not.
@@ -277,12 +277,25 @@ pub struct Cli {
     /// Base URL for the tasks' relative start URLs (default: the --site URL).
     #[arg(long, env = "BROWSER_TASK_BASE_URL")]
     pub task_base_url: Option<String>,
+    /// Serve MiniWoB++'s 125 tasks from this folder (the `html` folder of the `miniwob` package
+    /// on PyPI; `make miniwob` finds it): `reset(task_id="miniwob.click-test", seed=N)`, each
+    /// episode scored by its page, listed by the Task API as BrowserGym's train and test splits.
+    #[arg(long, env = "BROWSER_MINIWOB_DIR")]
+    pub miniwob: Option<PathBuf>,
     /// Do not keep a browser launched, or a session's next context opened, ahead of the next
     /// reset.
     #[arg(long, env = "BROWSER_NO_WARM_SPARE", value_parser = FalseyValueParser::new())]
     pub no_warm_spare: bool,
+    /// Do not load a session's start page ahead in its next context: every reset loads its
+    /// page (for a site whose start page shows what the episode before changed on the server).
+    #[arg(
+        long,
+        env = "BROWSER_NO_PREPARED_RESETS",
+        value_parser = FalseyValueParser::new()
+    )]
+    pub no_prepared_resets: bool,
     #[command(flatten)]
-    pub archive: crate::features::archive::ArchiveArgs,
+    pub archive: crate::archive::ArchiveArgs,
 }
 
 impl Cli {
@@ -377,6 +390,7 @@ impl Cli {
             )?,
             observe_text: self.observe_text,
             actions: self.actions,
+            prepared_resets: !self.no_prepared_resets,
         };
         let archive = self.archive.config(self.record_dir.as_deref())?;
         let shared = self.isolation == crate::chromium::Isolation::Context
@@ -398,6 +412,7 @@ impl Cli {
             campaign: self.campaign.clone(),
             token: self.token.clone().filter(|t| !t.is_empty()),
             tasks: None,
+            miniwob: None,
             allowed_origins: clean_list(&self.allowed_origins, "BROWSER_ALLOWED_ORIGINS", true)?,
             allowed_hosts: clean_list(&self.allowed_hosts, "BROWSER_ALLOWED_HOSTS", false)?,
             // Behind a Unix socket only the proxy connects, and it sends its own public name.
@@ -422,6 +437,7 @@ impl Cli {
             episodes_per_browser: self.episodes_per_browser,
             spare_contexts: !self.no_warm_spare,
             screenshots: self.screenshots,
+            replays: self.archive.archive_dir.is_some() || self.tasks.is_some(),
             ..ChromiumConfig::default()
         }
     }
@@ -523,8 +539,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             cli.host
         );
     }
-    let sandbox =
-        crate::chromium::sandbox::for_this_process(cli.sandbox).map_err(anyhow::Error::msg)?;
+    let sandbox = crate::chromium::launch::sandbox::for_this_process(cli.sandbox)
+        .map_err(anyhow::Error::msg)?;
     let chromium_config = cli.chromium_config(sandbox.enabled);
     if chromium_config.remote.is_none() {
         if sandbox.enabled {
@@ -574,6 +590,21 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         ),
         None => None,
     };
+    let miniwob = match &cli.miniwob {
+        Some(dir) => {
+            let miniwob = crate::miniwob::MiniWob::serve(dir)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            tracing::info!(
+                "{} MiniWoB++ tasks from {} (pages at http://{})",
+                miniwob.tasks().len(),
+                dir.display(),
+                miniwob.address()
+            );
+            Some(std::sync::Arc::new(miniwob))
+        }
+        None => None,
+    };
     let task_base = match (&cli.task_base_url, &site) {
         (Some(base), _) => {
             Some(url::Url::parse(base).with_context(|| format!("--task-base-url {base}"))?)
@@ -593,7 +624,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 allowed.push(format!("{host}:{port}"));
             }
         }
-        let policy = crate::chromium::egress::EgressPolicy::new(&allowed)
+        if let Some(miniwob) = &miniwob {
+            allowed.push(miniwob.address().to_string());
+        }
+        let policy = crate::chromium::intercept::egress::EgressPolicy::new(&allowed)
             .await
             .map_err(|err| anyhow::anyhow!("BROWSER_PRIVATE_NETWORK_ALLOW: {err}"))?;
         tracing::info!(
@@ -608,6 +642,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     let launcher = ChromiumLauncher::new(chromium_config);
     let mut config = config;
+    config.miniwob = miniwob;
     // A campaign's tasks are the file its campaign.json names: sessions reset them by id.
     let task_file = match (&cli.tasks, &cli.campaign) {
         (Some(_), Some(_)) => anyhow::bail!(

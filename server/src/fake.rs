@@ -10,7 +10,10 @@ use browserenv::models::{Chord, Modifiers, MouseButton, Point};
 use browserenv::text_layer::TextRun;
 use browserenv_collect::tasks::{PageState, Wants};
 
-use crate::browser::{Browser, Incidents, Launcher, PageError, PageFacts, PageText, SettleOutcome};
+use crate::browser::{
+    Browser, Handover, Incidents, Launcher, PageError, PageFacts, PageText, Preparation,
+    SettleOutcome,
+};
 
 /// A 1x1 transparent PNG, base64: enough for code that only passes screenshots through.
 pub const TINY_PNG: &str =
@@ -33,6 +36,8 @@ pub struct FakeScript {
     pub state: PageState,
     /// Pressing ENTER goes here (a form sent with GET).
     pub enter_goes_to: Option<String>,
+    /// What `evaluate` answers, in turn, the last one again once they run out (none: an error).
+    pub evaluations: Vec<serde_json::Value>,
 }
 
 #[derive(Default)]
@@ -40,6 +45,9 @@ pub struct FakeLauncher {
     script: FakeScript,
     calls: Arc<Mutex<Vec<String>>>,
     launched: AtomicUsize,
+    /// The start the last browser had loaded ahead for its successor (`prepare_next`): the next
+    /// browser launched holds it.
+    prepared: Arc<Mutex<Option<String>>>,
 }
 
 impl FakeLauncher {
@@ -65,6 +73,7 @@ impl Launcher for FakeLauncher {
 
     async fn launch(&self) -> anyhow::Result<FakeBrowser> {
         let index = self.launched.fetch_add(1, Ordering::SeqCst);
+        let holds = self.prepared.lock().ok().and_then(|mut p| p.take());
         Ok(FakeBrowser {
             alive: !(self.script.first_browser_dead && index == 0),
             script: self.script.clone(),
@@ -73,6 +82,9 @@ impl Launcher for FakeLauncher {
             history: Vec::new(),
             incidents_reported: false,
             archive: None,
+            prepared: self.prepared.clone(),
+            holds,
+            evaluated: 0,
         })
     }
 }
@@ -86,6 +98,12 @@ pub struct FakeBrowser {
     alive: bool,
     /// The episode's archive work: a replay answers each page the browser goes to.
     archive: Option<crate::archive::Work>,
+    /// Where the next browser's page is loaded ahead (the launcher's).
+    prepared: Arc<Mutex<Option<String>>>,
+    /// The page this browser was given loaded ahead.
+    holds: Option<String>,
+    /// How many expressions were evaluated (`FakeScript::evaluations`).
+    evaluated: usize,
 }
 
 impl FakeBrowser {
@@ -220,7 +238,7 @@ impl Browser for FakeBrowser {
             url: self.url.clone(),
             title: "Fake page".into(),
             text: self.script.page_text.clone(),
-            password_boxes: Vec::new(),
+            ..PageFacts::default()
         })
     }
 
@@ -291,11 +309,48 @@ impl Browser for FakeBrowser {
         self.archive = None;
     }
 
+    async fn add_document_script(&mut self, script: String) -> Result<(), PageError> {
+        self.record(format!("document script of {} characters", script.len()));
+        Ok(())
+    }
+
+    async fn evaluate(&mut self, expression: String) -> Result<serde_json::Value, PageError> {
+        let start: String = expression.chars().take(40).collect();
+        self.record(format!("evaluate {start}"));
+        let answers = &self.script.evaluations;
+        let answer = answers.get(self.evaluated).or(answers.last()).cloned();
+        self.evaluated += 1;
+        answer.ok_or_else(|| PageError::ActionFailed("no scripted answer".into()))
+    }
+
+    async fn zoom(&mut self, factor: f64) -> Result<(), PageError> {
+        self.record(format!("zoom {factor}"));
+        Ok(())
+    }
+
     async fn close(self) {
         self.record("close".into());
     }
 
     fn is_alive(&self) -> bool {
         self.alive
+    }
+
+    fn prepare_next(&mut self, start: Preparation) {
+        self.record(format!("prepare {}", start.url));
+        if let Ok(mut prepared) = self.prepared.lock() {
+            *prepared = Some(start.url);
+        }
+    }
+
+    async fn take_prepared(&mut self, url: Option<&str>) -> Handover {
+        match self.holds.take() {
+            None => Handover::Fresh,
+            Some(held) if Some(held.as_str()) == url => {
+                self.url = held;
+                Handover::Prepared
+            }
+            Some(_) => Handover::Spoiled,
+        }
     }
 }

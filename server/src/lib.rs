@@ -10,29 +10,25 @@
 
 pub mod api_error;
 pub mod app;
+pub mod archive;
 pub mod browser;
+pub mod campaign;
+pub mod capped;
 pub mod chromium;
 pub mod cli;
-pub mod control;
 pub mod environment;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
-pub mod features;
+pub mod miniwob;
 pub mod openapi;
 pub mod operations;
-pub mod outcome;
 pub mod pool;
-pub mod registry;
 pub mod replicas;
+pub mod routes;
 pub mod session;
 pub mod settings;
 pub mod site;
 pub mod transports;
-pub mod verification;
-
-use features::{archive, campaign, task_api};
-use operations::{access, connection, drain};
-use transports::mcp;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -90,6 +86,8 @@ pub struct ServerConfig {
     pub campaign: Option<std::path::PathBuf>,
     /// Web archives: recording episodes into them, replaying episodes from them (`archive/`).
     pub archive: archive::ArchiveConfig,
+    /// `--miniwob DIR`: MiniWoB++'s tasks, scored by their pages (`miniwob/`).
+    pub miniwob: Option<Arc<miniwob::MiniWob>>,
 }
 
 impl Default for ServerConfig {
@@ -106,11 +104,12 @@ impl Default for ServerConfig {
             check_host: true,
             timeouts: PeerTimeouts::default(),
             max_connections: 256,
-            drain: drain::DEFAULT_DRAIN,
+            drain: operations::drain::DEFAULT_DRAIN,
             peers: Vec::new(),
             peer_addresses: Vec::new(),
             campaign: None,
             archive: archive::ArchiveConfig::default(),
+            miniwob: None,
         }
     }
 }
@@ -128,7 +127,7 @@ pub async fn serve<N, L>(
 ) -> anyhow::Result<()>
 where
     N: axum::serve::Listener,
-    N::Io: connection::Arrival,
+    N::Io: operations::connection::Arrival,
     N::Addr: std::fmt::Debug + Clone + Send + Sync + 'static,
     L: Launcher,
 {
@@ -140,14 +139,17 @@ where
         config.peers.clone(),
         config.token.clone(),
     ));
-    let mcp = Arc::new(mcp::endpoint::Mcp::new(sessions.clone(), &config.timeouts));
+    let mcp = Arc::new(transports::mcp::endpoint::Mcp::new(
+        sessions.clone(),
+        &config.timeouts,
+    ));
     let http = Arc::new(HttpSession::new(sessions.clone()));
     let state = Arc::new(AppState {
         sessions,
         http: http.clone(),
         mcp: mcp.clone(),
         shutdown: stop_rx.clone(),
-        access: Arc::new(access::Access {
+        access: Arc::new(operations::access::Access {
             token: config.token.clone(),
             allowed_origins: config.allowed_origins.clone(),
             allowed_hosts: config.allowed_hosts.clone(),
@@ -155,17 +157,17 @@ where
             people: core
                 .campaign
                 .as_ref()
-                .map(|hub| hub.roster() as Arc<dyn access::People>),
+                .map(|hub| hub.roster() as Arc<dyn operations::access::People>),
             peer_signatures: Default::default(),
             peer_addresses: config.peer_addresses.clone(),
         }),
         timeouts: config.timeouts.clone(),
         replicas,
-        tasks: Arc::new(task_api::TaskApi::new(config.tasks.as_deref())),
+        tasks: Arc::new(task_api_of(&config)?),
         campaign: core.campaign.clone(),
     });
     let app = app::router(state.clone()).layer(axum::middleware::from_fn(
-        connection::remember_peer::<N::Addr>,
+        operations::connection::remember_peer::<N::Addr>,
     ));
     if let Some(timeout) = config.timeouts.session_timeout {
         tokio::spawn(HttpSession::expire(
@@ -173,7 +175,7 @@ where
             timeout,
             stop_rx.clone(),
         ));
-        tokio::spawn(mcp::openenv::OpenEnvMcp::expire(
+        tokio::spawn(transports::mcp::openenv::OpenEnvMcp::expire(
             Arc::downgrade(&mcp.openenv),
             timeout,
             stop_rx,
@@ -187,16 +189,16 @@ where
             mcp.stop();
             // The requests in flight get a moment to be answered, unless asked to stop now.
             match ended {
-                Stop::Drain => connection::SHUTDOWN_GRACE,
+                Stop::Drain => operations::connection::SHUTDOWN_GRACE,
                 Stop::Now => std::time::Duration::ZERO,
             }
         }
     };
-    let limits = connection::ConnectionLimits {
+    let limits = operations::connection::ConnectionLimits {
         max_connections: config.max_connections,
         header_read_timeout: config.timeouts.header_read_timeout,
     };
-    connection::serve(listener, app, limits, stop_sessions).await;
+    operations::connection::serve(listener, app, limits, stop_sessions).await;
     http.close().await;
     mcp.shutdown().await;
     drop((state, http, mcp));
@@ -251,7 +253,7 @@ pub async fn serve_mcp_stdio<L: Launcher>(
 ) -> anyhow::Result<()> {
     let core = Core::start(launcher, &config, Lifecycle::serving()).await?;
     let served = tokio::select! {
-        served = mcp::serve_stdio(core.sessions.clone()) => served,
+        served = transports::mcp::serve_stdio(core.sessions.clone()) => served,
         () = shutdown => Ok(()),
     };
     core.finish().await;
@@ -304,7 +306,8 @@ impl<L: Launcher> Core<L> {
             .with_handoff_wait(config.timeouts.handoff_wait, config.timeouts.ask_wait)
             .with_lifecycle(lifecycle)
             .with_campaign(campaign.clone())
-            .with_archives(archives.clone()),
+            .with_archives(archives.clone())
+            .with_miniwob(config.miniwob.clone()),
         );
         Ok(Core {
             pool,
@@ -337,6 +340,55 @@ impl<L: Launcher> Core<L> {
             }
         }
     }
+}
+
+/// The Task API of a server: the task file's split, then MiniWoB++'s `train` and `test`.
+fn task_api_of(config: &ServerConfig) -> anyhow::Result<routes::task_api::TaskApi> {
+    let api = routes::task_api::TaskApi::new(config.tasks.as_deref());
+    match &config.miniwob {
+        Some(miniwob) => api
+            .with_splits(miniwob_splits(miniwob, config.settings.max_steps))
+            .map_err(anyhow::Error::msg),
+        None => Ok(api),
+    }
+}
+
+/// MiniWoB++'s splits on the Task API: `train` and `test`, each task's instruction said at reset
+/// (the page gives it).
+fn miniwob_splits(
+    miniwob: &miniwob::MiniWob,
+    max_steps: u64,
+) -> Vec<(String, Vec<routes::task_api::TaskRef>)> {
+    miniwob::Split::ALL
+        .iter()
+        .map(|split| {
+            let refs = miniwob
+                .tasks()
+                .iter()
+                .filter(|task| task.split == *split)
+                .enumerate()
+                .map(|(index, task)| routes::task_api::TaskRef {
+                    index,
+                    task_id: task.id.clone(),
+                    task_name: task.id.clone(),
+                    dataset: split.name().to_string(),
+                    instruction: format!(
+                        "MiniWoB++ {}: the page gives this episode's instruction at reset \
+                         (metadata.task.instruction); the page scores it",
+                        task.page()
+                    ),
+                    category: browserenv_collect::tasks::Category::Interaction,
+                    start_url: miniwob.url(task),
+                    max_steps,
+                    checks: Vec::new(),
+                    reset: routes::task_api::ResetArgs {
+                        task_id: task.id.clone(),
+                    },
+                })
+                .collect();
+            (split.name().to_string(), refs)
+        })
+        .collect()
 }
 
 fn start_recorder(dir: &std::path::Path) -> anyhow::Result<RecorderHandle> {

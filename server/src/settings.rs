@@ -47,6 +47,10 @@ pub struct EnvSettings {
     /// `BROWSER_ACTIONS`: `full` (default) takes every action, `seed` the seed's seven with the
     /// seed's fields alone, every addition refused in the seed's words (docs/wire.md §1.1).
     pub actions: browserenv::ActionSet,
+    /// Off with `BROWSER_NO_PREPARED_RESETS`: a session's next context loads the page the
+    /// session last started on while the episode runs, and a reset to that page hands it over
+    /// (`Browser::prepare_next`). Off, every reset loads its page.
+    pub prepared_resets: bool,
 }
 
 impl Default for EnvSettings {
@@ -62,6 +66,7 @@ impl Default for EnvSettings {
             screenshot_timeout: Duration::from_secs(10),
             observe_text: false,
             actions: browserenv::ActionSet::Full,
+            prepared_resets: true,
         }
     }
 }

@@ -1,10 +1,12 @@
-//! Campaigns (`--campaign DIR`, `server/src/features/campaign/`) over real sockets on the fake browser:
+//! Campaigns (`--campaign DIR`, `server/src/campaign/`) over real sockets on the fake browser:
 //! a person's lease started with `reset` on a session of their own token, recorded under their
 //! name, saved with their mark once on disk; a skip; a lease lost when its session closes; a
 //! restart that loses nothing; a reviewer's "wrong" putting the task back; people who are their
 //! tokens; nothing of a check's expectations handed out; and every refusal.
 
 mod http;
+#[path = "../../tests/src/socket.rs"]
+mod socket;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -921,4 +923,63 @@ async fn campaign_requests_are_checked() {
     client.close().await.unwrap();
     plain.stop().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A kept MCP session is its opener's: a person's token, on a `/ws` socket of their own, cannot
+/// close (nor call) the server token's session by naming its id in an `"mcp"` frame.
+#[tokio::test]
+async fn a_person_cannot_close_or_call_another_s_kept_mcp_session() {
+    let (dir, tokens) = campaign_dir("mcp-owner", 1);
+    let server = server(&dir).await;
+    let base = server.base_url();
+    let created = socket::mcp_call(
+        &base,
+        Some(TOKEN),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}),
+    )
+    .await;
+    let kept = created["result"]["session_id"]
+        .as_str()
+        .expect("a kept session")
+        .to_string();
+    let url = format!("ws://{}/ws", server.addr);
+    let mut ana = socket::connect_with_token(&url, &tokens["ana"]).await;
+    for (method, params) in [
+        ("openenv/session/close", json!({"session_id": kept})),
+        (
+            "tools/call",
+            json!({"session_id": kept, "name": "wait", "arguments": {}}),
+        ),
+    ] {
+        let answer = socket::request(
+            &mut ana,
+            json!({"type": "mcp", "data": {"jsonrpc": "2.0", "id": 2, "method": method, "params": params}}),
+        )
+        .await;
+        if method == "openenv/session/close" {
+            assert_eq!(
+                answer["data"]["error"]["message"],
+                format!("Unknown session_id: {kept}"),
+                "{answer}"
+            );
+        }
+        assert!(answer["data"]["result"]["closed"].is_null(), "{answer}");
+    }
+    // Still there for its opener.
+    let reset = socket::mcp_call(
+        &base,
+        Some(TOKEN),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "session_id": kept, "name": "reset", "arguments": {"start_url": "https://example.com/"}}}),
+    )
+    .await;
+    assert!(reset["error"].is_null(), "{reset}");
+    let closed = socket::mcp_call(
+        &base,
+        Some(TOKEN),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "openenv/session/close", "params": {"session_id": kept}}),
+    )
+    .await;
+    assert_eq!(closed["result"]["closed"], true, "{closed}");
+    server.stop().await.unwrap();
 }

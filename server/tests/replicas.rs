@@ -643,7 +643,7 @@ async fn peer_requests_are_signed_never_carry_the_token_and_follow_no_redirect()
     }
 }
 
-use browserenv_server::replicas::signing;
+use browserenv_server::operations::signing;
 
 /// A signature for `host`, as a replica makes it for a `GET` lookup (`Accept: application/json`).
 fn signed_lookup(host: &str, path: &str) -> String {
@@ -845,8 +845,8 @@ async fn a_signature_is_judged_before_its_body_and_signed_bodies_are_bounded() {
         413
     );
     let chunked = format!(
-        "POST /mcp?local=true HTTP/1.1\r\nHost: {host}\r\nbrowserenv-peer-signature: {}\r\n\
-         Transfer-Encoding: chunked\r\n\r\n",
+        "POST /mcp?local=true HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         browserenv-peer-signature: {}\r\nTransfer-Encoding: chunked\r\n\r\n",
         fresh(&host)
     );
     let chunk = vec![b' '; 256 * 1024];
@@ -861,7 +861,8 @@ async fn a_signature_is_judged_before_its_body_and_signed_bodies_are_bounded() {
         status_within(&mut stream, Duration::from_secs(3)).await,
         413
     );
-    // Bodies that never end hold every turn to be read: the next signed request is told so.
+    // Bodies that never end (their signatures real: a peer gone wrong) hold every turn their
+    // address may take: the next signed request from it is told so.
     let mut held = Vec::new();
     for _ in 0..signing::BODIES_AT_ONCE {
         held.push(half_sent(server, &head(&fresh(&host), 100), b"{").await);
@@ -880,6 +881,95 @@ async fn a_signature_is_judged_before_its_body_and_signed_bodies_are_bounded() {
         status_within(&mut stream, Duration::from_secs(3)).await,
         200
     );
+    for server in servers {
+        server.stop().await.unwrap();
+    }
+}
+
+/// A signature header anyone can make up, in both of the forms a replica has sent: well formed,
+/// in time, for this address, its MAC made of zeros.
+fn made_up_signatures() -> [String; 2] {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let nonce = uuid::Uuid::new_v4().simple().to_string();
+    let zeros = "00".repeat(32);
+    [
+        format!("t={now},n={nonce},s={zeros}"),
+        format!("t={now},n={nonce},d={zeros},s={zeros}"),
+    ]
+}
+
+/// No stranger can starve the replicas: 40 sockets to each replica with a made-up signature
+/// header of each form and a body that never comes, held open. Their MACs are judged on the head,
+/// so they take none of the turns a peer's body is read in; replica A still lists replica B's
+/// session and carries lookups and calls to it.
+#[tokio::test]
+async fn made_up_peer_signatures_held_open_starve_no_replica() {
+    let servers = replicas_with(
+        2,
+        &[],
+        PeerTimeouts {
+            // Held open as long as the test runs: the body deadline is not what saves the peers.
+            header_read_timeout: Duration::from_secs(60),
+            ..PeerTimeouts::default()
+        },
+    )
+    .await;
+    let (a, b) = (&servers[0], &servers[1]);
+    let (mut agent_b, far) = agent(b, "episode-b").await;
+    let mut held = Vec::new();
+    let mut refused = 0;
+    for server in [a, b] {
+        let host = server.addr.to_string();
+        for n in 0..80 {
+            let signature = &made_up_signatures()[n / 40];
+            let head = format!(
+                "POST /mcp?local=true HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+                 browserenv-peer-signature: {signature}\r\nContent-Length: 100\r\n\r\n"
+            );
+            held.push(half_sent(server, &head, b"{").await);
+        }
+    }
+    // Past the wait for a turn (200 ms) a request without one would be turned away.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let (status, listed, unreachable) = get(a, "/sessions").await;
+    assert_eq!(
+        (status, unreachable.as_deref()),
+        (200, None),
+        "replica A reached B"
+    );
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == far.as_str()),
+        "A lists B's session: {listed}"
+    );
+    let (status, info, _) = get(a, &format!("/sessions/{far}")).await;
+    assert_eq!(
+        (status, info["episode_id"].as_str()),
+        (200, Some("episode-b")),
+        "a lookup relayed to B: {info}"
+    );
+    let (status, text, _) = get(a, &format!("/sessions/{far}/text")).await;
+    assert_eq!(status, 200, "a call relayed to B: {text}");
+    // Each made-up one was answered 401 on its head alone.
+    for stream in held.iter_mut().step_by(10) {
+        if status_within(stream, Duration::from_secs(3)).await == 401 {
+            refused += 1;
+        }
+    }
+    assert_eq!(refused, 16, "every made-up signature sampled was refused");
+    let stepped = request(
+        &mut agent_b,
+        json!({"type": "step", "data": {"op": "wait"}}),
+    )
+    .await;
+    assert_eq!(stepped["type"], "observation");
+    drop(held);
     for server in servers {
         server.stop().await.unwrap();
     }

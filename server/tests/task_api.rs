@@ -1,4 +1,4 @@
-//! OpenEnv's Task API (`server/src/features/task_api.rs`) over real sockets, on the bundled demo task set:
+//! OpenEnv's Task API (`server/src/routes/task_api.rs`) over real sockets, on the bundled demo task set:
 //! every route, every refusal (404 unknown environment or split, 400 bad index or range, 422 a
 //! body that does not validate, 401 without the token), and that asking changes nothing.
 

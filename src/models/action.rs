@@ -102,22 +102,6 @@ impl Op {
             Op::Goto => &["url"],
         }
     }
-
-    /// Whether the op acts at a point of the page (its `element` is the one under the pointer).
-    pub fn points(self) -> bool {
-        match self {
-            Op::Click | Op::Move | Op::Drag | Op::MouseDown | Op::MouseUp | Op::Select => true,
-            Op::Type
-            | Op::Key
-            | Op::Scroll
-            | Op::Back
-            | Op::Wait
-            | Op::Finish
-            | Op::Press
-            | Op::Forward
-            | Op::Goto => false,
-        }
-    }
 }
 
 impl fmt::Display for Op {

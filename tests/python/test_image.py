@@ -64,7 +64,7 @@ HEALTH = {"interval": 1, "timeout": 3, "retries": 3}
 STOP_BOUND_S = 5.0
 STOP_GRACE_S = 10
 # A closed session's browser is SIGKILLed with its process group and reaped at once
-# (server/src/chromium/process.rs); the server gives itself the drain bound (8 s) to end sessions.
+# (server/src/chromium/launch/process.rs); the server gives itself the drain bound (8 s) to end sessions.
 CLOSE_BOUND_S = 8.0
 # The server logs with colours even when its stderr is not a terminal.
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -48,6 +48,8 @@ COMMANDS = {
     "dockerd": "docker.io",
     "python3": "python3",
     "mmdebstrap": "mmdebstrap",
+    "wget": "wget",
+    "npm": "npm",
 }
 # The files they look for (Makefile variables, pointed at files of the test's own).
 FILES = {
@@ -275,6 +277,8 @@ CASES = [
     ("docker", "dockerd", "docker.io"),
     ("docker", "docker", "docker.io"),
     ("python-venv", "python3", "python3-venv"),
+    ("archivetools", "wget", "wget"),
+    ("archivetools", "npm", "npm"),
 ]
 TARGETS = sorted({target for target, _, _ in CASES})
 

@@ -1,4 +1,4 @@
-"""OpenEnv's Task API on our server (server/src/features/task_api.rs; docs/wire.md §3), seen by OpenEnv itself.
+"""OpenEnv's Task API on our server (server/src/routes/task_api.rs; docs/wire.md §3), seen by OpenEnv itself.
 
 - OpenEnv's own client for these routes, `openenv.harbor.client.HarborEnv`, lists the splits and
   reads the demo task set (assets/tasks/demo.jsonl) through them. Its paths are fixed to the

@@ -10,18 +10,26 @@
 // Each part lives in `bench/` (the binary's root is this file, so the path is said).
 #[path = "bench/archive.rs"]
 mod archive;
+#[path = "bench/archive_large.rs"]
+mod archive_large;
 #[path = "bench/chart.rs"]
 mod chart;
 #[path = "bench/common.rs"]
 mod common;
 #[path = "bench/concurrent.rs"]
 mod concurrent;
+#[path = "bench/cpu.rs"]
+mod cpu;
 #[path = "bench/floor.rs"]
 mod floor;
 #[path = "bench/frames.rs"]
 mod frames;
+#[path = "bench/gestures.rs"]
+mod gestures;
 #[path = "bench/memory.rs"]
 mod memory;
+#[path = "bench/miniwob.rs"]
+mod miniwob;
 #[path = "bench/recording.rs"]
 mod recording;
 #[path = "bench/regressions.rs"]
@@ -32,6 +40,8 @@ mod remote;
 mod replicas;
 #[path = "bench/resets.rs"]
 mod resets;
+#[path = "bench/seed.rs"]
+mod seed;
 #[path = "bench/sessions_chart.rs"]
 mod sessions_chart;
 #[path = "bench/steps.rs"]
@@ -61,6 +71,8 @@ enum Part {
     Steps,
     /// The scroll step alone (a quick check of the step path).
     Scroll,
+    /// The gestures (hover, drag, press, select) beside a click.
+    Gestures,
     /// Where a scroll step's time goes.
     Frames,
     /// 8 sessions stepping at once, Chromium CPU per step, and memory by sessions.
@@ -71,23 +83,28 @@ enum Part {
     Tui,
     /// Replicas behind the balancer, and the image's cold start.
     Replicas,
-    /// Web archives: a reset and a scroll step live, recording and replaying; an archive's size.
+    /// Web archives: a reset and a scroll step live, recording and replaying; resets from a small
+    /// and a 1 GB archive, first and later; an archive's size.
     Archive,
+    /// MiniWoB++: a reset, a step, episodes per second with 1, 4 and 8 sessions.
+    MiniWob,
 }
 
 impl Part {
     /// Every part, in the order a full run takes them (`scroll` is in `steps`).
-    const ALL: [Part; 10] = [
+    const ALL: [Part; 12] = [
         Part::Floor,
         Part::Transport,
         Part::Reset,
         Part::Steps,
+        Part::Gestures,
         Part::Frames,
         Part::Sessions,
         Part::Throughput,
         Part::Tui,
         Part::Replicas,
         Part::Archive,
+        Part::MiniWob,
     ];
 
     fn name(self) -> &'static str {
@@ -97,12 +114,14 @@ impl Part {
             Part::Reset => "reset",
             Part::Steps => "steps",
             Part::Scroll => "scroll",
+            Part::Gestures => "gestures",
             Part::Frames => "frames",
             Part::Sessions => "sessions",
             Part::Throughput => "throughput",
             Part::Tui => "tui",
             Part::Replicas => "replicas",
             Part::Archive => "archive",
+            Part::MiniWob => "miniwob",
         }
     }
 
@@ -121,7 +140,10 @@ impl Part {
                 print_measure_header();
                 resets::new_chromium_per_episode(rounds).await?;
                 let back_to_back = resets::back_to_back(rounds).await?;
+                let note = resets::after_short_episodes(rounds).await?;
                 resets::print_phases(&back_to_back.phase_rows);
+                println!();
+                println!("{note}");
                 figures.resets = back_to_back.figures;
                 Ok(())
             }
@@ -138,6 +160,10 @@ impl Part {
                 Ok(())
             }
             Part::Scroll => steps::scroll_only(rounds).await,
+            Part::Gestures => {
+                print_measure_header();
+                gestures::run(rounds).await
+            }
             Part::Frames => frames::run(rounds).await,
             Part::Sessions => {
                 print_measure_header();
@@ -155,6 +181,7 @@ impl Part {
             }
             Part::Replicas => replicas::run(rounds).await,
             Part::Archive => archive::run(rounds).await,
+            Part::MiniWob => miniwob::run(rounds).await,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! original Python environment (`docs/ARCHITECTURE.md`, "Terms").
 
 pub mod archive_site;
+pub mod outlets;
 pub mod raw_cdp;
 pub mod socket;
 pub mod stand_in_browser;
@@ -26,6 +27,20 @@ use tokio_tungstenite::tungstenite::Message;
 /// The repository's `assets/` folder.
 pub fn assets_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../assets")
+}
+
+/// MiniWoB++'s pages: `BROWSER_MINIWOB_DIR`, else the `html` folder of the `miniwob` package in
+/// the repository's venv (`.venv`, which `make venv` installs from tests/python/requirements.txt).
+pub fn miniwob_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("BROWSER_MINIWOB_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    let lib = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.venv/lib");
+    std::fs::read_dir(lib)
+        .ok()?
+        .flatten()
+        .map(|python| python.path().join("site-packages/miniwob/html"))
+        .find(|html| html.join("core/core.js").is_file())
 }
 
 pub fn chromium_path() -> PathBuf {
@@ -111,6 +126,10 @@ impl Harness {
         // Profiles whose test process ended before its cleanup threads did, as the server's
         // binary does at start (only those of processes that are gone).
         browserenv_server::chromium::clean_leftovers(&std::env::temp_dir());
+        let chromium = ChromiumConfig {
+            replays: chromium.replays || config.archive.dir.is_some() || config.tasks.is_some(),
+            ..chromium
+        };
         let launcher = ChromiumLauncher::new(chromium);
         let server = start(launcher, config).await.expect("server starts");
         let pages = serve_dir(assets_dir().join("pages"))
@@ -247,7 +266,7 @@ impl RemoteChromium {
         // The full Chromium, as a pool's browser usually is, where it is installed.
         let full = PathBuf::from(browserenv_server::chromium::CHROMIUM);
         let mut command = Command::new(if full.exists() { full } else { chromium_path() });
-        // Deliberately not the server's flags (server/src/chromium/process.rs): a remote is someone else's
+        // Deliberately not the server's flags (server/src/chromium/launch/process.rs): a remote is someone else's
         // browser, started the plain way a pool starts one, without our popup and scrolling
         // flags and at another window size and scale, which the server must cope with.
         command

@@ -82,7 +82,7 @@ impl RawChromium {
         let (command_read, command_write) = pipe()?;
         let (answer_read, answer_write) = pipe()?;
         let mut command = Command::new(executable);
-        if !browserenv_server::chromium::sandbox::auto() {
+        if !browserenv_server::chromium::launch::sandbox::auto() {
             command.arg("--no-sandbox");
         }
         command
@@ -376,6 +376,11 @@ impl RawChromium {
                 screenshot: ms(screenshot),
             },
         ))
+    }
+
+    /// The browser's process id (it leads the group of its renderers and helpers).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// A scroll step on the floor: the wheel, then the next frame.

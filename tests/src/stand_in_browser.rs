@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 
-use browserenv_server::chromium::pipe::BrowserEnds;
+use browserenv_server::chromium::launch::pipe::BrowserEnds;
 
 /// For each command, a screencast frame event of `frame_bytes` and the command's answer, written
 /// back to back, as Chromium answers a screenshot's acknowledgement. Runs on a thread of its own

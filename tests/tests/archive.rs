@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use browserenv::{BrowserAction, Client, Key, ResetOptions, StepResult};
-use browserenv_server::features::archive::{ArchiveConfig, ArchiveLimits};
+use browserenv_server::archive::{ArchiveConfig, ArchiveLimits};
 use browserenv_server::ServerConfig;
 use browserenv_tests::archive_site::{ArchiveSite, GO_LINK, NAME_FIELD, POPUP_LINK};
 use browserenv_tests::{test_settings, Harness, Picture};
@@ -541,7 +541,7 @@ fn unpacked(path: &Path) -> String {
 async fn a_person_s_secrets_never_reach_the_archive() {
     let dir = scratch("secrets");
     let site = ArchiveSite::start().await;
-    let typed = browserenv_server::features::archive::TypedSecrets::default();
+    let typed = browserenv_server::archive::TypedSecrets::default();
     let harness = Harness::start_with(ServerConfig {
         settings: test_settings(),
         record_dir: Some(dir.clone()),

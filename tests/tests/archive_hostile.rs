@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use browserenv::{BrowserAction, Client};
 use browserenv_archive::{ArchiveInfo, ArchiveWriter, Exchange, Request, Response};
-use browserenv_server::features::archive::ArchiveConfig;
+use browserenv_server::archive::ArchiveConfig;
 use browserenv_server::ServerConfig;
 use browserenv_tests::{test_settings, Harness};
 use serde_json::{json, Map, Value};
@@ -53,6 +53,23 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(bytes).unwrap();
     gz.finish().unwrap()
+}
+
+/// A WACZ holding a good WARC and `name` with `bytes` (deflated).
+fn wacz(path: &Path, name: &str, bytes: &[u8]) {
+    use zip::write::SimpleFileOptions;
+    let http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<p>hi</p>";
+    let warc = gzip(&record("http://crafted.test/", http, http.len()));
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    let stored = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    zip.start_file("archive/data.warc.gz", stored).unwrap();
+    zip.write_all(&warc).unwrap();
+    let deflated = SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .large_file(bytes.len() as u64 >= u64::from(u32::MAX));
+    zip.start_file(name, deflated).unwrap();
+    zip.write_all(bytes).unwrap();
+    zip.finish().unwrap();
 }
 
 /// A WARC response record for `url` around `http`, claiming `length` bytes.
@@ -185,7 +202,14 @@ async fn hostile_archives_and_names_are_refused_or_contained_and_the_server_stay
         gzip(&record("http://crafted.test/", &big, big.len())),
     )
     .unwrap();
-    std::fs::write(dir.join("bomb.warc.gz"), gzip(&vec![0u8; 300 << 20])).unwrap();
+    // A record passed by (metadata) is unpacked all the same: counted against the budget.
+    let mut bomb = format!(
+        "WARC/1.1\r\nWARC-Type: metadata\r\nWARC-Date: 2025-12-01T10:00:00Z\r\nContent-Length: {}\r\n\r\n",
+        300u64 << 20
+    )
+    .into_bytes();
+    bomb.resize(bomb.len() + (300 << 20), 0);
+    std::fs::write(dir.join("bomb.warc.gz"), gzip(&bomb)).unwrap();
     // A chunk whose size is near u64::MAX: once an overflow that panicked the reading.
     let chunks = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
                    2\r\nab\r\nfffffffffffffffe\r\nxyz\r\n0\r\n\r\n";
@@ -194,6 +218,38 @@ async fn hostile_archives_and_names_are_refused_or_contained_and_the_server_stay
         gzip(&record("http://crafted.test/", chunks, chunks.len())),
     )
     .unwrap();
+
+    // A Content-Length near u64::MAX (once a panic inside the warc crate), a gzip body cut
+    // short, a chunk size that is negative (read as the body itself, as warcio does).
+    let mut raw = format!(
+        "WARC/1.1\r\nWARC-Type: response\r\nWARC-Date: 2025-12-01T10:00:00Z\r\n\
+         Content-Type: application/http; msgtype=response\r\nWARC-Target-URI: http://crafted.test/\r\n\
+         Content-Length: {}\r\n\r\n",
+        u64::MAX
+    )
+    .into_bytes();
+    raw.extend_from_slice(http);
+    std::fs::write(dir.join("length-max.warc.gz"), gzip(&raw)).unwrap();
+    let mut cut = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n".to_vec();
+    cut.extend_from_slice(&gzip(&[b'z'; 4096])[..20]);
+    std::fs::write(
+        dir.join("cut-gzip-body.warc.gz"),
+        gzip(&record("http://crafted.test/", &cut, cut.len())),
+    )
+    .unwrap();
+    let negative = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/html\r\n\r\n-5\r\nabcde\r\n0\r\n\r\n";
+    std::fs::write(
+        dir.join("negative-chunk.warc.gz"),
+        gzip(&record("http://crafted.test/", negative, negative.len())),
+    )
+    .unwrap();
+    // WACZ: an entry that climbs out of its folder; an index that unpacks to gigabytes.
+    wacz(&dir.join("climbs.wacz"), "archive/../../evil.warc.gz", &[]);
+    wacz(
+        &dir.join("zip-bomb.wacz"),
+        "indexes/index.cdxj",
+        &vec![b'\n'; 300 << 20],
+    );
 
     let harness = Harness::start_with(ServerConfig {
         settings: test_settings(),
@@ -228,7 +284,14 @@ async fn hostile_archives_and_names_are_refused_or_contained_and_the_server_stay
         (json!(42), "must be a string"),
         (json!("truncated.warc.gz"), "truncated"),
         (json!("control.warc.gz"), "control character"),
-        (json!("claims-gigabytes.warc.gz"), "truncated"),
+        (json!("claims-gigabytes.warc.gz"), "over the limit"),
+        (json!("length-max.warc.gz"), "over the limit"),
+        (json!("cut-gzip-body.warc.gz"), "cannot be decoded"),
+        (json!("climbs.wacz"), "climbs out of its folder"),
+        (
+            json!("zip-bomb.wacz"),
+            "its index indexes/index.cdxj: it has more than",
+        ),
         (json!("big-body.warc.gz"), "over the limit"),
         (json!("bomb.warc.gz"), "once unpacked"),
         (
@@ -238,11 +301,26 @@ async fn hostile_archives_and_names_are_refused_or_contained_and_the_server_stay
     ] {
         let why = error_of(&mut client, kwargs("http://crafted.test/", name.clone())).await;
         assert!(why.contains(expected), "{name}: {why}");
+        // The archive as the client named it, never where the server keeps it.
+        assert!(!why.contains(&*base.to_string_lossy()), "{name}: {why}");
+        if let Some(asked) = name.as_str() {
+            assert!(why.contains(asked), "{name}: {why}");
+        }
         // Still serving, and the good archive still replays.
         let result = client.reset_with(good()).await.unwrap();
         assert_eq!(result.observation.metadata["title"], "", "{name}");
         assert_eq!(result.observation.error, "", "{name}");
     }
+
+    // Read as warcio reads it: the chunked header over a body that is not chunked.
+    let negative = client
+        .reset_with(kwargs(
+            "http://crafted.test/",
+            json!("negative-chunk.warc.gz"),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(negative.observation.error, "");
 
     // Cookies: the page's own only; the other site's never set; the tracker's its own.
     client
@@ -337,7 +415,7 @@ fn a_task_file_s_archives_stay_inside_its_folder() {
         .join("\n"),
     )
     .unwrap();
-    let why = browserenv_tui::task_files::check(&file).unwrap_err();
+    let why = browserenv_tui::offline::task_files::check(&file).unwrap_err();
     for (id, reason) in [
         ("up", "no `..`"),
         ("link", "leads outside"),

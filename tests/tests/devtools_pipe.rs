@@ -1,9 +1,9 @@
 //! The DevTools bridge between chromiumoxide and Chromium's pipe
-//! (`server/src/chromium/pipe.rs`), through its real sockets, with a stand-in browser.
+//! (`server/src/chromium/launch/pipe.rs`), through its real sockets, with a stand-in browser.
 
 use std::time::{Duration, Instant};
 
-use browserenv_server::chromium::pipe::pipes;
+use browserenv_server::chromium::launch::pipe::pipes;
 use browserenv_tests::stand_in_browser::{answer_with_frames, FRAME_BYTES};
 use futures_util::StreamExt;
 

@@ -10,8 +10,8 @@ use browserenv::models::{Chord, MouseButton};
 use browserenv::{BrowserAction, Client, ResetOptions};
 use browserenv_tests::watch::{reply, send, session_id, until, watch};
 use browserenv_tests::{test_settings, Harness};
-use browserenv_tui::export::{export, ExportFormat, Selection};
-use browserenv_tui::replay::{replay, DEFAULT_TOLERANCE};
+use browserenv_tui::offline::export::{export, ExportFormat, Selection};
+use browserenv_tui::offline::replay::{replay, DEFAULT_TOLERANCE};
 use serde_json::{json, Value};
 
 async fn wait_for_episodes(dir: &Path, count: usize) -> Vec<Value> {

@@ -489,7 +489,8 @@ async fn an_agent_asks_for_a_person_and_gets_their_note_and_steps() {
     let mut person = watch(&harness, &id, None).await.unwrap();
     let asked = tokio::spawn(mcp(call(
         "request_human",
-        json!({"reason": "please sign me in", "wait_seconds": 60}),
+        // A right-to-left override and an isolate, which would reorder what watchers read.
+        json!({"reason": "please sign\u{202e} me\u{2066} in", "wait_seconds": 60}),
     )));
     let asking = until(&mut person, |f| !f["data"]["control"]["asking"].is_null()).await;
     assert_eq!(

@@ -264,7 +264,7 @@ async fn an_alert_loop_is_stopped_its_dialogs_counted_and_the_step_bounded() {
     assert!(!result.done);
     assert_eq!(
         list_len(&result, "dialogs"),
-        browserenv_server::browser::INCIDENTS_KEPT
+        browserenv_server::capped::INCIDENTS_KEPT
     );
     assert!(
         count(&result, "dialogs_more") >= 10,
@@ -328,7 +328,7 @@ async fn a_download_flood_is_reported_with_counts_and_short_urls() {
     let (mut client, _) = harness.open("downloadflood.html").await;
     let result = bounded_step(&mut client, &settings, BrowserAction::click(200, 50)).await;
     let metadata = &result.observation.metadata;
-    let kept = browserenv_server::browser::INCIDENTS_KEPT;
+    let kept = browserenv_server::capped::INCIDENTS_KEPT;
     // 300 data: links (stopped as navigations) and 60 downloads from the server (denied).
     assert_eq!(
         list_len(&result, "navigations_blocked"),
@@ -531,7 +531,7 @@ async fn stun_heard(egress: bool) -> (usize, String) {
     let stun_address = stun.local_addr().unwrap();
     let site_url = url::Url::parse(&site.url("")).unwrap();
     let authority = format!("127.0.0.1:{}", site_url.port().unwrap());
-    let policy = browserenv_server::chromium::egress::EgressPolicy::new(&[authority])
+    let policy = browserenv_server::chromium::intercept::egress::EgressPolicy::new(&[authority])
         .await
         .unwrap();
     let chromium = browserenv_server::chromium::ChromiumConfig {
@@ -604,9 +604,10 @@ async fn private_networks_are_refused_when_asked_except_the_site() {
         site_url.host_str().unwrap(),
         site_url.port().unwrap()
     );
-    let policy = browserenv_server::chromium::egress::EgressPolicy::new(&[site_authority])
-        .await
-        .unwrap();
+    let policy =
+        browserenv_server::chromium::intercept::egress::EgressPolicy::new(&[site_authority])
+            .await
+            .unwrap();
     let chromium = browserenv_server::chromium::ChromiumConfig {
         egress: Some(std::sync::Arc::new(policy)),
         ..browserenv_tests::test_chromium()

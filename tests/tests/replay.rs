@@ -3,7 +3,7 @@
 
 use browserenv::{BrowserAction, ResetOptions};
 use browserenv_tests::{test_settings, Harness};
-use browserenv_tui::replay::{replay, DEFAULT_TOLERANCE};
+use browserenv_tui::offline::replay::{replay, DEFAULT_TOLERANCE};
 
 #[tokio::test]
 async fn a_replayed_recording_matches_and_a_changed_one_is_reported() {
@@ -80,10 +80,10 @@ async fn a_replayed_recording_matches_and_a_changed_one_is_reported() {
 /// step where it shows. The export carries the archives.
 #[tokio::test]
 async fn a_recording_with_archives_replays_offline_and_a_changed_page_is_reported() {
-    use browserenv_server::features::archive::ArchiveConfig;
+    use browserenv_server::archive::ArchiveConfig;
     use browserenv_server::ServerConfig;
     use browserenv_tests::archive_site::{ArchiveSite, GO_LINK};
-    use browserenv_tui::replay::replay_offline;
+    use browserenv_tui::offline::replay::replay_offline;
 
     let dir =
         std::env::temp_dir().join(format!("browserenv-replay-archived-{}", std::process::id()));
@@ -171,10 +171,10 @@ async fn a_recording_with_archives_replays_offline_and_a_changed_page_is_reporte
     // The export carries the archive: beside the images, named in every row of its episode.
     let out = dir.with_extension("export");
     let _ = std::fs::remove_dir_all(&out);
-    let report = browserenv_tui::export::export(
+    let report = browserenv_tui::offline::export::export(
         &dir,
         &out,
-        browserenv_tui::export::ExportFormat::Hf,
+        browserenv_tui::offline::export::ExportFormat::Hf,
         &Default::default(),
     )
     .unwrap();
@@ -187,10 +187,10 @@ async fn a_recording_with_archives_replays_offline_and_a_changed_page_is_reporte
     }
     let atif = out.with_extension("atif");
     let _ = std::fs::remove_dir_all(&atif);
-    browserenv_tui::export::export(
+    browserenv_tui::offline::export::export(
         &dir,
         &atif,
-        browserenv_tui::export::ExportFormat::Atif,
+        browserenv_tui::offline::export::ExportFormat::Atif,
         &Default::default(),
     )
     .unwrap();

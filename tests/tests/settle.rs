@@ -284,3 +284,170 @@ async fn the_headless_shell_draws_pages_as_the_full_chromium_does() {
     on_full.stop().await;
     on_shell.stop().await;
 }
+
+/// A site whose pages navigate late, to a page that answers late: what the settle must follow
+/// without a window of its own for navigations to start (`server/src/chromium/page/navigation.rs`).
+mod late_site {
+    use std::time::Duration;
+
+    use axum::http::StatusCode;
+    use axum::response::Html;
+    use axum::routing::get;
+    use axum::Router;
+
+    /// How long the page the others go to takes to answer: longer than the settle's quiet and
+    /// its frames, so a settle that missed the navigation ends on the page it left.
+    const SLOW: Duration = Duration::from_millis(600);
+
+    fn page(title: &str, body: &str) -> Html<String> {
+        Html(format!(
+            "<!doctype html><html><head><meta charset=utf-8><title>{title}</title><style>\
+             body {{ margin: 0; font: 24px sans-serif; }} \
+             .hit {{ position: absolute; left: 0; top: 0; width: 400px; height: 100px; \
+             display: block; background: #ddf; }}</style></head><body>{body}</body></html>"
+        ))
+    }
+
+    /// Serves until the task is aborted; the address to reach it.
+    pub async fn start() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+        let app = Router::new()
+            // A timer's redirect 200 ms after load.
+            .route(
+                "/timer",
+                get(|| async {
+                    page(
+                        "Timer",
+                        "<p style='margin-top:150px'>leaving soon</p><script>\
+                         addEventListener('load', () => setTimeout(() => \
+                         { location.href = '/arrived'; }, 200));</script>",
+                    )
+                }),
+            )
+            // A click whose handler redirects 100 ms later.
+            .route(
+                "/click",
+                get(|| async {
+                    page(
+                        "Click",
+                        "<button class=hit id=b>go later</button><script>\
+                         b.onclick = () => setTimeout(() => { location.href = '/arrived'; }, 100);\
+                         </script>",
+                    )
+                }),
+            )
+            // A link and a form's button to the slow page.
+            .route(
+                "/link",
+                get(|| async { page("Link", "<a class=hit href='/arrived'>go</a>") }),
+            )
+            .route(
+                "/form",
+                get(|| async {
+                    page(
+                        "Form",
+                        "<form action='/arrived'><input type=hidden name=q value=1>\
+                         <button class=hit>send</button></form>",
+                    )
+                }),
+            )
+            // A link whose answer is no document: the page stays.
+            .route(
+                "/nothing",
+                get(|| async { page("Nothing", "<a class=hit href='/empty'>nothing</a>") }),
+            )
+            .route("/empty", get(|| async { StatusCode::NO_CONTENT }))
+            .route(
+                "/arrived",
+                get(|| async {
+                    tokio::time::sleep(SLOW).await;
+                    page(
+                        "Arrived",
+                        "<div style='height:600px;background:#2a6'>arrived</div>",
+                    )
+                }),
+            );
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        (addr, task)
+    }
+}
+
+/// A page that navigates late (a timer's redirect after load, a click whose handler redirects by
+/// a timer, a link and a form to a page that answers in 600 ms) ends in the page it went to,
+/// pixel for pixel as after a 2 s wait; a link answered with no document (204) stays. So do the
+/// gestures that may navigate: a double click, mouse_down + mouse_up, ENTER, `goto`, `forward`.
+#[tokio::test]
+async fn a_late_navigation_ends_in_the_page_it_goes_to() {
+    let _one = ONE_PAIR_AT_A_TIME.lock().await;
+    let (site, server) = late_site::start().await;
+    let adaptive = Harness::start(test_settings()).await;
+    let fixed = Harness::start(EnvSettings {
+        settle: SettleMode::Fixed,
+        action_wait: Duration::from_secs(2),
+        ..test_settings()
+    })
+    .await;
+    let (mut a, mut f) = (adaptive.client().await, fixed.client().await);
+    let click = || vec![BrowserAction::click(200, 50)];
+    // The gestures beyond a click are judged by the same signal: a double click on the link, a
+    // click made of mouse_down and mouse_up, ENTER pressed on the form's focused button, `goto`,
+    // and `forward` back to the slow page.
+    use browserenv::models::{Modifiers, MouseButton};
+    let press = |chord: &str| BrowserAction::press_named(chord).unwrap();
+    let double = vec![BrowserAction::click_with(
+        200,
+        50,
+        MouseButton::Left,
+        2,
+        Modifiers::NONE,
+    )];
+    let down_up = vec![
+        BrowserAction::mouse_down(200, 50, MouseButton::Left),
+        BrowserAction::mouse_up(200, 50, MouseButton::Left),
+    ];
+    let arrived = format!("http://{site}/arrived");
+    for (path, actions, last_title) in [
+        ("/timer", vec![], "Arrived"),
+        ("/click", click(), "Arrived"),
+        ("/link", click(), "Arrived"),
+        ("/form", click(), "Arrived"),
+        ("/nothing", click(), "Nothing"),
+        ("/link", double, "Arrived"),
+        ("/link", down_up, "Arrived"),
+        ("/form", vec![press("TAB"), press("ENTER")], "Arrived"),
+        ("/link", vec![BrowserAction::goto(&arrived)], "Arrived"),
+        (
+            "/link",
+            vec![
+                BrowserAction::click(200, 50),
+                BrowserAction::back(),
+                BrowserAction::forward(),
+            ],
+            "Arrived",
+        ),
+    ] {
+        let start = format!("http://{site}{path}");
+        let got_a = run(&mut a, &start, &actions).await;
+        let got_f = run(&mut f, &start, &actions).await;
+        assert_same_pictures(&got_a, &got_f, path);
+        let last = got_a.last().unwrap();
+        assert_eq!(
+            title(last),
+            last_title,
+            "{path}: {:?}",
+            last.observation.metadata
+        );
+        assert_eq!(
+            last.observation.metadata["settle"], "quiet",
+            "{path}: settled, not stopped by the bound"
+        );
+    }
+    adaptive.stop().await;
+    fixed.stop().await;
+    server.abort();
+}

@@ -6,7 +6,7 @@ use browserenv::{Client, StepResult};
 use browserenv_server::environment::TaskCatalog;
 use browserenv_server::ServerConfig;
 use browserenv_tests::{assets_dir, chromium_path, test_settings, Harness, Picture};
-use browserenv_tui::task_files::{snapshot, Snapshot, PACK_SOLUTIONS, PACK_TASKS};
+use browserenv_tui::offline::task_files::{snapshot, Snapshot, PACK_SOLUTIONS, PACK_TASKS};
 use serde_json::{json, Map};
 
 async fn run_solutions(
@@ -68,6 +68,7 @@ async fn the_demo_tasks_as_a_pack_are_solved_offline_twice_with_the_same_pixels(
         base_url: None,
         site: assets_dir().join("site"),
         chromium: chromium_path(),
+        wacz: false,
     };
     let report = snapshot(&asked).await.unwrap();
     assert_eq!(report.tasks, 20);
@@ -112,6 +113,49 @@ async fn the_demo_tasks_as_a_pack_are_solved_offline_twice_with_the_same_pixels(
             );
         }
     }
+    client.close().await.unwrap();
+    harness.stop().await;
+    std::fs::remove_dir_all(&pack).unwrap();
+}
+
+/// The same pack with each task's archive a WACZ (`tasks snapshot --wacz`): read through the
+/// package's own index, every reference solution earns 1.0 offline.
+#[tokio::test]
+async fn the_demo_tasks_as_a_wacz_pack_are_solved_offline() {
+    let pack = std::env::temp_dir().join(format!("browserenv-wacz-pack-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&pack);
+    let asked = Snapshot {
+        file: assets_dir().join("tasks/demo.jsonl"),
+        out: pack.clone(),
+        solutions: None,
+        base_url: None,
+        site: assets_dir().join("site"),
+        chromium: chromium_path(),
+        wacz: true,
+    };
+    let report = snapshot(&asked).await.unwrap();
+    assert_eq!(report.tasks, 20);
+    let catalog = TaskCatalog::load(&pack.join(PACK_TASKS), None).unwrap();
+    for task in &catalog.tasks.tasks {
+        let archive = task.archive.as_deref().unwrap_or_default();
+        assert!(archive.ends_with(".wacz"), "{}: {archive}", task.id);
+        assert!(pack.join(archive).is_file());
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(pack.join("archives"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.ends_with(".wacz"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let solutions = browserenv_collect::solutions::load(&pack.join(PACK_SOLUTIONS)).unwrap();
+    let harness = Harness::start_with(ServerConfig {
+        settings: test_settings(),
+        tasks: Some(std::sync::Arc::new(catalog)),
+        ..ServerConfig::default()
+    })
+    .await;
+    let mut client = harness.client().await;
+    run_solutions(&mut client, &solutions).await;
     client.close().await.unwrap();
     harness.stop().await;
     std::fs::remove_dir_all(&pack).unwrap();

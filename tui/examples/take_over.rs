@@ -10,8 +10,8 @@
 use std::time::Duration;
 
 use browserenv_tui::app::{App, LinkState};
-use browserenv_tui::event_loop::{run, FrameReport, GraphicsSource, LoopOptions};
 use browserenv_tui::graphics::Graphics;
+use browserenv_tui::live::event_loop::{run, FrameReport, GraphicsSource, LoopOptions};
 use browserenv_tui::output::printable;
 use clap::Parser;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyEventState, KeyModifiers};

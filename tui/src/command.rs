@@ -75,7 +75,7 @@ pub fn parse_command(line: &str) -> Result<Command, String> {
             _ => return Err("usage: move X Y".into()),
         },
         "drag" => {
-            if words.len() < 4 || words.len() % 2 != 0 {
+            if words.len() < 4 || !words.len().is_multiple_of(2) {
                 return Err("usage: drag X Y X Y [X Y ...] (a path of points)".into());
             }
             let path = words

@@ -13,8 +13,8 @@ use browserenv_server::environment::step_bound;
 use browserenv_server::site::serve_dir;
 use browserenv_server::{start, ServerConfig};
 use browserenv_tui::app::App;
-use browserenv_tui::event_loop::{run, Exit, FrameReport, GraphicsSource, LoopOptions};
 use browserenv_tui::graphics::Graphics;
+use browserenv_tui::live::event_loop::{run, Exit, FrameReport, GraphicsSource, LoopOptions};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyEventState, KeyModifiers};
 use futures_util::stream;
 use ratatui::backend::TestBackend;
@@ -75,7 +75,7 @@ async fn the_ui_hears_an_agent_ask_takes_over_and_hands_back_a_note() {
         .reset(ResetOptions::new(pages.url("canvas.html")))
         .await
         .unwrap();
-    let quiet_id = browserenv_tui::sessions::Sessions::new(&base, None)
+    let quiet_id = browserenv_tui::net::sessions::Sessions::new(&base, None)
         .unwrap()
         .list()
         .await

@@ -17,9 +17,9 @@ use browserenv_server::environment::{step_bound, TaskCatalog};
 use browserenv_server::site::{serve_dir, SiteHandle};
 use browserenv_server::{start, ServerConfig, ServerHandle};
 use browserenv_tui::app::App;
-use browserenv_tui::event_loop::{run, FrameReport, GraphicsSource, LoopOptions};
 use browserenv_tui::graphics::Graphics;
-use browserenv_tui::sessions::Sessions;
+use browserenv_tui::live::event_loop::{run, FrameReport, GraphicsSource, LoopOptions};
+use browserenv_tui::net::sessions::Sessions;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyEventState, KeyModifiers};
 use futures_util::stream;
 use ratatui::backend::TestBackend;
@@ -313,7 +313,7 @@ async fn a_team_collects_every_task_twice_through_the_ui() {
     let mut reviewed = None;
     for _ in 0..all.len() {
         let folder = dir.join(format!("review-{}", uuid::Uuid::new_v4()));
-        let fetched = browserenv_tui::campaign::fetch_review(&sessions, &folder)
+        let fetched = browserenv_tui::net::campaign::fetch_review(&sessions, &folder)
             .await
             .unwrap()
             .expect("a demonstration to review");
@@ -331,7 +331,7 @@ async fn a_team_collects_every_task_twice_through_the_ui() {
             browserenv_tui::review::Change::Quality(Some(quality)),
         )
         .unwrap();
-        let accepted = browserenv_tui::campaign::submit_review(&sessions, &folder, &fetched)
+        let accepted = browserenv_tui::net::campaign::submit_review(&sessions, &folder, &fetched)
             .await
             .unwrap();
         assert_eq!(

@@ -8,10 +8,10 @@ use browserenv_server::chromium::{ChromiumConfig, ChromiumLauncher};
 use browserenv_server::site::serve_dir;
 use browserenv_server::{start, ServerConfig};
 use browserenv_tui::app::App;
-use browserenv_tui::event_loop::{run, Exit, FrameReport, GraphicsSource, LoopOptions};
+use browserenv_tui::graphics::picture::Region;
 use browserenv_tui::graphics::Graphics;
-use browserenv_tui::layout::layout;
-use browserenv_tui::picture::Region;
+use browserenv_tui::live::event_loop::{run, Exit, FrameReport, GraphicsSource, LoopOptions};
+use browserenv_tui::screen::layout::layout;
 use crossterm::event::{
     Event, KeyCode, KeyEvent, KeyEventKind, KeyEventState, KeyModifiers, MouseButton, MouseEvent,
     MouseEventKind,
@@ -345,7 +345,7 @@ async fn watch_mode_follows_an_agent_read_only() {
         .reset(ResetOptions::new(pages.url("canvas.html")))
         .await
         .unwrap();
-    let sessions = browserenv_tui::sessions::Sessions::new(&server.base_url(), None)
+    let sessions = browserenv_tui::net::sessions::Sessions::new(&server.base_url(), None)
         .unwrap()
         .list()
         .await
@@ -418,7 +418,7 @@ async fn hand_over_a_secret(next: browserenv::BrowserAction) -> HandedOver {
         .reset(ResetOptions::new(pages.url("login.html")))
         .await
         .unwrap();
-    let sessions = browserenv_tui::sessions::Sessions::new(&server.base_url(), None)
+    let sessions = browserenv_tui::net::sessions::Sessions::new(&server.base_url(), None)
         .unwrap()
         .list()
         .await

@@ -8,10 +8,10 @@ use browserenv::models::{BrowserAction, BrowserObservation, StepResult};
 use browserenv_collect::trajectory::{
     Actor, RecordEvent, Recorder, RecorderHandle, TrajectoryWriter,
 };
-use browserenv_tui::export::{export, ExportFormat, ExportReport, Selection};
 use browserenv_tui::graphics::Graphics;
+use browserenv_tui::offline::export::{export, ExportFormat, ExportReport, Selection};
+use browserenv_tui::offline::viewer::{draw, mark_action, Viewer};
 use browserenv_tui::review::{self, Change, Mark, Quality, ReviewLog, REVIEW_FILE};
-use browserenv_tui::viewer::{draw, mark_action, Viewer};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use image::{DynamicImage, Rgb, RgbImage};
 use ratatui::backend::TestBackend;

@@ -53,7 +53,7 @@ async fn serve() -> Served {
         .await
         .unwrap();
     client.close().await.unwrap();
-    let page = browserenv_tui::picture::decode(&first.observation.screenshot)
+    let page = browserenv_tui::graphics::picture::decode(&first.observation.screenshot)
         .unwrap()
         .to_rgb8();
     Served { server, site, page }

@@ -149,12 +149,16 @@ fn crafted_archives_are_refused_with_the_record_and_the_reason() {
     raw.extend_from_slice(b"tiny");
     let why = refusal(&raw, &small());
     assert!(
-        why.contains("record 1") && why.contains("truncated"),
+        why.contains("record 1") && why.contains("over the limit"),
         "{why}"
     );
     let mut huge = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
     huge.resize(64 << 20, 0);
-    let why = refusal(&record(RESPONSE_HEADERS, &huge), &small());
+    let wide = ReadLimits {
+        body_bytes: 100 << 20,
+        ..small()
+    };
+    let why = refusal(&record(RESPONSE_HEADERS, &huge), &wide);
     assert!(
         why.contains("record 1") && why.contains("more than 4 MiB"),
         "{why}"
@@ -166,13 +170,22 @@ fn crafted_archives_are_refused_with_the_record_and_the_reason() {
     let why = refusal(&record(RESPONSE_HEADERS, &body), &small());
     assert!(why.contains("over the limit"), "{why}");
 
-    // A decompression bomb: a few KB of gzip that unpack to 64 MiB.
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-    gz.write_all(&vec![b'a'; 64 << 20]).unwrap();
-    let bomb = gz.finish().unwrap();
+    // A decompression bomb: a few KB of gzip that unpack to 64 MiB (a record passed by is read
+    // all the same), and a stream that is no WARC at all.
+    let bomb = record(
+        "WARC-Type: metadata\r\nWARC-Date: 2025-12-01T10:00:00Z\r\n",
+        &vec![b'a'; 64 << 20],
+    );
     assert!(bomb.len() < 1 << 20);
     let why = refusal(&bomb, &small());
     assert!(why.contains("more than 4 MiB once unpacked"), "{why}");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&vec![b'a'; 64 << 20]).unwrap();
+    let why = refusal(&gz.finish().unwrap(), &small());
+    assert!(
+        why.contains("record 1: a line of its head is too long"),
+        "{why}"
+    );
 
     // Truncated gzip: the record is cut in the middle.
     let whole = record(RESPONSE_HEADERS, http);
@@ -205,15 +218,26 @@ fn crafted_archives_are_refused_with_the_record_and_the_reason() {
         "{why}"
     );
 
-    // Targets that are not web pages, records without a date, garbage.
-    let why = refusal(
+    // Targets that are not web pages are no answer to a page (passed by, as `dns:` records of
+    // crawlers are); records without a date, garbage are refused.
+    let other = read_from(
         &record(
             &RESPONSE_HEADERS.replace("http://a.example/", "file:///etc/passwd"),
+            http,
+        )[..],
+        "other",
+        &small(),
+    )
+    .unwrap();
+    assert!(other.exchanges.is_empty());
+    let why = refusal(
+        &record(
+            &RESPONSE_HEADERS.replace("http://a.example/", "http://"),
             http,
         ),
         &small(),
     );
-    assert!(why.contains("not an http(s) URL"), "{why}");
+    assert!(why.contains("not a URL"), "{why}");
     let why = refusal(
         &record(
             &RESPONSE_HEADERS.replace("WARC-Date: 2025-12-01T10:00:00Z\r\n", ""),

@@ -67,14 +67,9 @@ pub struct LogLine {
 }
 
 /// A person's free text (a skip's reason, a review's note), kept and shown: at most
-/// `TEXT_CHARS`, without control characters or the ones that reorder what follows them.
+/// `TEXT_CHARS`, cleaned as every such text is (`browserenv::text_layer::printable`).
 pub fn clean_text(text: &str) -> String {
-    text.chars()
-        .filter(|c| {
-            !c.is_control() && !matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-        })
-        .take(TEXT_CHARS)
-        .collect()
+    browserenv::text_layer::printable(text, TEXT_CHARS)
 }
 
 impl Campaign {

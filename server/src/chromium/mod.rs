@@ -8,33 +8,18 @@
 //! Rooms: `connect` (the CDP connection and browser-level watchers), `page_events` (a tab's
 //! watchers and load state), `input` (commands and input events), `navigation` (history, URL,
 //! loads, settling), `tabs` (following tabs), `capture` (screenshots), `seam` (the `Browser`
-//! operations built from them),
-//! `archive` (an episode's archive work: request interception), `remote` (`--browser-url`),
+//! operations built from them), `gestures`, `dropdown`, `clipboard` (the gestures beyond a click,
+//! the drawn `<select>`, the episode's clipboard), `archive` (an episode's archive work: request
+//! interception), `page_setup` (a zoom and scripts an episode asks of its pages, and the picture's
+//! pixels mapped to the page's), `prepared` (the next episode's page loaded ahead), `remote`
+//! (`--browser-url`),
 //! `process` (our own Chromium processes and profiles), `sandbox`,
 //! `memory` (the renderer memory limit), `egress` (the private-network proxy). This file holds the
 //! settings, the launcher and the state the rooms share.
 
-mod archive;
-mod capture;
-mod clipboard;
-mod connect;
-mod dropdown;
-pub mod egress;
-mod gestures;
-mod host;
-mod input;
-mod memory;
-mod navigation;
-mod page_events;
-/// Public for the tests and the bench's `transport` part, which measure the bridge.
-pub mod pipe;
-mod process;
-mod remote;
-mod requests;
-pub mod sandbox;
-mod seam;
-mod settle;
-mod tabs;
+pub mod intercept;
+pub mod launch;
+pub mod page;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -81,19 +66,21 @@ use browserenv::models::{Chord, Modifiers, MouseButton, Point, VIEWPORT_HEIGHT, 
 use browserenv::text_layer::{TextRun, MAX_RUNS, MAX_RUN_CHARS};
 
 use crate::browser::{
-    clip, clipped, Browser, Incidents, Launcher, PageError, PageFacts, PageText, SettleOutcome,
+    Browser, Handover, Incidents, Launcher, PageError, PageFacts, PageText, Preparation,
+    SettleOutcome,
 };
+use crate::capped::{clip, clipped};
 
-pub use capture::Screenshots;
-pub use host::Isolation;
-pub use process::{clean_leftovers, kill_all, live_count, shutdown_all, FLAGS};
-pub use remote::{redacted_url, remote_version, without_secrets_of};
+pub use launch::host::Isolation;
+pub use launch::process::{clean_leftovers, kill_all, live_count, shutdown_all, FLAGS};
+pub use launch::remote::{redacted_url, remote_version, without_secrets_of};
+pub use page::capture::Screenshots;
 
 // The rooms' shared helpers, for every room (`use super::*`).
-use host::{Endpoint, Host, OwnedContext};
-use page_events::{evaluate, prepare_page, probe};
+use launch::host::{Endpoint, Host, OwnedContext};
+use page::page_events::{evaluate, prepare_page, probe};
 
-const PROBE_JS: &str = include_str!("probe.js");
+const PROBE_JS: &str = include_str!("page/probe.js");
 /// Cap on the page text read for the bot-verification check.
 const MAX_TEXT_CHARS: usize = 20_000;
 /// How long a failed command waits for news that its tab was closed (the events come ~ms apart).
@@ -162,7 +149,11 @@ pub struct ChromiumConfig {
     pub renderer_memory_mb: u64,
     /// Refuse connections to private addresses (`BROWSER_BLOCK_PRIVATE_NETWORKS`; egress.rs).
     /// Our own browsers only.
-    pub egress: Option<Arc<egress::EgressPolicy>>,
+    pub egress: Option<Arc<intercept::egress::EgressPolicy>>,
+    /// This server replays archives (`--archive-dir`, a task file's archives): its browsers send
+    /// no UDP that skips a proxy, so WebRTC in a replay (whose context's proxy refuses
+    /// everything, `intercept/archive.rs`) reaches nothing. Live pages keep WebRTC over TCP.
+    pub replays: bool,
     /// Whether sessions get a Chromium each or share one (`BROWSER_ISOLATION`; see `host.rs`).
     pub isolation: Isolation,
     /// Episodes one browser serves before it is replaced by a fresh one
@@ -184,9 +175,10 @@ impl Default for ChromiumConfig {
             launch_timeout: Duration::from_secs(20),
             remote: None,
             ignore_https_errors: false,
-            sandbox: sandbox::auto(),
+            sandbox: launch::sandbox::auto(),
             renderer_memory_mb: DEFAULT_RENDERER_MEMORY_MB,
             egress: None,
+            replays: false,
             isolation: Isolation::Process,
             episodes_per_browser: DEFAULT_EPISODES_PER_BROWSER,
             spare_contexts: true,
@@ -233,7 +225,7 @@ impl ChromiumLauncher {
         }
         let ignore_https_errors = config.ignore_https_errors;
         let mut process =
-            tokio::task::spawn_blocking(move || process::ChromiumProcess::launch(&config))
+            tokio::task::spawn_blocking(move || launch::process::ChromiumProcess::launch(&config))
                 .await??;
         process.serve_devtools().await?;
         Host::connect(Endpoint::Local(process), ignore_https_errors).await
@@ -383,8 +375,16 @@ fn update_load_state(states: &LoadStates, target: &TargetId, update: impl FnOnce
 #[derive(Debug, Clone, Default)]
 struct LoadState {
     loading: bool,
-    /// Main-frame loads started, navigations committed (incl. back/forward-cache restores).
+    /// Main-frame loads started, navigations requested or committed (incl. back/forward-cache
+    /// restores).
     navigation_events: u64,
+    /// Navigations of the main frame requested in this tab (`Page.frameRequestedNavigation`: a
+    /// link, a form, a script) or started by the browser (`Page.frameStartedNavigating`:
+    /// history, reload).
+    requests: u64,
+    /// When the latest request came, while it has not started loading, committed or ended: the
+    /// page is on its way to another document (`navigation.rs`).
+    requested: Option<Instant>,
     /// Main-frame loads finished.
     loads_finished: u64,
     /// Main-frame documents committed (each may bring a new renderer).
@@ -399,7 +399,7 @@ struct CurrentPage {
     load: watch::Receiver<LoadState>,
     tasks: Vec<JoinHandle<()>>,
     /// Its drags, its isolated world, its copies (`gestures.rs`).
-    gestures: gestures::PageGestures,
+    gestures: page::gestures::PageGestures,
 }
 
 pub struct ChromiumBrowser {
@@ -414,20 +414,30 @@ pub struct ChromiumBrowser {
     /// Older tabs stay open, as in a person's browser (unwatched); the newest is last.
     previous_pages: Vec<Page>,
     /// The episode's archive work, while it runs (`archive.rs`).
-    archive: Option<archive::Interception>,
+    archive: Option<intercept::archive::Interception>,
     incidents: Arc<Mutex<Incidents>>,
     /// The requests this episode's pages made, for a task's `request` check.
-    requests: requests::RequestLog,
+    requests: intercept::requests::RequestLog,
     new_tabs: Arc<Mutex<Vec<TargetId>>>,
-    last_action: Instant,
-    expect_navigation: bool,
+    /// The current tab's navigation requests (`LoadState::requests`) when its last settle
+    /// ended: a request after it belongs to the step being settled.
+    requests_seen: u64,
+    /// What the last settle read of the page as it ended, for the step's facts
+    /// (`settle::SettledFacts`).
+    settled_facts: Mutex<Option<page::settle::SettledFacts>>,
+    /// This context's page, loaded ahead for the episode it will serve (`prepared.rs`).
+    prepared: Option<page::prepared::Prepared>,
+    /// What a reset that took the prepared page reads instead of the page.
+    handed: Option<page::prepared::Handed>,
+    /// A page was loaded in this context ahead that no episode may start on.
+    spoiled: bool,
     /// The host's: set when the CDP connection ends.
     disconnected: Arc<AtomicBool>,
     load_states: LoadStates,
     frames: Frames,
     /// The proxy every connection of this context goes through, when private networks are
     /// refused.
-    egress: Option<egress::EgressProxy>,
+    egress: Option<intercept::egress::EgressProxy>,
     /// The session's next episode, being opened on the same browser while this one runs.
     successor: Option<JoinHandle<anyhow::Result<ChromiumBrowser>>>,
     /// `ChromiumConfig::screenshots`.
@@ -439,19 +449,22 @@ pub struct ChromiumBrowser {
     /// are redrawn (`capture.rs`).
     frames_misfit: AtomicBool,
     /// Where the pointer is (`input.rs`), when known.
-    pointer: Option<input::Pointer>,
+    pointer: Option<page::input::Pointer>,
     /// The mouse buttons held down (`mouse_down` until `mouse_up`), DevTools' mask.
     held_buttons: u8,
     /// A drag-and-drop the page started and the pointer has not dropped yet (`gestures.rs`).
-    dragging: Option<gestures::Dragging>,
+    dragging: Option<page::gestures::Dragging>,
     /// The episode's clipboard (`clipboard.rs`).
-    clipboard: clipboard::Clipboard,
+    clipboard: page::clipboard::Clipboard,
     /// The open `<select>`'s popup as drawn on the page (`dropdown.rs`).
-    dropdown: Option<dropdown::Dropdown>,
+    dropdown: Option<page::dropdown::Dropdown>,
     /// Counts our tabs opened and closed; marked seen when the current tab was last brought to
     /// the front. A tab behind another is not drawn: its capture takes seconds, its animation
     /// frames stop (see `ChromiumBrowser::keep_in_front`).
     tab_changes: watch::Receiver<u64>,
+    /// What the episode asked of its pages beyond the seed's setup: a zoom and scripts for every
+    /// new document, given to each tab that becomes the page (`page_setup.rs`).
+    setup: page::page_setup::PageSetup,
 }
 
 fn cdp_error(err: CdpError) -> PageError {
@@ -490,7 +503,8 @@ impl Drop for Tasks {
 #[cfg(test)]
 mod tests {
     use super::PROBE_JS;
-    use crate::browser::{INCIDENTS_KEPT, INCIDENT_TEXT_CHARS, MAX_SECRET_BOXES, MAX_TITLE_CHARS};
+    use crate::browser::{MAX_SECRET_BOXES, MAX_SECRET_INPUTS, MAX_TITLE_CHARS};
+    use crate::capped::{INCIDENTS_KEPT, INCIDENT_TEXT_CHARS};
     use browserenv::text_layer::MAX_RUN_CHARS;
 
     #[test]
@@ -501,6 +515,7 @@ mod tests {
         )));
         assert!(PROBE_JS.contains(&format!("const MAX_TITLE_CHARS = {MAX_TITLE_CHARS};")));
         assert!(PROBE_JS.contains(&format!("const MAX_SECRET_BOXES = {MAX_SECRET_BOXES};")));
+        assert!(PROBE_JS.contains(&format!("const MAX_INPUTS = {MAX_SECRET_INPUTS};")));
         assert!(PROBE_JS.contains(&format!("const MAX_RUN_CHARS = {MAX_RUN_CHARS};")));
     }
 }

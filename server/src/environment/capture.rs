@@ -149,14 +149,14 @@ pub(super) async fn capture<B: Browser>(
         episode.browser.facts(),
     )
     .await
-    .map_err(|err| EnvError(format!("cannot capture the page: {err}")))?;
+    .map_err(|err| EnvError::Capture(err.to_string()))?;
     let png = bounded(
         screenshot_timeout,
         PageError::RendererTimeout,
         episode.browser.capture_region(region, scale),
     )
     .await
-    .map_err(|err| EnvError(format!("cannot capture the page: {err}")))?;
+    .map_err(|err| EnvError::Capture(err.to_string()))?;
     let boxes: Vec<[i64; 4]> = facts
         .password_boxes
         .iter()
@@ -190,7 +190,7 @@ fn covered(png: &str, boxes: &[[i64; 4]]) -> Result<String, EnvError> {
         .ok()
         .and_then(|bytes| browserenv::secrets::cover_boxes(&bytes, boxes).ok())
         .map(|bytes| engine.encode(bytes))
-        .ok_or_else(|| EnvError("cannot capture the page: an unreadable picture".into()))
+        .ok_or_else(|| EnvError::Capture("an unreadable picture".into()))
 }
 
 /// Width and height from a base64 PNG's header.

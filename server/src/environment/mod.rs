@@ -5,8 +5,11 @@
 
 mod capture;
 mod limits;
+mod miniwob;
 mod observation;
+pub mod outcome;
 mod start_url;
+pub mod verification;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,8 +21,8 @@ use browserenv::secrets::Secrets;
 use browserenv::text_layer::TextLayer;
 use browserenv_collect::tasks::{Task, TaskSet, Verdict};
 
-use crate::browser::{Browser, Launcher, PageError};
-use crate::settings::EnvSettings;
+use crate::browser::{Browser, Handover, Launcher, PageError, Preparation};
+use crate::settings::{EnvSettings, SettleMode};
 use limits::{action_limit, bounded, ELEMENT_TIMEOUT, VIEWPORT_CENTRE};
 use observation::{Done, Place, Timings};
 
@@ -28,10 +31,98 @@ pub use limits::{step_bound, OBSERVE_SLACK, TYPE_TIME_PER_CHARACTER};
 pub use observation::OBSERVE_TEXT_CHARS;
 pub use start_url::{check_not_the_server, check_start_url, check_url};
 
-/// A failure of the environment itself (not of the page): the wire's `EXECUTION_ERROR`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct EnvError(pub String);
+/// A failure of the environment itself, or of the session around it (not of the page): the
+/// wire's `EXECUTION_ERROR`, whose message is this error's text.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EnvError {
+    /// A start URL the seed's rule refuses.
+    #[error("expected an HTTP(S) URL without credentials")]
+    BadStartUrl,
+    #[error("start_url is this server's own address: its routes are not a page for the agent")]
+    StartUrlIsTheServer,
+    #[error("reset needs start_url: an HTTP(S) URL without credentials")]
+    NoStartUrl,
+    #[error("task_id must be a string, got {0}")]
+    TaskIdNotAString(String),
+    #[error("unknown task_id {0:?}: this server has no tasks (start it with --tasks FILE)")]
+    NoTasks(String),
+    #[error("unknown task_id {id:?}; known: {known}")]
+    UnknownTask { id: String, known: String },
+    #[error(
+        "unknown task_id {0:?}: this server has no MiniWoB++ tasks (start it with --miniwob \
+         DIR, the miniwob package's html folder)"
+    )]
+    NoMiniWob(String),
+    #[error("unknown task_id {id:?}; the MiniWoB++ tasks are {known}")]
+    UnknownMiniWob { id: String, known: String },
+    #[error("seed must be a whole number from 0 to {max}, got {0}", max = miniwob::MAX_SEED)]
+    BadSeed(String),
+    #[error("{0} runs from its own pages, not from an archive")]
+    MiniWobFromArchive(String),
+    #[error("cannot set up the MiniWoB++ page: {0}")]
+    MiniWobSetUp(String),
+    #[error("cannot start {task}: {why}")]
+    MiniWobStart { task: String, why: String },
+    #[error("task {task:?} starts at its own start URL: leave start_url out (or give {start})")]
+    TaskStartsElsewhere { task: String, start: String },
+    /// A task's start URL that does not resolve, or what a reset asked of archives.
+    #[error("{0}")]
+    Refused(String),
+    #[error("the browser failed to start: {0}")]
+    BrowserFailed(String),
+    #[error("the episode cannot use its archive: {0}")]
+    ArchiveFailed(String),
+    #[error("reset before stepping")]
+    NotReset,
+    /// An action this server does not take (`BROWSER_ACTIONS=seed`): its op.
+    #[error(
+        "{0} is not an action of this server: it takes the seed's seven (BROWSER_ACTIONS=seed)"
+    )]
+    NotAnAction(String),
+    /// A URL an action opens (`goto`'s) that the reset's rules refuse: the refusal, naming the
+    /// action's field (`check_url`).
+    #[error("{0}")]
+    ActionUrl(String),
+    #[error("no page yet: reset first")]
+    NoPage,
+    #[error("cannot read the page's text: {0}")]
+    PageText(String),
+    /// A capture's scale out of bounds, or a picture larger than a capture may be (`capture.rs`).
+    #[error("scale: {0}")]
+    CaptureScale(String),
+    /// A capture the page did not give (a busy renderer, an unreadable picture).
+    #[error("cannot capture the page: {0}")]
+    Capture(String),
+    /// The session's: closed (by the client, its idle time, or a drain).
+    #[error("the session is closed")]
+    Closed,
+    #[error(
+        "the session is closed: {}",
+        crate::operations::drain::DRAINING_MESSAGE
+    )]
+    ClosedByDrain,
+    #[error("{}", crate::operations::drain::DRAINING_MESSAGE)]
+    Draining,
+    #[error("this server runs no campaign (start it with --campaign DIR)")]
+    NoCampaign,
+    /// A lease the campaign's rules refuse to a session.
+    #[error("{0}")]
+    Campaign(String),
+    #[error(
+        "{name} holds control of this session: the reset waited {waited:.1} s \
+         (BROWSER_HANDOFF_WAIT_SECONDS); try again after the hand-back"
+    )]
+    HeldByAPerson { name: String, waited: f64 },
+    #[error("you do not hold control of this session: take it first")]
+    NotInControl,
+    #[error("reset before asking for a person")]
+    AskBeforeReset,
+    /// An ask for a person the session cannot take (one is open already, ...).
+    #[error("{0}")]
+    Ask(String),
+    #[error("{still} within {seconds} s; ask again, or go on")]
+    NotHandedBack { still: String, seconds: u64 },
+}
 
 struct Episode<B> {
     browser: B,
@@ -48,6 +139,8 @@ struct Episode<B> {
     /// What was typed as a secret this episode, and what secret fields hold: hidden in all the
     /// episode's observations (`browserenv::secrets`). Memory only.
     secrets: Secrets,
+    /// A MiniWoB++ task, scored by its page (`miniwob.rs`).
+    miniwob: Option<miniwob::MiniWobEpisode>,
 }
 
 /// Tasks a server was started with (`--tasks`), and the base for their relative start URLs.
@@ -67,7 +160,7 @@ impl TaskCatalog {
             true => std::path::PathBuf::from("."),
             false => dir.to_path_buf(),
         });
-        crate::features::archive::check_task_archives(&tasks, folder.as_deref())?;
+        crate::archive::check_task_archives(&tasks, folder.as_deref())?;
         Ok(TaskCatalog {
             tasks,
             base_url,
@@ -88,8 +181,12 @@ pub struct Environment<L: Launcher> {
     /// The session served, for its text layers.
     session: String,
     /// The server's archives (`archive/`), and this environment's work with them.
-    archives: Option<Arc<crate::features::archive::Archives>>,
-    archive: crate::features::archive::EpisodeArchive,
+    archives: Option<Arc<crate::archive::Archives>>,
+    archive: crate::archive::EpisodeArchive,
+    /// The MiniWoB++ tasks `reset` may name (`--miniwob`).
+    miniwob: Option<Arc<crate::miniwob::MiniWob>>,
+    /// Where the last reset started: the next one is prepared when it starts there too.
+    last_start: Option<String>,
 }
 
 impl<L: Launcher> Environment<L> {
@@ -104,14 +201,19 @@ impl<L: Launcher> Environment<L> {
             session: String::new(),
             archives: None,
             archive: Default::default(),
+            miniwob: None,
+            last_start: None,
         }
     }
 
+    /// Let `reset` take a MiniWoB++ `task_id` (`miniwob.click-test`).
+    pub fn with_miniwob(mut self, miniwob: Option<Arc<crate::miniwob::MiniWob>>) -> Self {
+        self.miniwob = miniwob;
+        self
+    }
+
     /// Record episodes into archives, and replay them from archives, as `archives` says.
-    pub fn with_archives(
-        mut self,
-        archives: Option<Arc<crate::features::archive::Archives>>,
-    ) -> Self {
+    pub fn with_archives(mut self, archives: Option<Arc<crate::archive::Archives>>) -> Self {
         self.archives = archives;
         self
     }
@@ -130,7 +232,11 @@ impl<L: Launcher> Environment<L> {
 
     /// The current episode's task id.
     pub fn task_id(&self) -> Option<String> {
-        self.episode.as_ref()?.task.as_ref().map(|t| t.id.clone())
+        let episode = self.episode.as_ref()?;
+        match &episode.miniwob {
+            Some(miniwob) => Some(miniwob.task_id().to_string()),
+            None => episode.task.as_ref().map(|t| t.id.clone()),
+        }
     }
 
     /// The whole verdict of the task episode the last step finished (with the details its
@@ -144,22 +250,20 @@ impl<L: Launcher> Environment<L> {
         let id = match kwargs.get("task_id") {
             None | Some(Value::Null) => return Ok(None),
             Some(Value::String(id)) => id,
-            Some(other) => return Err(EnvError(format!("task_id must be a string, got {other}"))),
+            Some(other) => return Err(EnvError::TaskIdNotAString(other.to_string())),
         };
         let Some(catalog) = &self.tasks else {
-            return Err(EnvError(format!(
-                "unknown task_id {id:?}: this server has no tasks (start it with --tasks FILE)"
-            )));
+            return Err(EnvError::NoTasks(id.to_string()));
         };
         let Some(task) = catalog.tasks.get(id) else {
-            return Err(EnvError(format!(
-                "unknown task_id {id:?}; known: {}",
-                catalog.tasks.ids().join(", ")
-            )));
+            return Err(EnvError::UnknownTask {
+                id: id.to_string(),
+                known: catalog.tasks.ids().join(", "),
+            });
         };
         let start = task
             .resolve_start_url(catalog.base_url.as_ref())
-            .map_err(EnvError)?;
+            .map_err(EnvError::Refused)?;
         Ok(Some((task.clone(), start)))
     }
 
@@ -176,7 +280,15 @@ impl<L: Launcher> Environment<L> {
     /// page has none), `task_id`, `archive` (docs/archives.md); unknown ones are ignored.
     pub async fn reset(&mut self, kwargs: &Map<String, Value>) -> Result<StepResult, EnvError> {
         let started = Instant::now();
-        let task = self.task_for(kwargs)?;
+        let miniwob_task = miniwob::task_named(self.miniwob.as_ref(), kwargs)?;
+        let task = match miniwob_task {
+            Some(_) => None,
+            None => self.task_for(kwargs)?,
+        };
+        let miniwob_seed = match miniwob_task {
+            Some(_) => Some(miniwob::seed(kwargs)?),
+            None => None,
+        };
         let archive = match &self.archives {
             Some(archives) => archives
                 .plan(
@@ -185,19 +297,30 @@ impl<L: Launcher> Environment<L> {
                     self.tasks.as_ref().and_then(|c| c.folder.as_deref()),
                 )
                 .await
-                .map_err(EnvError)?,
+                .map_err(EnvError::Refused)?,
             None => None,
+        };
+        if let (Some((task, _)), Some(crate::archive::Plan::Replay { .. })) =
+            (&miniwob_task, &archive)
+        {
+            return Err(EnvError::MiniWobFromArchive(task.id.clone()));
+        }
+        // The page a task starts on: its own.
+        let own_start = match (&miniwob_task, &task) {
+            (Some((task, url)), _) => Some((task.id.clone(), url.clone())),
+            (None, Some((task, url))) => Some((task.id.clone(), url.clone())),
+            (None, None) => None,
         };
         // A task starts where it says: starting it anywhere else (where it ends, a page of the
         // agent's own that shows the expected text) would earn its reward without doing it.
-        let start_url = match (kwargs.get("start_url"), &task) {
+        let start_url = match (kwargs.get("start_url"), &own_start) {
             (Some(Value::String(url)), Some((task, task_start))) => {
                 let asked = check_start_url(url)?;
                 if asked != check_start_url(task_start)? {
-                    return Err(EnvError(format!(
-                        "task {:?} starts at its own start URL: leave start_url out (or give {task_start})",
-                        task.id
-                    )));
+                    return Err(EnvError::TaskStartsElsewhere {
+                        task: task.clone(),
+                        start: task_start.to_string(),
+                    });
                 }
                 asked
             }
@@ -214,11 +337,7 @@ impl<L: Launcher> Environment<L> {
                         .unwrap_or_default(),
                 )?
             }
-            _ => {
-                return Err(EnvError(
-                    "reset needs start_url: an HTTP(S) URL without credentials".into(),
-                ))
-            }
+            _ => return Err(EnvError::NoStartUrl),
         };
         check_not_the_server(&start_url, self.settings.server_port)?;
         let episode_id = match kwargs.get("episode_id") {
@@ -230,22 +349,35 @@ impl<L: Launcher> Environment<L> {
         // browser may serve the next episode in a fresh context (`Launcher::renew`).
         self.text = None;
         let browser_started = Instant::now();
-        let renewed = match self.episode.take() {
+        let previous = match self.episode.take() {
             Some(mut previous) => {
                 // The episode that ended leaves its archive with its secrets hidden.
-                self.archive.end(Some(&mut previous.browser)).await;
+                if self.archive.end() {
+                    previous.browser.stop_archive().await;
+                }
                 self.archive.store(&previous.secrets);
-                self.launcher.renew(previous.browser).await
+                Some(previous.browser)
             }
             None => None,
         };
-        let browser = match renewed {
-            Some(browser) => browser,
-            None => self.launcher.launch().await.map_err(|err| {
-                tracing::error!("browser launch failed: {err:#}");
-                EnvError(format!("the browser failed to start: {err:#}"))
-            })?,
-        };
+        let mut browser = next_browser(&*self.launcher, previous).await?;
+        // The page loaded ahead in it (`Browser::prepare_next`), when this reset starts there
+        // and loads nothing its own way before the page (an archive's work does), and the page
+        // loaded ahead is what a load now would give: not a MiniWoB++ task's, whose documents
+        // run on a clock seeded per episode from their first script and at its zoom.
+        let preparable = archive.is_none()
+            && miniwob_task.is_none()
+            && self.settings.prepared_resets
+            && self.settings.settle == SettleMode::Adaptive;
+        let handover = browser
+            .take_prepared(preparable.then_some(start_url.as_str()))
+            .await;
+        if handover == Handover::Spoiled {
+            // Another page was loaded ahead in it, or the page changed since: not this episode's
+            // to start in.
+            browser = next_browser(&*self.launcher, Some(browser)).await?;
+        }
+        let prepared = handover == Handover::Prepared;
         self.state = BrowserState {
             episode_id: Some(episode_id),
             step_count: 0,
@@ -258,6 +390,7 @@ impl<L: Launcher> Environment<L> {
             answer: None,
             verdict: None,
             secrets: Secrets::default(),
+            miniwob: None,
         };
         let mut timings = Timings {
             browser: Some(browser_started.elapsed()),
@@ -267,22 +400,40 @@ impl<L: Launcher> Environment<L> {
             let episode_id = self.state.episode_id.clone().unwrap_or_default();
             let seed = kwargs.get("seed").and_then(seed_of);
             let work = archives.work(plan, &episode_id, start_url.as_str(), seed);
-            if let Err(err) = self.archive.begin(work, &mut episode.browser).await {
+            if let Err(err) = episode.browser.start_archive(work.clone()).await {
                 episode.browser.close().await;
-                return Err(EnvError(format!(
-                    "the episode cannot use its archive: {err}"
-                )));
+                return Err(EnvError::ArchiveFailed(err.to_string()));
+            }
+            self.archive.begin(work);
+        }
+        if let (Some((task, url)), Some(seed)) = (miniwob_task, miniwob_seed) {
+            match miniwob::MiniWobEpisode::prepare(&mut episode.browser, task, url, seed).await {
+                Ok(prepared) => episode.miniwob = Some(prepared),
+                Err(err) => {
+                    episode.browser.close().await;
+                    return Err(err);
+                }
             }
         }
         let action_started = Instant::now();
-        let load = bounded(
-            self.settings.page_load_timeout + Duration::from_secs(5),
-            PageError::PageLoadTimeout,
-            episode
-                .browser
-                .goto(start_url.as_str(), self.settings.page_load_timeout),
-        )
-        .await;
+        let load = if prepared {
+            Ok(())
+        } else {
+            bounded(
+                self.settings.page_load_timeout + Duration::from_secs(5),
+                PageError::PageLoadTimeout,
+                episode
+                    .browser
+                    .goto(start_url.as_str(), self.settings.page_load_timeout),
+            )
+            .await
+        };
+        if let (Ok(()), Some(miniwob)) = (&load, &mut episode.miniwob) {
+            if let Err(err) = miniwob.start(&mut episode.browser).await {
+                episode.browser.close().await;
+                return Err(err);
+            }
+        }
         timings.action = action_started.elapsed();
         self.text = None;
         let done = Done {
@@ -291,9 +442,30 @@ impl<L: Launcher> Environment<L> {
             timings,
             started,
             element: None,
-            secret_field: None,
+            secret_field: false,
+            typed: None,
         };
-        let result = self.observe(&mut episode, done).await;
+        let mut result = self.observe(&mut episode, done).await;
+        if prepared {
+            result
+                .observation
+                .metadata
+                .insert("prepared".into(), json!(true));
+        }
+        // The next episode's page, loaded ahead while this one runs: a session that starts again
+        // where it started last (a trainer's loop) will likely do so once more.
+        let again = self
+            .last_start
+            .as_deref()
+            .is_none_or(|last| last == start_url.as_str());
+        if preparable && again && result.observation.error.is_empty() {
+            episode.browser.prepare_next(Preparation {
+                url: start_url.to_string(),
+                load_timeout: self.settings.page_load_timeout,
+                settle_bound: self.settings.action_wait,
+            });
+        }
+        self.last_start = Some(start_url.to_string());
         self.episode = Some(episode);
         Ok(result)
     }
@@ -309,18 +481,16 @@ impl<L: Launcher> Environment<L> {
         let settings = self.settings.clone();
         let episode = match self.episode.as_mut() {
             Some(episode) if !episode.done => episode,
-            _ => return Err(EnvError("reset before stepping".into())),
+            _ => return Err(EnvError::NotReset),
         };
         // Refused before the step counts, as a reset's bad input leaves the episode untouched.
         check_taken(action, &settings)?;
         self.state.step_count += 1;
         let mut timings = Timings::default();
-        let browser = &mut episode.browser;
         // What the action is about, read before it changes the page (a click may navigate): the
-        // element under the pointer, or for typing and keys the focused one, whose secret the
-        // field holds (ENTER may send it away).
-        let typing = browserenv::secrets::types_into_field(&action.action);
-        let mark = mark_secret && typing;
+        // element under the pointer, or for typing, keys and chords the focused one: any of them
+        // may put input into it (a chord, a paste), so what a secret field held before the step
+        // is kept, whatever it holds after (ENTER may send it away).
         let focused = matches!(
             action.action,
             Action::Type { .. } | Action::Key { .. } | Action::Press { .. }
@@ -329,32 +499,17 @@ impl<L: Launcher> Environment<L> {
             Some(at) => Some(Some((at.x, at.y))),
             None => focused.then_some(None),
         };
-        let timeout = PageError::ActionTimeout;
+        // The field the action's input goes into: the focused one, or the select it chooses in.
+        let into_field = focused || matches!(action.action, Action::Select { .. });
+        // A person's mark is for that field, whatever the action: the focused one is marked as
+        // it is read, a select once it has the focus (after the choice).
+        let mark = mark_secret && into_field;
         let element = match target {
-            Some(at) => {
-                match bounded(
-                    ELEMENT_TIMEOUT,
-                    timeout.clone(),
-                    browser.element(at, mark && at.is_none()),
-                )
-                .await
-                {
-                    Ok(Some(facts)) => {
-                        if let Some(held) = facts.held {
-                            episode.secrets.hold(held.field, &held.value);
-                        }
-                        Some(facts.shown)
-                    }
-                    Ok(None) => None,
-                    // Unread (a page that made the probe's answer unreadable, a hung renderer): it
-                    // may be a password field, and nothing says it is not, so it counts as one.
-                    Err(_) => Some(json!({"unreadable": true, "password": true})),
-                }
-            }
+            Some(at) => element_before(episode, at, mark && at.is_none()).await,
             None => None,
         };
         let in_secret_field = mark
-            || ((focused || typing)
+            || (into_field
                 && element
                     .as_ref()
                     .and_then(|e| e.get("password"))
@@ -362,14 +517,11 @@ impl<L: Launcher> Environment<L> {
                     .unwrap_or(false));
         let outcome = act(episode, &settings, &action.action).await;
         let settle_needed = !matches!(action.action, Action::Wait | Action::Finish { .. });
-        if let (true, Action::Select { label, .. }) = (in_secret_field, &action.action) {
-            if mark {
-                // The chosen select has the focus now: the person's secret field from here.
-                let marking = episode.browser.element(None, true);
-                let _ = bounded(ELEMENT_TIMEOUT, timeout, marking).await;
-            }
-            // The label shows on the page as much as the value the field holds.
-            episode.secrets.add(label);
+        if mark && matches!(action.action, Action::Select { .. }) {
+            // The chosen select has the focus now: the person's secret field from here. Its
+            // label (what the page shows of it) is the step's `typed`, kept as a secret.
+            let marking = episode.browser.element(None, true);
+            let _ = bounded(ELEMENT_TIMEOUT, PageError::ActionTimeout, marking).await;
         }
         timings.action = started.elapsed();
         let error = outcome.err();
@@ -379,14 +531,14 @@ impl<L: Launcher> Environment<L> {
             && !error
                 .as_ref()
                 .is_some_and(|e| e.ends_episode() || *e == PageError::ActionTimeout);
-        let typed = browserenv::secrets::typed_text(&action.action);
         let done = Done {
             error,
             settle,
             timings,
             started,
             element,
-            secret_field: in_secret_field.then_some(typed),
+            secret_field: in_secret_field,
+            typed: browserenv::secrets::typed_text(&action.action),
         };
         let mut episode = self.episode.take().expect("a live episode");
         let result = self.observe(&mut episode, done).await;
@@ -426,17 +578,14 @@ impl<L: Launcher> Environment<L> {
                 return Ok(layer.clone());
             }
         }
-        let episode = self
-            .episode
-            .as_mut()
-            .ok_or_else(|| EnvError("no page yet: reset first".into()))?;
+        let episode = self.episode.as_mut().ok_or(EnvError::NoPage)?;
         let place = Place {
             settings: &self.settings,
             session: &self.session,
             episode_id: self.state.episode_id.as_deref(),
             step: self.state.step_count,
         };
-        let layer = observation::read_text(episode, &place).await?;
+        let (layer, _) = observation::read_text(episode, &place).await?;
         // A read cut short before it found anything (a busy renderer) is not kept: the next
         // request for this step tries again.
         if !(layer.truncated && layer.runs.is_empty()) {
@@ -453,20 +602,18 @@ impl<L: Launcher> Environment<L> {
         region: Region,
         scale: Option<f64>,
     ) -> Result<Capture, EnvError> {
-        let scale =
-            checked_scale(&region, scale).map_err(|why| EnvError(format!("scale: {why}")))?;
+        let scale = checked_scale(&region, scale).map_err(EnvError::CaptureScale)?;
         let timeout = self.settings.screenshot_timeout;
-        let episode = self
-            .episode
-            .as_mut()
-            .ok_or_else(|| EnvError("no page yet: reset first".into()))?;
+        let episode = self.episode.as_mut().ok_or(EnvError::NoPage)?;
         capture::capture(episode, region, scale, timeout).await
     }
 
     /// End the current episode and release its browser.
     pub async fn close(&mut self) {
         if let Some(mut episode) = self.episode.take() {
-            self.archive.end(Some(&mut episode.browser)).await;
+            if self.archive.end() {
+                episode.browser.stop_archive().await;
+            }
             self.archive.store(&episode.secrets);
             episode.browser.close().await;
         }
@@ -478,14 +625,34 @@ impl<L: Launcher> Environment<L> {
 fn check_taken(action: &BrowserAction, settings: &EnvSettings) -> Result<(), EnvError> {
     let op = action.op();
     if !settings.actions.ops().contains(&op) {
-        return Err(EnvError(format!(
-            "{op} is not an action of this server: it takes the seed's seven (BROWSER_ACTIONS=seed)"
-        )));
+        return Err(EnvError::NotAnAction(op.to_string()));
     }
     if let Action::Goto { url } = &action.action {
         check_url("url", url, settings.server_port)?;
     }
     Ok(())
+}
+
+/// The element an action is about (`at`, or the focused one), read before the action: what a
+/// secret field there holds is the episode's secret from now on; `mark`, a person marks it.
+async fn element_before<B: crate::browser::Browser>(
+    episode: &mut Episode<B>,
+    at: Option<(i64, i64)>,
+    mark: bool,
+) -> Option<Value> {
+    let read = episode.browser.element(at, mark);
+    match bounded(ELEMENT_TIMEOUT, PageError::ActionTimeout, read).await {
+        Ok(Some(facts)) => {
+            if let Some(held) = facts.held {
+                episode.secrets.hold(held.field, &held.value);
+            }
+            Some(facts.shown)
+        }
+        Ok(None) => None,
+        // Unread (a page that made the probe's answer unreadable, a hung renderer): it may be a
+        // password field, and nothing says it is not, so it counts as one.
+        Err(_) => Some(json!({"unreadable": true, "password": true})),
+    }
 }
 
 /// The action on the episode's browser, each under its deadline; the episode's pointer follows
@@ -570,6 +737,25 @@ async fn act<B: crate::browser::Browser>(
             let load = browser.goto(url, settings.page_load_timeout);
             bounded(limit, PageError::PageLoadTimeout, load).await
         }
+    }
+}
+
+/// The browser for the next episode: `previous`'s renewed (a fresh context on the same browser,
+/// opened ahead), else a launched one.
+async fn next_browser<L: Launcher>(
+    launcher: &L,
+    previous: Option<L::Browser>,
+) -> Result<L::Browser, EnvError> {
+    let renewed = match previous {
+        Some(previous) => launcher.renew(previous).await,
+        None => None,
+    };
+    match renewed {
+        Some(browser) => Ok(browser),
+        None => launcher.launch().await.map_err(|err| {
+            tracing::error!("browser launch failed: {err:#}");
+            EnvError::BrowserFailed(format!("{err:#}"))
+        }),
     }
 }
 

@@ -14,14 +14,13 @@ use browserenv::text_layer::{CompactText, TextLayer};
 use browserenv_collect::tasks::{Ending, PageState, Task, Verdict, Wants};
 
 use super::limits::{
-    bounded, Budget, ELEMENT_TIMEOUT, OBSERVE_SLACK, SETTLE_PROBE_SLACK, STATE_TIMEOUT,
-    TEXT_TIMEOUT,
+    bounded, Budget, OBSERVE_SLACK, SETTLE_PROBE_SLACK, STATE_TIMEOUT, TEXT_TIMEOUT,
 };
 use super::{EnvError, Episode};
-use crate::browser::{Browser, Incidents, PageError, PageFacts, SettleOutcome};
-use crate::outcome::{judge, StepFacts};
+use crate::browser::{Browser, Incidents, PageError, PageFacts, SettleOutcome, MAX_SECRET_BOXES};
+use crate::environment::outcome::{judge, StepFacts};
+use crate::environment::verification::is_bot_verification;
 use crate::settings::{EnvSettings, SettleMode};
-use crate::verification::is_bot_verification;
 
 /// The most characters of `metadata.text` (`BROWSER_OBSERVE_TEXT`): `read_page`'s default bound.
 pub const OBSERVE_TEXT_CHARS: usize = browserenv::text_layer::DEFAULT_COMPACT_CHARS;
@@ -49,9 +48,11 @@ pub(super) struct Done {
     pub started: Instant,
     /// What the action was about, read before it (`metadata.element`).
     pub element: Option<Value>,
-    /// The action typed or pressed keys in a secret field (or a person marked one): what the
-    /// field holds is read back after it; what was typed is hidden when it cannot be.
-    pub secret_field: Option<Option<String>>,
+    /// The action's input went to a secret field in focus (or one a person marked): what it
+    /// typed is a secret, and what the field holds after it.
+    pub secret_field: bool,
+    /// What the action typed, if it typed.
+    pub typed: Option<String>,
 }
 
 /// Where an observation is made: the server's settings and the episode's place.
@@ -83,10 +84,10 @@ pub(super) async fn observe<B: Browser>(
         follow_tabs(&mut episode.browser, settings, &budget).await;
         done.timings.settle = settle_started.elapsed();
     }
-    if let Some(typed) = &done.secret_field {
-        hold_secret(episode, &budget, typed.as_deref()).await;
-    }
     let facts = read_facts(&mut episode.browser, settings, &budget).await;
+    let reached_secret = keep_secrets(episode, &done, &facts);
+    // A MiniWoB++ page says itself when its episode is over (`miniwob.rs`).
+    let page_ended = super::miniwob::page_ended(episode, &facts.url, &budget).await;
     let shot_started = Instant::now();
     let (screenshot, screenshot_error) = take_screenshot(&mut episode.browser, settings).await;
     done.timings.screenshot = shot_started.elapsed();
@@ -103,31 +104,48 @@ pub(super) async fn observe<B: Browser>(
         incidents: Some(&incidents),
         url: &facts.url,
         bot_verification: is_bot_verification(&facts.text),
-        finished: episode.done,
+        finished: episode.done || page_ended,
         step_count: place.step,
         max_steps,
     });
     episode.done = outcome.done;
     let verdict = judge_task(episode, &facts).await;
-    let reward = match &verdict {
-        Some(verdict) if verdict.passed => 1.0,
+    let reward = match (&verdict, super::miniwob::reward(episode)) {
+        (_, Some(page_reward)) => page_reward,
+        (Some(verdict), None) if verdict.passed => 1.0,
         _ => 0.0,
     };
-    // A page that could not be pictured is not asked for its text.
-    let layer = if settings.observe_text && !screenshot.is_empty() {
+    // A page that could not be pictured is not asked for its text. Once the episode has a
+    // secret, it is read at every step: where the page draws one as text (a field it swapped
+    // for a plain one, an echo, an editable element), its box is covered like a secret field's.
+    let wants_text = settings.observe_text || !episode.secrets.is_empty();
+    let mut secret_boxes = facts.password_boxes.clone();
+    let layer = if wants_text && !screenshot.is_empty() {
         let text_started = Instant::now();
         let layer = read_text(episode, &place).await;
-        done.timings.text = Some(text_started.elapsed());
-        Some(layer)
+        if settings.observe_text {
+            done.timings.text = Some(text_started.elapsed());
+        }
+        if let Ok((_, shown_secrets)) = &layer {
+            for found in shown_secrets {
+                if !secret_boxes.contains(found) && secret_boxes.len() < 2 * MAX_SECRET_BOXES {
+                    secret_boxes.push(*found);
+                }
+            }
+        }
+        Some(layer.map(|(layer, _)| layer))
     } else {
         None
     };
-    let text = layer.as_ref().map(|layer| {
-        layer
-            .as_ref()
-            .map(|l| l.compact(OBSERVE_TEXT_CHARS))
-            .map_err(Clone::clone)
-    });
+    let text = layer
+        .as_ref()
+        .filter(|_| settings.observe_text)
+        .map(|layer| {
+            layer
+                .as_ref()
+                .map(|l| l.compact(OBSERVE_TEXT_CHARS))
+                .map_err(Clone::clone)
+        });
     let mut metadata = metadata(&MetadataInputs {
         title: &facts.title,
         step: place.step,
@@ -139,12 +157,16 @@ pub(super) async fn observe<B: Browser>(
         error_detail: outcome.detail,
         task: episode.task.as_ref(),
         verdict: verdict.as_ref(),
-        password_boxes: &facts.password_boxes,
+        password_boxes: &secret_boxes,
         element: done.element.as_ref(),
         text: text.as_ref(),
     });
+    if reached_secret {
+        metadata.insert("secret_input".into(), json!(true));
+    }
     // A replay's misses are the page's URLs (a form sent with GET carries what was typed).
     archive.describe(&mut metadata);
+    super::miniwob::describe(episode, max_steps, &mut metadata);
     // Nothing joins the metadata after this: what does is not hidden.
     let mut url = facts.url;
     episode.secrets.hide_in_url(&mut url);
@@ -168,40 +190,44 @@ pub(super) async fn observe<B: Browser>(
     (result, layer.and_then(Result::ok))
 }
 
-/// After typing or keys in a secret field: what the focused field holds now is the secret (a
-/// field's earlier value, typed in pieces, was only a step on the way). A field that cannot be
-/// read (a frame of another origin, a page that left the field) leaves what was typed hidden.
-async fn hold_secret<B: Browser>(episode: &mut Episode<B>, budget: &Budget, typed: Option<&str>) {
-    let read = bounded(
-        budget.within(ELEMENT_TIMEOUT),
-        PageError::RendererTimeout,
-        episode.browser.element(None, false),
-    )
-    .await;
-    match read {
-        Ok(Some(crate::browser::ElementFacts {
-            held: Some(held), ..
-        })) => episode.secrets.hold(held.field, &held.value),
-        _ => {
-            if let Some(typed) = typed {
-                episode.secrets.add(typed);
-            }
+/// What a person typed into a secret field, or marked, is a secret from the keystroke on,
+/// whatever the field holds afterwards (a page clears it, submits it, swaps it out): the text the
+/// action typed (each line), every value trusted input left in a secret field during the step
+/// (the probe notes them as they happen, whatever the action was), and what the focused secret
+/// field holds after it; the value before the step was held already (`Environment::step`).
+/// Whether the step's input reached a secret field the step did not start in (or one the probe
+/// cannot see into): then too, what it typed is a secret.
+fn keep_secrets<B: Browser>(episode: &mut Episode<B>, done: &Done, facts: &PageFacts) -> bool {
+    let reached = !facts.inputs.is_empty() || facts.opaque_input;
+    if done.secret_field || reached {
+        if let Some(typed) = &done.typed {
+            episode.secrets.add(typed);
         }
     }
+    for input in &facts.inputs {
+        episode.secrets.hold(input.field, &input.value);
+    }
+    if done.secret_field || reached {
+        if let Some(held) = &facts.held {
+            episode.secrets.hold(held.field, &held.value);
+        }
+    }
+    reached
 }
 
-/// The page's visible text as positioned lines, the episode's secrets hidden in it.
+/// The page's visible text as positioned lines, the episode's secrets hidden in it, and the
+/// boxes of the lines that showed one (to be covered in pictures).
 pub(super) async fn read_text<B: Browser>(
     episode: &mut Episode<B>,
     place: &Place<'_>,
-) -> Result<TextLayer, EnvError> {
+) -> Result<(TextLayer, Vec<[i64; 4]>), EnvError> {
     let text = bounded(
         TEXT_TIMEOUT,
         PageError::RendererTimeout,
         episode.browser.visible_text(),
     )
     .await
-    .map_err(|err| EnvError(format!("cannot read the page's text: {err}")))?;
+    .map_err(|err| EnvError::PageText(err.to_string()))?;
     let mut layer = TextLayer {
         session: place.session.to_string(),
         episode_id: place.episode_id.map(str::to_string),
@@ -211,10 +237,15 @@ pub(super) async fn read_text<B: Browser>(
         truncated: text.truncated,
     };
     episode.secrets.hide_in_url(&mut layer.url);
+    let mut shown_secrets = Vec::new();
     for run in &mut layer.runs {
-        episode.secrets.hide_in(&mut run.text);
+        if let std::borrow::Cow::Owned(hidden) = episode.secrets.hidden(&run.text) {
+            run.text = hidden;
+            let [x, y, width, height] = [run.x, run.y, run.width, run.height].map(i64::from);
+            shown_secrets.push([x, y, width, height]);
+        }
     }
-    Ok(layer)
+    Ok((layer, shown_secrets))
 }
 
 /// Make a tab the page opened its current page (a failure is only logged: the step goes on with
@@ -468,7 +499,7 @@ fn metadata(inputs: &MetadataInputs) -> Map<String, Value> {
         Some(Err(err)) => {
             map.insert("text".into(), json!(""));
             map.insert("text_truncated".into(), json!(true));
-            map.insert("text_error".into(), json!(err.0));
+            map.insert("text_error".into(), json!(err.to_string()));
         }
         None => {}
     }

@@ -53,7 +53,8 @@ async fn rejects_bad_start_urls_without_touching_the_episode() {
     ] {
         let err = env.reset(&kwargs(bad)).await.unwrap_err();
         assert_eq!(
-            err.0, "expected an HTTP(S) URL without credentials",
+            err.to_string(),
+            "expected an HTTP(S) URL without credentials",
             "{bad}"
         );
     }
@@ -67,7 +68,10 @@ async fn rejects_bad_start_urls_without_touching_the_episode() {
 async fn step_before_reset_and_after_done_is_refused() {
     let (mut env, _) = env(FakeScript::default());
     assert_eq!(
-        env.step(&BrowserAction::back(), false).await.unwrap_err().0,
+        env.step(&BrowserAction::back(), false)
+            .await
+            .unwrap_err()
+            .to_string(),
         "reset before stepping"
     );
     env.reset(&kwargs("https://a.example/")).await.unwrap();
@@ -77,7 +81,10 @@ async fn step_before_reset_and_after_done_is_refused() {
         .unwrap();
     assert!(result.done);
     assert_eq!(
-        env.step(&BrowserAction::back(), false).await.unwrap_err().0,
+        env.step(&BrowserAction::back(), false)
+            .await
+            .unwrap_err()
+            .to_string(),
         "reset before stepping"
     );
 }
@@ -226,7 +233,7 @@ async fn incidents_become_metadata_and_codes() {
     assert_eq!(metadata["dialogs"][0]["type"], "alert");
     assert_eq!(
         metadata["dialogs"].as_array().unwrap().len(),
-        crate::browser::INCIDENTS_KEPT
+        crate::capped::INCIDENTS_KEPT
     );
     assert_eq!(metadata["dialogs_more"], 15);
     assert_eq!(metadata["tabs_closed"], 3);
@@ -284,14 +291,22 @@ async fn task_resets_use_the_tasks_start_url_and_step_limit() {
 
     let (mut plain, _) = self::env(FakeScript::default());
     let err = plain.reset(&args).await.unwrap_err();
-    assert!(err.0.contains("this server has no tasks"), "{}", err.0);
+    assert!(
+        err.to_string().contains("this server has no tasks"),
+        "{}",
+        err.to_string()
+    );
 }
 
 #[tokio::test]
 async fn the_text_layer_is_read_once_per_step_and_needs_a_page() {
     let (mut env, launcher) = env(FakeScript::default());
     let err = env.visible_text().await.unwrap_err();
-    assert!(err.0.contains("reset first"), "{}", err.0);
+    assert!(
+        err.to_string().contains("reset first"),
+        "{}",
+        err.to_string()
+    );
     env.reset(&kwargs("https://a.example/")).await.unwrap();
     let first = env.visible_text().await.unwrap();
     assert_eq!((first.session.as_str(), first.step), ("s", 0));
@@ -355,9 +370,9 @@ async fn a_task_starts_at_its_own_start_url_only() {
         args.insert("start_url".into(), json!(elsewhere));
         let refused = tasked.reset(&args).await.unwrap_err();
         assert!(
-            refused.0.contains("starts at its own start URL"),
+            refused.to_string().contains("starts at its own start URL"),
             "{}",
-            refused.0
+            refused.to_string()
         );
     }
     // Its own start, named or not, is the task.
@@ -412,4 +427,77 @@ async fn a_replay_s_missed_url_does_not_show_a_secret() {
     assert!(!shown.contains("hunter2"), "{shown}");
     env.close().await;
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// What a reset's observation says of a prepared page (`metadata.prepared`).
+fn was_prepared(result: &StepResult) -> bool {
+    result.observation.metadata.get("prepared") == Some(&json!(true))
+}
+
+#[tokio::test]
+async fn a_reset_takes_the_page_prepared_for_its_start_and_nothing_else() {
+    let (mut env, launcher) = env(FakeScript::default());
+    let (a, b) = ("https://a.example/", "https://b.example/");
+    let gotos = |launcher: &FakeLauncher, url: &str| {
+        launcher
+            .calls()
+            .iter()
+            .filter(|call| **call == format!("goto {url}"))
+            .count()
+    };
+    // The session's first start is prepared for the next episode.
+    assert!(!was_prepared(&env.reset(&kwargs(a)).await.unwrap()));
+    assert_eq!(gotos(&launcher, a), 1);
+    // The same start again: the page loaded ahead, nothing loaded on the reset.
+    let again = env.reset(&kwargs(a)).await.unwrap();
+    assert!(was_prepared(&again));
+    assert_eq!(gotos(&launcher, a), 1);
+    assert_eq!(again.observation.url, a);
+    // Another start: the page prepared is let go (another fresh browser), the start is loaded,
+    // and nothing is prepared after a start that changed.
+    let launched = launcher.launched();
+    let other = env.reset(&kwargs(b)).await.unwrap();
+    assert!(!was_prepared(&other));
+    assert_eq!(gotos(&launcher, b), 1);
+    assert_eq!(launcher.launched(), launched + 2, "the prepared one let go");
+    let prepares = |launcher: &FakeLauncher| {
+        launcher
+            .calls()
+            .iter()
+            .filter(|call| call.starts_with("prepare "))
+            .count()
+    };
+    assert_eq!(prepares(&launcher), 2);
+    // Repeated, it is prepared again.
+    assert!(!was_prepared(&env.reset(&kwargs(b)).await.unwrap()));
+    assert!(was_prepared(&env.reset(&kwargs(b)).await.unwrap()));
+    assert_eq!(gotos(&launcher, b), 2);
+}
+
+#[tokio::test]
+async fn nothing_is_prepared_when_turned_off_or_after_a_fixed_wait() {
+    for settings in [
+        EnvSettings {
+            prepared_resets: false,
+            ..settings()
+        },
+        EnvSettings {
+            settle: SettleMode::Fixed,
+            ..settings()
+        },
+    ] {
+        let launcher = Arc::new(FakeLauncher::new(FakeScript::default()));
+        let mut env = Environment::new(launcher.clone(), settings.clone());
+        for _ in 0..3 {
+            let result = env.reset(&kwargs("https://a.example/")).await.unwrap();
+            assert!(!was_prepared(&result), "{settings:?}");
+        }
+        assert!(
+            !launcher
+                .calls()
+                .iter()
+                .any(|call| call.starts_with("prepare ")),
+            "{settings:?}"
+        );
+    }
 }

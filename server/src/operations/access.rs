@@ -17,10 +17,10 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 
-use crate::api_error::ApiError;
+use crate::api_error::{ApiError, Code};
 use crate::operations::caller::Caller;
 
 /// Who a token other than the server's stands for: a campaign's people (`campaign::Roster`).
@@ -44,8 +44,8 @@ pub struct Access {
     /// A campaign's people (`--campaign`), each known by a token of their own.
     pub people: Option<Arc<dyn People>>,
     /// Other replicas' requests carry a signature made with the token instead of the token
-    /// (`server/src/replicas/signing.rs`); each is taken once.
-    pub peer_signatures: Arc<crate::replicas::signing::Verifier>,
+    /// (`server/src/operations/signing.rs`); each is taken once.
+    pub peer_signatures: Arc<crate::operations::signing::Verifier>,
     /// Where the peers reach this replica besides the address a connection arrives at
     /// (`BROWSER_PEER_ADDRESSES`: a published port, NAT).
     pub peer_addresses: Vec<std::net::SocketAddr>,
@@ -195,24 +195,24 @@ impl IntoResponse for Refusal {
                     "requests from web pages are refused (Origin {origin:?}); allow the origin \
                      with BROWSER_ALLOWED_ORIGINS if a page of yours must use this server"
                 ),
-                "ORIGIN_NOT_ALLOWED",
+                Code::OriginNotAllowed,
             ),
             Refusal::Page(site) => (
                 format!(
                     "requests from web pages are refused (Sec-Fetch-Site {site:?}: a navigation, \
                      frame, image or script of a page)"
                 ),
-                "ORIGIN_NOT_ALLOWED",
+                Code::OriginNotAllowed,
             ),
             Refusal::Host(host) => (
                 format!(
                     "unknown host {host:?}: this server answers to IP addresses, localhost and \
                      the names in BROWSER_ALLOWED_HOSTS"
                 ),
-                "HOST_NOT_ALLOWED",
+                Code::HostNotAllowed,
             ),
         };
-        ApiError::new(StatusCode::FORBIDDEN, code, detail).into_response()
+        ApiError::new(code, detail).into_response()
     }
 }
 
@@ -232,14 +232,14 @@ pub async fn check_origin_and_host(
 }
 
 /// `Authorization: Bearer <token>` on every route but `/health` and `/ready`; or, from another
-/// replica, a signature made with the token over the request (`server/src/replicas/signing.rs`). The routes
+/// replica, a signature made with the token over the request (`server/src/operations/signing.rs`). The routes
 /// find who calls in the request's extensions (`Caller`; a replica's request is the server's).
 pub async fn require_token(
     State(access): State<Arc<Access>>,
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    use crate::replicas::signing::HEADER;
+    use crate::operations::signing::HEADER;
     let signed = request.headers().get(HEADER).cloned();
     let (Some(token), Some(signature), false) = (
         access.token.as_ref(),
@@ -264,16 +264,18 @@ pub async fn require_token(
 }
 
 /// A peer's signed request, its body read, once its signature holds; or the answer refusing it.
-/// What needs no body is checked first (the header's form and time, the address it was signed
-/// for, the declared length), and the body is read within `signing::BODY_LIMIT`, one of
-/// `signing::BODIES_AT_ONCE`: anyone can send the header, without any credential.
+/// Anyone can send the header, without any credential, so all of the signature is judged on the
+/// head (its form and time, the address it was signed for, its MAC over the head and the body's
+/// digest, its nonce) before a turn to read the body is taken; the body is then read within
+/// `signing::BODY_LIMIT` and `signing::BODY_WAIT`, one of `signing::BODIES_AT_ONCE` and of
+/// `signing::BODIES_PER_ADDRESS` from its remote address, and must be the one signed.
 async fn admit_signed(
     access: &Access,
     token: &str,
     signature: &str,
     request: axum::extract::Request,
 ) -> Result<axum::extract::Request, Response> {
-    use crate::replicas::signing::{self, Refused, Signed, Stamp};
+    use crate::operations::signing::{self, Head, Refused, Stamp};
     let path = request.uri().path().to_string();
     let refuse = |refused: Refused| {
         tracing::warn!("refused a peer request to {path}: {refused}");
@@ -293,10 +295,27 @@ async fn admit_signed(
     if !access.addressed_here(&host, local) {
         return Err(refuse(Refused::Elsewhere(host.chars().take(200).collect())));
     }
+    let path_and_query = request
+        .uri()
+        .path_and_query()
+        .map_or(request.uri().path(), |p| p.as_str())
+        .to_string();
+    let verified = access
+        .peer_signatures
+        .verify_head(
+            token,
+            signature,
+            Head {
+                method: request.method().as_str(),
+                host: &host,
+                path_and_query: &path_and_query,
+                headers: request.headers(),
+            },
+        )
+        .map_err(refuse)?;
     let too_large = || {
         ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "PAYLOAD_TOO_LARGE",
+            Code::PayloadTooLarge,
             format!(
                 "a signed peer request's body is {} bytes at most",
                 signing::BODY_LIMIT
@@ -311,47 +330,52 @@ async fn admit_signed(
     if declared.is_some_and(|length| length > signing::BODY_LIMIT as u64) {
         return Err(too_large());
     }
-    let Some(_turn) = access.peer_signatures.body_turn().await else {
+    let from = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|info| info.0.ip().to_canonical());
+    let Some(_turn) = access.peer_signatures.body_turn(from).await else {
         return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "PEER_BUSY",
+            Code::PeerBusy,
             format!(
-                "{} signed peer requests are being read: try again shortly",
-                signing::BODIES_AT_ONCE
+                "{} signed peer requests are being read ({} from one address at most): try \
+                 again shortly",
+                signing::BODIES_AT_ONCE,
+                signing::BODIES_PER_ADDRESS
             ),
         )
         .into_response());
     };
     let (parts, body) = request.into_parts();
-    let mut stream = body.into_data_stream();
-    let mut bytes = Vec::new();
-    while let Some(chunk) = futures_util::StreamExt::next(&mut stream).await {
-        let Ok(chunk) = chunk else {
-            return Err(unauthorized("the signed request's body could not be read").into_response());
-        };
-        if bytes.len() + chunk.len() > signing::BODY_LIMIT {
-            return Err(too_large());
+    let read = tokio::time::timeout(signing::BODY_WAIT, async {
+        let mut stream = body.into_data_stream();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = futures_util::StreamExt::next(&mut stream).await {
+            let Ok(chunk) = chunk else {
+                return Err(
+                    unauthorized("the signed request's body could not be read").into_response()
+                );
+            };
+            if bytes.len() + chunk.len() > signing::BODY_LIMIT {
+                return Err(too_large());
+            }
+            bytes.extend_from_slice(&chunk);
         }
-        bytes.extend_from_slice(&chunk);
-    }
-    let path_and_query = parts
-        .uri
-        .path_and_query()
-        .map_or(parts.uri.path(), |p| p.as_str());
-    access
-        .peer_signatures
-        .verify(
-            token,
-            signature,
-            Signed {
-                method: parts.method.as_str(),
-                host: &host,
-                path_and_query,
-                headers: &parts.headers,
-                body: &bytes,
-            },
-        )
-        .map_err(refuse)?;
+        Ok(bytes)
+    })
+    .await;
+    let bytes = match read {
+        Ok(read) => read?,
+        Err(_) => {
+            return Err(Code::BodyTimeout
+                .error(format!(
+                    "a signed peer request's body must arrive within {:?}",
+                    signing::BODY_WAIT
+                ))
+                .into_response())
+        }
+    };
+    verified.check_body(&bytes).map_err(refuse)?;
     let mut request = axum::extract::Request::from_parts(parts, bytes.into());
     request.extensions_mut().insert(Caller::Shared);
     Ok(request)
@@ -363,12 +387,35 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
 }
 
 fn unauthorized(detail: &str) -> ApiError {
-    ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", detail)
+    Code::Unauthorized.error(detail)
+}
+
+/// Whether `url` is this server itself on loopback (`port`: where it listens), which no browser
+/// of ours may load: a reset may not start there (`environment::check_not_the_server`), and an
+/// archive neither records nor answers it.
+pub fn names_this_server(url: &url::Url, port: Option<u16>) -> bool {
+    let local = match url.host() {
+        Some(url::Host::Domain(name)) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_unspecified(),
+        Some(url::Host::Ipv6(ip)) => {
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || ip
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| v4.is_loopback() || v4.is_unspecified())
+        }
+        None => false,
+    };
+    local && port.is_some() && url.port_or_known_default() == port
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::StatusCode;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();

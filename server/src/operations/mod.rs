@@ -6,3 +6,4 @@ pub mod capacity;
 pub mod connection;
 pub mod drain;
 pub mod init;
+pub mod signing;

@@ -19,7 +19,6 @@
 
 pub mod relay;
 pub mod routing;
-pub mod signing;
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -27,6 +26,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::Value;
+
+use crate::operations::signing;
 
 /// How long a peer has to answer one call (a replica that is down or cut off is reported after
 /// this, not waited for).

@@ -161,7 +161,7 @@ pub async fn http(
         .timeout(FORWARDED_TIMEOUT)
         .headers(sent.clone());
     if let Some(signature) = replicas.signature(method.as_str(), url, &sent, &body) {
-        request = request.header(super::signing::HEADER, signature);
+        request = request.header(crate::operations::signing::HEADER, signature);
     }
     let response = request
         .body(body)
@@ -306,7 +306,9 @@ type Upstream =
 async fn connect(url: &str, signature: Option<&str>) -> Result<Upstream, String> {
     let mut request = url.into_client_request().map_err(|err| err.to_string())?;
     if let Some(value) = signature.and_then(|a| a.parse().ok()) {
-        request.headers_mut().insert(super::signing::HEADER, value);
+        request
+            .headers_mut()
+            .insert(crate::operations::signing::HEADER, value);
     }
     // An observation with its screenshot is far below this; a peer that sends more is cut off.
     let config = WebSocketConfig::default()

@@ -10,8 +10,11 @@
 //! and the text-layer requests of the terminal UI (`GET /sessions/{id}/text`) take it between
 //! those requests, never during one.
 
+pub mod control;
 mod handoff;
 mod outlets;
+pub mod recording;
+pub mod registry;
 
 pub use handoff::{agent_reset, agent_step, ask_for_a_person};
 
@@ -29,11 +32,11 @@ use browserenv_collect::trajectory::{Actor, RecordEvent};
 
 use crate::browser::Launcher;
 use crate::environment::{EnvError, Environment, TaskCatalog};
-use crate::features::recording::SessionRecorder;
 use crate::operations::capacity::{AtCapacity, Capacity, Slot};
 use crate::operations::drain::Lifecycle;
 use crate::pool::WarmPool;
-use crate::registry::{HumanAction, Registry, TextReply};
+use crate::session::recording::SessionRecorder;
+use crate::session::registry::{HumanAction, Registry, TextReply};
 use crate::settings::{EnvSettings, DEFAULT_HANDOFF_WAIT};
 
 /// How a session's client reaches it; shown in `/sessions`, and the start of its id.
@@ -90,9 +93,11 @@ pub struct Sessions<L: Launcher> {
     /// Serving or draining (`drain.rs`): a draining server opens no session and starts no episode.
     lifecycle: Lifecycle,
     /// The campaign (`--campaign`): a reset naming a lease makes the session a person's work.
-    campaign: Option<Arc<crate::features::campaign::Hub>>,
+    campaign: Option<Arc<crate::campaign::Hub>>,
     /// The server's archives (`archive/`).
-    archives: Option<Arc<crate::features::archive::Archives>>,
+    archives: Option<Arc<crate::archive::Archives>>,
+    /// MiniWoB++'s tasks (`--miniwob`).
+    miniwob: Option<Arc<crate::miniwob::MiniWob>>,
 }
 
 /// A session behind the lock its transport and its text-layer requests share.
@@ -136,17 +141,24 @@ impl<L: Launcher> Sessions<L> {
             lifecycle: Lifecycle::serving(),
             campaign: None,
             archives: None,
+            miniwob: None,
         }
     }
 
     /// Record episodes into archives, and replay them from archives (`archive/`).
-    pub fn with_archives(mut self, archives: Arc<crate::features::archive::Archives>) -> Self {
+    pub fn with_archives(mut self, archives: Arc<crate::archive::Archives>) -> Self {
         self.archives = Some(archives);
         self
     }
 
+    /// Let resets name MiniWoB++'s tasks (`--miniwob`).
+    pub fn with_miniwob(mut self, miniwob: Option<Arc<crate::miniwob::MiniWob>>) -> Self {
+        self.miniwob = miniwob;
+        self
+    }
+
     /// Run this campaign's sessions (`--campaign`).
-    pub fn with_campaign(mut self, campaign: Option<Arc<crate::features::campaign::Hub>>) -> Self {
+    pub fn with_campaign(mut self, campaign: Option<Arc<crate::campaign::Hub>>) -> Self {
         self.campaign = campaign;
         self
     }
@@ -221,6 +233,7 @@ impl<L: Launcher> Sessions<L> {
         let env = Environment::new(self.pool.clone(), self.settings.clone())
             .with_tasks(self.tasks.clone())
             .with_archives(self.archives.clone())
+            .with_miniwob(self.miniwob.clone())
             .for_session(&id);
         let episode_ended = Arc::new(Notify::new());
         let control = registration.control().clone();
@@ -291,13 +304,13 @@ fn serve_watchers<L: Launcher>(
                     let Some(reply) = reply else { break };
                     let Some(session) = session.upgrade() else { break };
                     let text = session.lock().await.visible_text().await;
-                    let _ = reply.send(text.map_err(|err| err.0));
+                    let _ = reply.send(text.map_err(|err| err.to_string()));
                 }
                 action = human_actions.recv() => {
                     let Some(HumanAction { controller, action, secret, reply }) = action else { break };
                     let Some(session) = session.upgrade() else { break };
                     let result = session.lock().await.human_step(&controller, &action, secret).await;
-                    let _ = reply.send(result.map_err(|err| err.0));
+                    let _ = reply.send(result.map_err(|err| err.to_string()));
                 }
             }
         }
@@ -320,12 +333,9 @@ impl<L: Launcher> Session<L> {
 
     fn closed(&self) -> EnvError {
         if self.lifecycle.is_draining() {
-            EnvError(format!(
-                "the session is closed: {}",
-                crate::operations::drain::DRAINING_MESSAGE
-            ))
+            EnvError::ClosedByDrain
         } else {
-            EnvError("the session is closed".into())
+            EnvError::Closed
         }
     }
 
@@ -357,7 +367,7 @@ impl<L: Launcher> Session<L> {
             return Err(self.closed());
         }
         if self.lifecycle.is_draining() {
-            return Err(EnvError(crate::operations::drain::DRAINING_MESSAGE.into()));
+            return Err(EnvError::Draining);
         }
         let (seat, seat_kwargs) = self.take_seat(kwargs)?.unzip();
         // The session holds the lease from here, even if the reset fails: its end lets it go.
@@ -385,13 +395,13 @@ impl<L: Launcher> Session<L> {
     fn take_seat(
         &mut self,
         kwargs: &Map<String, Value>,
-    ) -> Result<Option<crate::features::campaign::Seated>, EnvError> {
+    ) -> Result<Option<crate::campaign::Seated>, EnvError> {
         let seated = match &self.outlets.campaign {
-            Some(hub) => hub.seat(kwargs, &self.id, &self.caller).map_err(EnvError)?,
-            None if kwargs.contains_key(crate::features::campaign::LEASE_KWARG) => {
-                return Err(EnvError(
-                    "this server runs no campaign (start it with --campaign DIR)".into(),
-                ))
+            Some(hub) => hub
+                .seat(kwargs, &self.id, &self.caller)
+                .map_err(EnvError::Campaign)?,
+            None if kwargs.contains_key(crate::campaign::LEASE_KWARG) => {
+                return Err(EnvError::NoCampaign)
             }
             None => None,
         };

@@ -11,8 +11,8 @@ use browserenv::models::{BrowserAction, StepResult};
 use browserenv_collect::tasks::Verdict;
 use browserenv_collect::trajectory::{Actor, RecordEvent};
 
-use crate::features::recording::SessionRecorder;
-use crate::registry::Registration;
+use crate::session::recording::SessionRecorder;
+use crate::session::registry::Registration;
 
 /// The outlets of one session.
 pub(super) struct Outlets {
@@ -23,9 +23,9 @@ pub(super) struct Outlets {
     /// The server's recorder (`--record-dir`), which records the session's episodes unless they
     /// are a campaign's (recorded by the campaign's, with the person's name).
     pub server_recorder: Option<Sender<RecordEvent>>,
-    pub campaign: Option<Arc<crate::features::campaign::Hub>>,
+    pub campaign: Option<Arc<crate::campaign::Hub>>,
     /// The campaign lease the current episode is done under.
-    pub seat: Option<crate::features::campaign::Seat>,
+    pub seat: Option<crate::campaign::Seat>,
     /// `recorder` writes to the campaign's recording (else to the server's).
     pub recording_campaign: bool,
 }

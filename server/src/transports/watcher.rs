@@ -21,7 +21,7 @@ use tokio::sync::{oneshot, watch};
 use browserenv::models::StepResult;
 use browserenv::protocol::{ClientMessage, ErrorCode, ErrorFrame, ServerMessage};
 
-use crate::registry::{Hold, HumanAction, Registry};
+use crate::session::registry::{Hold, HumanAction, Registry};
 use crate::settings::PeerTimeouts;
 use crate::transports::websocket::Heartbeat;
 
@@ -206,11 +206,7 @@ impl Steering {
                     .unwrap_or(UNNAMED);
                 // Shown in status bars, observations and the log: no control characters (a
                 // newline would forge a log line, an escape would drive the terminal).
-                let name: String = name
-                    .chars()
-                    .filter(|c| !c.is_control())
-                    .take(NAME_LIMIT)
-                    .collect();
+                let name = browserenv::text_layer::printable(name, NAME_LIMIT);
                 match self.registry.take_control(&self.session, &name) {
                     Ok(hold) => {
                         tracing::info!("session {}: {name} took control", self.session);
@@ -229,12 +225,9 @@ impl Steering {
             Some("release") => {
                 // A note for the agent (the answer to its `request_human`), on one line of
                 // printable text: it is shown in observations, recordings and the log.
-                let note = value["data"]["note"].as_str().map(|note| {
-                    note.chars()
-                        .map(|c| if c.is_control() { ' ' } else { c })
-                        .take(NOTE_LIMIT)
-                        .collect::<String>()
-                });
+                let note = value["data"]["note"]
+                    .as_str()
+                    .map(|note| browserenv::text_layer::printable(note, NOTE_LIMIT));
                 if let (Some(hold), Some(note)) = (&self.hold, note) {
                     self.registry
                         .leave_note(&self.session, &hold.controller.id, note);

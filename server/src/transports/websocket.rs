@@ -187,14 +187,14 @@ pub async fn run<L: Launcher>(socket: WebSocket, context: Context<L>, peer: Stri
     // Capacity: accept the upgrade, say why, close (docs/wire.md §2.3; no HTTP 503 here).
     // An attached session is OpenEnv's to close: the socket only lets go of it at the end.
     let (session, attached) = match attach_to {
-        None => match sessions.open_as(Transport::WebSocket, peer.clone(), caller) {
+        None => match sessions.open_as(Transport::WebSocket, peer.clone(), caller.clone()) {
             Ok(session) => (session, None),
             Err(refused) => {
                 outbox.farewell(Some(refused.frame()), 1000, "").await;
                 return;
             }
         },
-        Some(id) => match openenv.attach(&id) {
+        Some(id) => match openenv.attach(&id, &caller) {
             Ok(attached) => (attached.session.clone(), Some(attached)),
             Err(message) => {
                 let frame = ErrorFrame::new(ErrorCode::SessionError, message);
@@ -262,7 +262,9 @@ pub async fn run<L: Launcher>(socket: WebSocket, context: Context<L>, peer: Stri
                         }
                         ClientMessage::State => ServerMessage::State(session.lock().await.state()),
                         ClientMessage::Mcp(request) => ServerMessage::Mcp(
-                            openenv.answer(&request, Some(&session), &peer).await,
+                            openenv
+                                .answer(&request, Some(&session), &caller, &peer)
+                                .await,
                         ),
                         ClientMessage::Close => return None,
                     })
@@ -500,8 +502,8 @@ async fn until(deadline: Option<tokio::time::Instant>) {
 fn observation(result: Result<StepResult, EnvError>) -> ServerMessage {
     match result {
         Ok(result) => ServerMessage::Observation(result),
-        Err(EnvError(message)) => {
-            ServerMessage::Error(ErrorFrame::new(ErrorCode::ExecutionError, message))
+        Err(err) => {
+            ServerMessage::Error(ErrorFrame::new(ErrorCode::ExecutionError, err.to_string()))
         }
     }
 }

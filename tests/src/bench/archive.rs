@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use browserenv_server::features::archive::ArchiveConfig;
+use browserenv_server::archive::ArchiveConfig;
 use browserenv_server::site::serve_dir;
 use browserenv_server::ServerConfig;
 use browserenv_tests::{assets_dir, Harness};
@@ -70,6 +70,10 @@ pub async fn run(rounds: usize) -> anyhow::Result<()> {
         client.close().await?;
         harness.stop().await;
     }
+    let name = archive
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("the recording named no archive"))?;
+    crate::archive_large::run(&dir, &name, &start, rounds).await?;
     println!();
     print_size(&dir, archive.as_deref())?;
     std::fs::remove_dir_all(&dir)?;

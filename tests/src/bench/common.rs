@@ -176,33 +176,7 @@ pub async fn resets(
     Ok(series)
 }
 
-/// Every Chromium process this benchmark launched: each browser (its profile names this process)
-/// and everything in its process group (renderers, GPU, network and storage services).
-fn chromium_processes() -> Vec<i32> {
-    let marker = format!("browserenv-{}-", std::process::id());
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let processes: Vec<(i32, String)> = entries
-        .flatten()
-        .filter_map(|entry| {
-            let pid: i32 = entry.file_name().to_string_lossy().parse().ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            Some((pid, String::from_utf8_lossy(&cmdline).to_string()))
-        })
-        .collect();
-    let browsers: std::collections::HashSet<i32> = processes
-        .iter()
-        .filter(|(_, cmdline)| cmdline.contains(&marker) && !cmdline.contains("--type="))
-        .map(|(pid, _)| *pid)
-        .collect();
-    processes
-        .into_iter()
-        // SAFETY: getpgid on an arbitrary pid only reads.
-        .filter(|(pid, _)| browsers.contains(&unsafe { libc::getpgid(*pid) }))
-        .map(|(pid, _)| pid)
-        .collect()
-}
+use crate::cpu::chromium_processes;
 
 /// Proportional set size (KiB) of every Chromium process this benchmark launched.
 pub fn chromium_pss_kib() -> u64 {
@@ -217,46 +191,6 @@ pub fn chromium_pss_kib() -> u64 {
                 .and_then(|v| v.parse::<u64>().ok())
         })
         .sum()
-}
-
-/// The CPU time (user and system, in clock ticks) of each Chromium process running now.
-pub struct CpuReading(std::collections::HashMap<i32, u64>);
-
-impl CpuReading {
-    pub fn now() -> CpuReading {
-        CpuReading(
-            chromium_processes()
-                .into_iter()
-                .filter_map(|pid| {
-                    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-                    // Fields after the command (which may hold spaces): utime and stime are the
-                    // 12th and 13th.
-                    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-                    let ticks = fields.get(11)?.parse::<u64>().ok()?
-                        + fields.get(12)?.parse::<u64>().ok()?;
-                    Some((pid, ticks))
-                })
-                .collect(),
-        )
-    }
-
-    /// Milliseconds of CPU the Chromium processes used since this reading; None when a process
-    /// of the first reading has ended since (its time left with it: the figure would be short,
-    /// as the last round's "-11.0" was), so that the figure prints as unknown.
-    pub fn cpu_ms_since(&self) -> Option<f64> {
-        let later = CpuReading::now();
-        if self.0.keys().any(|pid| !later.0.contains_key(pid)) {
-            return None;
-        }
-        // SAFETY: sysconf only reads a constant.
-        let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-        let ticks: u64 = later
-            .0
-            .iter()
-            .map(|(pid, ticks)| ticks.saturating_sub(self.0.get(pid).copied().unwrap_or(0)))
-            .sum();
-        Some(ticks as f64 * 1000.0 / ticks_per_second)
-    }
 }
 
 /// Cores, CPU model and Chromium version.

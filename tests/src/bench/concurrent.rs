@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use browserenv_server::chromium::{Isolation, DEFAULT_EPISODES_PER_BROWSER};
 
-use crate::common::{long_episodes, open_sessions, scrolls, server_with, CpuReading, Series};
+use crate::common::{long_episodes, open_sessions, scrolls, server_with, Series};
+use crate::cpu::CpuReading;
 use crate::regressions::{cell, record, Better};
 use crate::sessions_chart::StepFigure;
 

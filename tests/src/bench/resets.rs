@@ -6,7 +6,13 @@ use browserenv::ResetOptions;
 use browserenv_server::chromium::{Isolation, DEFAULT_EPISODES_PER_BROWSER};
 use browserenv_tests::test_settings;
 
+use std::time::Duration;
+
+use browserenv::BrowserAction;
+use browserenv_server::settings::EnvSettings;
+
 use crate::common::{resets, server_with, timed, Series, SPARE_PAUSE};
+use crate::cpu::CpuReading;
 use crate::floor::floors;
 use crate::regressions::{cell, record, Better};
 use crate::sessions_chart::ResetFigure;
@@ -58,43 +64,59 @@ pub struct BackToBack {
 /// session's Chromium, and with sessions sharing one Chromium. Rows of a table already begun.
 pub async fn back_to_back(rounds: usize) -> anyhow::Result<BackToBack> {
     let floors = floors(rounds).await?;
-    // The row's name, the chart's, and the server's isolation and episodes per browser.
+    // The row's name, the chart's, the server's isolation and episodes per browser, and whether
+    // the next episode's page is loaded ahead (`BROWSER_NO_PREPARED_RESETS` off).
     let modes = [
         (
             "reset back to back, new context per episode, no spare context (BROWSER_NO_WARM_SPARE)",
             "new context, no spare context",
             Isolation::Process,
             DEFAULT_EPISODES_PER_BROWSER,
+            true,
         ),
         (
             "reset back to back, new Chromium per episode (BROWSER_EPISODES_PER_BROWSER=1)",
             "new Chromium per episode",
             Isolation::Process,
             1,
+            true,
         ),
         (
             "reset back to back, new context per episode (BROWSER_ISOLATION=process, default)",
             "new context (process, default)",
             Isolation::Process,
             DEFAULT_EPISODES_PER_BROWSER,
+            true,
+        ),
+        (
+            "reset back to back, new context per episode, no page prepared (BROWSER_NO_PREPARED_RESETS)",
+            "new context, no page prepared",
+            Isolation::Process,
+            DEFAULT_EPISODES_PER_BROWSER,
+            false,
         ),
         (
             "reset back to back, shared Chromium (BROWSER_ISOLATION=context)",
             "shared Chromium (context)",
             Isolation::Context,
             DEFAULT_EPISODES_PER_BROWSER,
+            true,
         ),
     ];
     let mut measured = BackToBack {
         phase_rows: Vec::new(),
         figures: Vec::new(),
     };
-    for (name, short, isolation, episodes) in modes {
+    for (name, short, isolation, episodes, prepared) in modes {
+        let settings = EnvSettings {
+            prepared_resets: prepared,
+            ..test_settings()
+        };
         let harness = server_with(
             isolation,
             episodes,
             !name.contains("no spare context"),
-            test_settings(),
+            settings,
         )
         .await;
         let mut client = harness.client().await;
@@ -111,7 +133,9 @@ pub async fn back_to_back(rounds: usize) -> anyhow::Result<BackToBack> {
         };
         let mut series = Series::new(name).with_floor(floor);
         let mut phases: Vec<serde_json::Value> = Vec::new();
-        for _ in 0..rounds.clamp(10, 30) {
+        let count = rounds.clamp(10, 30);
+        let cpu_before = CpuReading::now();
+        for _ in 0..count {
             let result = timed(
                 &mut series,
                 client.reset(ResetOptions::new(harness.page("long.html"))),
@@ -119,6 +143,11 @@ pub async fn back_to_back(rounds: usize) -> anyhow::Result<BackToBack> {
             .await?;
             phases.push(result.observation.metadata["timings_ms"].clone());
         }
+        // The last disposal's work, done off the reset's clock, is the last reset's.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let cpu = cpu_before
+            .spent_since()
+            .map_or(f64::NAN, |spent| spent.total() / count as f64);
         println!("{}", series.row());
         measured.figures.push(ResetFigure {
             mode: short,
@@ -147,7 +176,7 @@ pub async fn back_to_back(rounds: usize) -> anyhow::Result<BackToBack> {
                 .collect();
             series.percentile(50.0)
         };
-        let phases: Vec<f64> = ["browser", "action", "settle", "screenshot", "total"]
+        let mut phases: Vec<f64> = ["browser", "action", "settle", "screenshot", "total"]
             .into_iter()
             .map(|phase| {
                 let value = median(phase);
@@ -155,6 +184,13 @@ pub async fn back_to_back(rounds: usize) -> anyhow::Result<BackToBack> {
                 value
             })
             .collect();
+        record(
+            &format!("{name}: Chromium CPU ms per reset"),
+            cpu,
+            "ms",
+            Better::Lower,
+        );
+        phases.push(cpu);
         measured.phase_rows.push(format!(
             "| {name} | {} |",
             phases
@@ -167,11 +203,12 @@ pub async fn back_to_back(rounds: usize) -> anyhow::Result<BackToBack> {
         harness.stop().await;
     }
     measured.phase_rows.push(format!(
-        "| raw CDP (the floor): a context and tab, `Page.navigate` to the load event, a screencast's first frame | {} | {} | - | {} | {} |",
+        "| raw CDP (the floor): a context and tab, `Page.navigate` to the load event, a screencast's first frame | {} | {} | - | {} | {} | {} |",
         cell(floors.context, 0),
         cell(floors.load, 0),
         cell(floors.screenshot, 0),
-        cell(floors.reset_new_context, 0)
+        cell(floors.reset_new_context, 0),
+        cell(floors.reset_cpu, 0),
     ));
     Ok(measured)
 }
@@ -181,9 +218,63 @@ pub async fn back_to_back(rounds: usize) -> anyhow::Result<BackToBack> {
 /// the rest of `total` is reading the page's facts.
 pub fn print_phases(rows: &[String]) {
     println!();
-    println!("| reset back to back, server phases (median ms) | context or browser | load | settle | screenshot | server total |");
-    println!("|---|---|---|---|---|---|");
+    println!("| reset back to back, server phases (median ms) | context or browser | load | settle | screenshot | server total | Chromium CPU ms per reset |");
+    println!("|---|---|---|---|---|---|---|");
     for row in rows {
         println!("{row}");
     }
+}
+
+/// Episodes as a trainer runs them on one task (MiniWoB's are 3 to 10 steps): a reset to the same
+/// page after three steps, the next episode's page loaded ahead while they ran. Rows of a table
+/// already begun; the note of how many of the resets took a prepared page, for after the table.
+pub async fn after_short_episodes(rounds: usize) -> anyhow::Result<String> {
+    let floors = floors(rounds).await?;
+    let mut note = String::new();
+    for (name, prepared) in [
+        (
+            "reset after an episode of 3 steps, same start (default: its page prepared)",
+            true,
+        ),
+        (
+            "reset after an episode of 3 steps, same start, no page prepared (BROWSER_NO_PREPARED_RESETS)",
+            false,
+        ),
+    ] {
+        let settings = EnvSettings {
+            prepared_resets: prepared,
+            max_steps: 200,
+            ..test_settings()
+        };
+        let harness = server_with(Isolation::Process, DEFAULT_EPISODES_PER_BROWSER, true, settings).await;
+        let mut client = harness.client().await;
+        let page = harness.page("long.html");
+        client.reset(ResetOptions::new(&page)).await?;
+        tokio::time::sleep(SPARE_PAUSE).await;
+        let mut series = Series::new(name).with_floor(floors.reset_ready);
+        let mut taken = 0;
+        let count = rounds.clamp(10, 30);
+        for _ in 0..count {
+            for dy in [300, 300, -600] {
+                client.step(BrowserAction::scroll(dy)).await?;
+            }
+            let result = timed(&mut series, client.reset(ResetOptions::new(&page))).await?;
+            taken += usize::from(result.observation.metadata.get("prepared").is_some());
+        }
+        println!("{}", series.row());
+        if prepared {
+            record(
+                &format!("{name}: resets that took a prepared page"),
+                taken as f64,
+                "resets",
+                Better::Higher,
+            );
+            note = format!(
+                "After an episode of 3 steps, {taken} of {count} resets took the page prepared."
+            );
+        }
+        client.close().await?;
+        harness.stop().await;
+    }
+    Ok(note)
 }

@@ -10,7 +10,11 @@ use browserenv::BrowserAction;
 use browserenv_server::chromium::{Isolation, DEFAULT_EPISODES_PER_BROWSER};
 use browserenv_server::settings::EnvSettings;
 
-use crate::common::{long_episodes, open_sessions, server_with, CpuReading};
+use crate::common::{long_episodes, open_sessions, server_with};
+use browserenv_server::site::serve_dir;
+use browserenv_tests::assets_dir;
+
+use crate::cpu::{own_cpu_ms, CpuReading};
 use crate::regressions::{cell, record, Better};
 
 /// Sessions stepping at once.
@@ -22,9 +26,9 @@ const WINDOW: Duration = Duration::from_secs(6);
 pub async fn run(_rounds: usize) -> anyhow::Result<()> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     println!(
-        "| settle | sessions | steps | steps/s | steps/s per core | median step ms | Chromium CPU ms per step |"
+        "| settle | sessions | steps | steps/s | steps/s per core | median step ms | Chromium CPU ms per step | by process | server and clients CPU ms per step |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for (label, wait) in [
         ("none (BROWSER_ACTION_WAIT_SECONDS=0)", Some(Duration::ZERO)),
         ("adaptive (default)", None),
@@ -48,6 +52,7 @@ pub async fn run(_rounds: usize) -> anyhow::Result<()> {
             open_sessions(&harness, &mut clients, sessions).await?;
             tokio::time::sleep(Duration::from_secs(2)).await;
             let cpu_before = CpuReading::now();
+            let own_before = own_cpu_ms();
             let started = Instant::now();
             let mut tasks = Vec::new();
             for mut client in clients {
@@ -72,12 +77,16 @@ pub async fn run(_rounds: usize) -> anyhow::Result<()> {
                 clients.push(client);
             }
             let elapsed = started.elapsed().as_secs_f64();
-            let cpu_ms = cpu_before.cpu_ms_since();
+            let spent = cpu_before.spent_since();
+            let own_ms = own_cpu_ms() - own_before;
             let steps = times.len();
             times.sort_by(f64::total_cmp);
             let median = times.get(steps / 2).copied().unwrap_or(f64::NAN);
             let per_second = steps as f64 / elapsed;
-            let cpu_per_step = cpu_ms.map_or(f64::NAN, |ms| ms / steps as f64);
+            let per_step = spent.map(|spent| spent.per(steps));
+            let cpu_per_step = per_step.as_ref().map_or(f64::NAN, |spent| spent.total());
+            let by_process = per_step.map_or("unknown".into(), |spent| spent.breakdown());
+            let own_per_step = own_ms / steps.max(1) as f64;
             let name = format!("throughput, settle {label}, {sessions} sessions");
             record(
                 &format!("{name}: steps/s"),
@@ -91,12 +100,19 @@ pub async fn run(_rounds: usize) -> anyhow::Result<()> {
                 "ms",
                 Better::Lower,
             );
+            record(
+                &format!("{name}: server and clients CPU ms per step"),
+                own_per_step,
+                "ms",
+                Better::Lower,
+            );
             println!(
-                "| {label} | {sessions} | {steps} | {} | {} | {} | {} |",
+                "| {label} | {sessions} | {steps} | {} | {} | {} | {} | {by_process} | {} |",
                 cell(per_second, 1),
                 cell(per_second / cores, 1),
                 cell(median, 0),
-                cell(cpu_per_step, 1)
+                cell(cpu_per_step, 1),
+                cell(own_per_step, 1),
             );
             for client in clients {
                 client.close().await?;
@@ -104,5 +120,8 @@ pub async fn run(_rounds: usize) -> anyhow::Result<()> {
             harness.stop().await;
         }
     }
+    // The seed's reference, on the same page and cores.
+    let pages = serve_dir(assets_dir().join("pages")).await?;
+    crate::seed::reference(&pages.url("long.html")).await?;
     Ok(())
 }

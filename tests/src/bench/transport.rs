@@ -1,5 +1,5 @@
 //! The DevTools transport (`BENCH_ONLY=transport`): what the loopback WebSocket bridge between
-//! chromiumoxide and Chromium's pipe (`server/src/chromium/pipe.rs`) costs per command, beside
+//! chromiumoxide and Chromium's pipe (`server/src/chromium/launch/pipe.rs`) costs per command, beside
 //! the same pipe read directly, as a pipe transport inside chromiumoxide would read it (upstream's
 //! open pull request: a `Connection` over any `AsyncRead + AsyncWrite`). Both sides talk to the
 //! same stand-in browser (`browserenv_tests::stand_in_browser`): for each command a screenshot
@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use browserenv_server::chromium::pipe::pipes;
+use browserenv_server::chromium::launch::pipe::pipes;
 use browserenv_tests::stand_in_browser::{answer_with_frames, FRAME_BYTES};
 use futures_util::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

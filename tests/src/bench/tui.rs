@@ -56,10 +56,10 @@ pub async fn catalog_frames(rounds: usize) -> anyhow::Result<Vec<(String, TextLa
 /// iTerm2), draw, and the bytes a real terminal would receive (counted here).
 pub fn frames(frames: &[(String, TextLayer)]) -> anyhow::Result<()> {
     use browserenv_tui::app::{App, Msg};
-    use browserenv_tui::event_loop::render;
+    use browserenv_tui::graphics::picture::decode_png;
     use browserenv_tui::graphics::{Graphics, Protocol};
-    use browserenv_tui::painter::Painter;
-    use browserenv_tui::picture::decode_png;
+    use browserenv_tui::live::event_loop::render;
+    use browserenv_tui::screen::painter::Painter;
     use ratatui::backend::CrosstermBackend;
     use ratatui::layout::Size;
 
@@ -128,11 +128,11 @@ pub fn frames(frames: &[(String, TextLayer)]) -> anyhow::Result<()> {
     let shown = |width: u16, height: u16| {
         let area = ratatui::layout::Rect::new(0, 0, width, height);
         let graphics = Graphics::pixels(Protocol::Kitty, CELL);
-        browserenv_tui::layout::layout(
+        browserenv_tui::screen::layout::layout(
             area,
             &graphics,
             false,
-            browserenv_tui::picture::Region::PAGE,
+            browserenv_tui::graphics::picture::Region::PAGE,
         )
         .picture
         .map_or((0, 0), |view| view.pixels)

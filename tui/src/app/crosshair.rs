@@ -5,7 +5,7 @@
 use browserenv::models::BrowserAction;
 
 use super::{App, Effect, Mode};
-use crate::picture::{Region, PAGE_HEIGHT, PAGE_WIDTH, ZOOMS};
+use crate::graphics::picture::{Region, PAGE_HEIGHT, PAGE_WIDTH, ZOOMS};
 
 /// Arrow keys move the crosshair this far; with Shift, `FAST_STEP`.
 pub const STEP: i64 = 10;

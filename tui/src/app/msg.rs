@@ -1,9 +1,7 @@
 //! What goes into `App::update` and what comes out: `Msg` (every input and server event),
 //! `KeyInput` (keys as the UI understands them) and `Effect` (what the event loop is to do).
 
-use std::time::Duration;
-
-use super::Request;
+use super::{Observed, Request};
 
 /// Everything the UI reacts to.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,17 +27,8 @@ pub enum Msg {
         height: u16,
     },
     Connected,
-    Observation {
-        url: String,
-        title: String,
-        error: String,
-        done: bool,
-        step: u64,
-        latency: Duration,
-        reward: Option<f64>,
-        verdict: Option<(bool, String)>,
-        max_steps: Option<u64>,
-    },
+    /// What the server answered a reset or step with (or a watched session's frame).
+    Observation(Observed),
     /// An error frame: the session goes on.
     ServerError {
         code: String,

@@ -9,6 +9,7 @@
 //! iTerm2's inline images, never scaled past the page's own 800x600 pixels.
 
 pub mod encode;
+pub mod picture;
 pub mod probe;
 
 use probe::{Report, WindowSize};

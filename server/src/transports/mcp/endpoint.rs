@@ -179,7 +179,14 @@ async fn entry<L: Launcher>(
     // A call naming a session another replica holds went there already (`server/src/replicas/routing.rs`).
     if is_openenv(&parts.headers, parsed.as_ref()) {
         let answer = match parsed {
-            Some(request) => mcp.openenv.answer(&request, None, &peer).await,
+            Some(request) => {
+                let caller = parts
+                    .extensions
+                    .get::<crate::operations::caller::Caller>()
+                    .cloned()
+                    .unwrap_or_default();
+                mcp.openenv.answer(&request, None, &caller, &peer).await
+            }
             None => openenv::parse_error(),
         };
         return Json(answer).into_response();

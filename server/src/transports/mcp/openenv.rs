@@ -5,7 +5,9 @@
 //!
 //! A session made here is kept in this table until `openenv/session/close`, or until it has been
 //! unused for the session timeout. A WebSocket may attach to it (one at a time); a close asked
-//! while one is attached happens when it detaches.
+//! while one is attached happens when it detaches. A kept session is its opener's: only a caller
+//! with the same token (`caller.rs`) calls, attaches to or closes it by its id; to anyone else it
+//! is unknown.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -15,6 +17,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::watch;
 
 use crate::browser::Launcher;
+use crate::operations::caller::Caller;
 use crate::session::{Sessions, SharedSession, Transport};
 use crate::transports::mcp::tools::{self, Called};
 
@@ -34,6 +37,8 @@ pub struct OpenEnvMcp<L: Launcher> {
 
 struct Kept<L: Launcher> {
     session: SharedSession<L>,
+    /// Who opened it: the one caller that may name it.
+    opener: Caller,
     /// A WebSocket drives it now.
     attached: bool,
     /// Closed when the WebSocket detaches.
@@ -104,11 +109,12 @@ impl<L: Launcher> OpenEnvMcp<L> {
         self.kept().contains_key(id)
     }
 
-    /// Attach a WebSocket to a kept session (`/ws?session_id=…`).
-    pub fn attach(self: &Arc<Self>, id: &str) -> Result<Attached<L>, String> {
+    /// Attach a WebSocket of `caller`'s to a kept session of theirs (`/ws?session_id=…`).
+    pub fn attach(self: &Arc<Self>, id: &str, caller: &Caller) -> Result<Attached<L>, String> {
         let mut kept = self.kept();
         let entry = kept
             .get_mut(id)
+            .filter(|entry| entry.opener == *caller)
             .ok_or_else(|| format!("Unknown session_id: {id}"))?;
         if entry.attached {
             return Err(format!("Session {id} already has an attached WebSocket"));
@@ -121,11 +127,13 @@ impl<L: Launcher> OpenEnvMcp<L> {
         })
     }
 
-    /// Answer one JSON-RPC request. `bound` is the session of the WebSocket it came on.
+    /// Answer one JSON-RPC request of `caller`'s. `bound` is the session of the WebSocket it
+    /// came on.
     pub async fn answer(
         &self,
         request: &Value,
         bound: Option<&SharedSession<L>>,
+        caller: &Caller,
         peer: &str,
     ) -> Value {
         let Some(message) = request.as_object() else {
@@ -164,22 +172,28 @@ impl<L: Launcher> OpenEnvMcp<L> {
         match method {
             "openenv/session/create" => match bound_id {
                 Some(bound_id) => reply(&id, json!({"session_id": bound_id})),
-                None => match self.sessions.open(Transport::Mcp, peer.to_string()) {
-                    Ok(session) => {
-                        let session_id = session.lock().await.id().to_string();
-                        self.kept().insert(
-                            session_id.clone(),
-                            Kept {
-                                session,
-                                attached: false,
-                                closing: false,
-                                last_used: Instant::now(),
-                            },
-                        );
-                        reply(&id, json!({"session_id": session_id}))
+                None => {
+                    match self
+                        .sessions
+                        .open_as(Transport::Mcp, peer.to_string(), caller.clone())
+                    {
+                        Ok(session) => {
+                            let session_id = session.lock().await.id().to_string();
+                            self.kept().insert(
+                                session_id.clone(),
+                                Kept {
+                                    session,
+                                    opener: caller.clone(),
+                                    attached: false,
+                                    closing: false,
+                                    last_used: Instant::now(),
+                                },
+                            );
+                            reply(&id, json!({"session_id": session_id}))
+                        }
+                        Err(refused) => at_capacity(&id, &refused),
                     }
-                    Err(refused) => at_capacity(&id, &refused),
-                },
+                }
             },
             "openenv/session/close" => {
                 let Some(named) = named else {
@@ -199,6 +213,8 @@ impl<L: Launcher> OpenEnvMcp<L> {
                 let closed = {
                     let mut kept = self.kept();
                     match kept.get_mut(named) {
+                        // Another caller's is unknown to this one.
+                        Some(entry) if entry.opener != *caller => None,
                         None => None,
                         Some(entry) if entry.attached => {
                             entry.closing = true;
@@ -232,7 +248,8 @@ impl<L: Launcher> OpenEnvMcp<L> {
                     (Some(session), _) => (session.clone(), false),
                     (None, Some(named)) => {
                         let mut kept = self.kept();
-                        let Some(entry) = kept.get_mut(named) else {
+                        let Some(entry) = kept.get_mut(named).filter(|e| e.opener == *caller)
+                        else {
                             return error(
                                 &id,
                                 INVALID_PARAMS,
@@ -243,7 +260,11 @@ impl<L: Launcher> OpenEnvMcp<L> {
                         (entry.session.clone(), false)
                     }
                     // OpenEnv runs a call without a session on an environment of its own.
-                    (None, None) => match self.sessions.open(Transport::Mcp, peer.to_string()) {
+                    (None, None) => match self.sessions.open_as(
+                        Transport::Mcp,
+                        peer.to_string(),
+                        caller.clone(),
+                    ) {
                         Ok(session) => (session, true),
                         Err(refused) => return at_capacity(&id, &refused),
                     },
@@ -252,7 +273,7 @@ impl<L: Launcher> OpenEnvMcp<L> {
                 if temporary {
                     session.lock().await.close().await;
                 }
-                if let Some(named) = named {
+                if let Some(named) = named.filter(|_| !temporary && bound.is_none()) {
                     if let Some(entry) = self.kept().get_mut(named) {
                         entry.last_used = Instant::now();
                     }

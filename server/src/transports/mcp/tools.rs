@@ -113,10 +113,10 @@ pub fn tools(set: browserenv::ActionSet) -> Vec<Tool> {
             "type": "object",
             "properties": {
                 "start_url": {"type": "string", "description": "The page to start on (http or https)"},
-                "task_id": {"type": "string", "description": "A task of the server's task set, instead of start_url"},
+                "task_id": {"type": "string", "description": "A task of the server's task set (or with --miniwob a MiniWoB++ task, miniwob.click-test), instead of start_url"},
                 "episode_id": {"type": "string", "description": "An id for the episode (the server makes one up otherwise)"},
                 "archive": {"type": "string", "description": "A web archive in the server's --archive-dir to answer the episode from, with no network (docs/archives.md)"},
-                "seed": {"type": "integer", "description": "With an archive: fixes the page's clock and Math.random"},
+                "seed": {"type": "integer", "description": "With an archive or a MiniWoB++ task: fixes the page's clock and Math.random"},
             },
             "additionalProperties": false,
         }),
@@ -218,10 +218,8 @@ fn ask_arguments(
             "reason: String should have at most {REASON_CHARS} characters"
         )));
     }
-    let reason = reason
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect::<String>();
+    // Shown to watchers, in `/sessions`, the recording and the log: cleaned as every such text.
+    let reason = browserenv::text_layer::printable(reason, REASON_CHARS);
     let wait = match arguments.get("wait_seconds") {
         None | Some(Value::Null) => 3600,
         Some(value) => match value.as_u64() {
@@ -328,7 +326,7 @@ pub async fn call<L: Launcher>(
             .await
             .visible_text()
             .await
-            .map_err(|err| ToolFailure::Environment(err.0))?;
+            .map_err(|err| ToolFailure::Environment(err.to_string()))?;
         let compact = layer.compact(max_chars);
         return Ok(Called::Text(PageRead {
             facts: json!({
@@ -346,7 +344,7 @@ pub async fn call<L: Launcher>(
         let capture = session
             .capture(region, scale)
             .await
-            .map_err(|err| ToolFailure::Environment(err.0))?;
+            .map_err(|err| ToolFailure::Environment(err.to_string()))?;
         let state = session.state();
         return Ok(Called::Picture(super::capture::Picture {
             capture,
@@ -358,7 +356,7 @@ pub async fn call<L: Launcher>(
         let (reason, wait) = ask_arguments(arguments)?;
         let result = crate::session::ask_for_a_person(shared, &reason, wait)
             .await
-            .map_err(|err| ToolFailure::Environment(err.0))?;
+            .map_err(|err| ToolFailure::Environment(err.to_string()))?;
         return Ok(Called::Observation(Outcome {
             result,
             state: shared.lock().await.state(),
@@ -383,7 +381,7 @@ pub async fn call<L: Launcher>(
             .map_err(|errors| ToolFailure::Invalid(ErrorFrame::validation(errors).message))?;
         crate::session::agent_step(shared, &action).await
     };
-    let result = result.map_err(|err| ToolFailure::Environment(err.0))?;
+    let result = result.map_err(|err| ToolFailure::Environment(err.to_string()))?;
     Ok(Called::Observation(Outcome {
         result,
         state: shared.lock().await.state(),
@@ -537,5 +535,14 @@ mod tests {
             message(json!({"chars": 5})),
             "Invalid message: chars: Extra inputs are not permitted"
         );
+    }
+
+    /// The reason is shown to people: one line, no control characters, nothing that reorders it
+    /// (a right-to-left override would show `gpj.exe` as `exe.jpg`).
+    #[test]
+    fn a_reason_is_cleaned_as_every_text_shown_to_people() {
+        let args = json!({"reason": "open\u{202e}gpj.exe\u{2066}\nplease\u{1b}[2J"});
+        let (reason, _) = ask_arguments(args.as_object().unwrap()).unwrap();
+        assert_eq!(reason, "opengpj.exe please[2J");
     }
 }

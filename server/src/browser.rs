@@ -10,7 +10,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::capped::Capped;
-use browserenv::models::{Chord, Modifiers, MouseButton, Point};
+use browserenv::models::{Chord, Modifiers, MouseButton, Point, VIEWPORT_HEIGHT, VIEWPORT_WIDTH};
 use browserenv::text_layer::TextRun;
 use browserenv::ObservationError;
 use browserenv_collect::tasks::{PageState, Wants};
@@ -274,7 +274,7 @@ pub trait Browser: Send + 'static {
     /// pixels each way, drawn anew by the page's renderer, not an enlarged screenshot).
     fn capture_region(
         &mut self,
-        region: crate::environment::Region,
+        region: Region,
         scale: f64,
     ) -> impl Future<Output = Result<String, PageError>> + Send;
     /// What happened on its own since the last call.
@@ -376,4 +376,61 @@ pub struct Preparation {
     pub url: String,
     pub load_timeout: Duration,
     pub settle_bound: Duration,
+}
+
+/// A rectangle of the viewport in screenshot pixels: `left..right` by `top..bottom` (the right
+/// and bottom edges excluded, so the whole viewport is `[0, 0, 800, 600]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Region {
+    pub left: u32,
+    pub top: u32,
+    pub right: u32,
+    pub bottom: u32,
+}
+
+impl Region {
+    /// The whole viewport.
+    pub const VIEWPORT: Region = Region {
+        left: 0,
+        top: 0,
+        right: VIEWPORT_WIDTH as u32,
+        bottom: VIEWPORT_HEIGHT as u32,
+    };
+
+    /// `[x0, y0, x1, y1]` as a region of the viewport, or why not (in the words of a field's
+    /// validation error, after `region: `).
+    pub fn from_corners(corners: [i64; 4]) -> Result<Region, String> {
+        let [x0, y0, x1, y1] = corners;
+        let (width, height) = (VIEWPORT_WIDTH, VIEWPORT_HEIGHT);
+        if !(0..width).contains(&x0) || !(0..height).contains(&y0) {
+            return Err(format!(
+                "the top-left corner ({x0}, {y0}) is outside the {width}x{height} viewport"
+            ));
+        }
+        if !(x0 + 1..=width).contains(&x1) || !(y0 + 1..=height).contains(&y1) {
+            return Err(format!(
+                "the bottom-right corner ({x1}, {y1}) should be right of and below ({x0}, {y0}) \
+                 and at most ({width}, {height})"
+            ));
+        }
+        let edge = |value: i64| u32::try_from(value).expect("checked against the viewport");
+        Ok(Region {
+            left: edge(x0),
+            top: edge(y0),
+            right: edge(x1),
+            bottom: edge(y1),
+        })
+    }
+
+    pub fn width(&self) -> u32 {
+        self.right - self.left
+    }
+
+    pub fn height(&self) -> u32 {
+        self.bottom - self.top
+    }
+
+    pub fn corners(&self) -> [u32; 4] {
+        [self.left, self.top, self.right, self.bottom]
+    }
 }

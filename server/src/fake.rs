@@ -282,7 +282,7 @@ impl Browser for FakeBrowser {
 
     async fn capture_region(
         &mut self,
-        region: crate::environment::Region,
+        region: crate::browser::Region,
         scale: f64,
     ) -> Result<String, PageError> {
         self.record(format!("capture_region {:?} at {scale}", region.corners()));

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use browserenv::models::{VIEWPORT_HEIGHT, VIEWPORT_WIDTH};
 
 use super::limits::{bounded, STATE_TIMEOUT};
-use super::{EnvError, Episode};
-use crate::browser::{Browser, PageError};
+use super::{EnvError, Environment, Episode};
+use crate::browser::{Browser, Launcher, PageError, Region};
 
 /// The largest scale a region may be drawn at: four times the pixels each way.
 pub const MAX_SCALE: f64 = 4.0;
@@ -20,62 +20,8 @@ pub const MIN_SCALE: f64 = 0.25;
 pub const MAX_WIDTH: u32 = 2 * VIEWPORT_WIDTH as u32;
 pub const MAX_HEIGHT: u32 = 2 * VIEWPORT_HEIGHT as u32;
 
-/// A rectangle of the viewport in screenshot pixels: `left..right` by `top..bottom` (the right
-/// and bottom edges excluded, so the whole viewport is `[0, 0, 800, 600]`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Region {
-    pub left: u32,
-    pub top: u32,
-    pub right: u32,
-    pub bottom: u32,
-}
-
+/// The capture rule's part of a region (the type itself is the browser seam's, below this room).
 impl Region {
-    /// The whole viewport.
-    pub const VIEWPORT: Region = Region {
-        left: 0,
-        top: 0,
-        right: VIEWPORT_WIDTH as u32,
-        bottom: VIEWPORT_HEIGHT as u32,
-    };
-
-    /// `[x0, y0, x1, y1]` as a region of the viewport, or why not (in the words of a field's
-    /// validation error, after `region: `).
-    pub fn from_corners(corners: [i64; 4]) -> Result<Region, String> {
-        let [x0, y0, x1, y1] = corners;
-        let (width, height) = (VIEWPORT_WIDTH, VIEWPORT_HEIGHT);
-        if !(0..width).contains(&x0) || !(0..height).contains(&y0) {
-            return Err(format!(
-                "the top-left corner ({x0}, {y0}) is outside the {width}x{height} viewport"
-            ));
-        }
-        if !(x0 + 1..=width).contains(&x1) || !(y0 + 1..=height).contains(&y1) {
-            return Err(format!(
-                "the bottom-right corner ({x1}, {y1}) should be right of and below ({x0}, {y0}) \
-                 and at most ({width}, {height})"
-            ));
-        }
-        let edge = |value: i64| u32::try_from(value).expect("checked against the viewport");
-        Ok(Region {
-            left: edge(x0),
-            top: edge(y0),
-            right: edge(x1),
-            bottom: edge(y1),
-        })
-    }
-
-    pub fn width(&self) -> u32 {
-        self.right - self.left
-    }
-
-    pub fn height(&self) -> u32 {
-        self.bottom - self.top
-    }
-
-    pub fn corners(&self) -> [u32; 4] {
-        [self.left, self.top, self.right, self.bottom]
-    }
-
     /// The scale when none is asked: the largest, up to `MAX_SCALE`, at which the region fills
     /// the viewport's size (a quarter of the viewport comes back at 800x600, twice as sharp).
     pub fn fitting_scale(&self) -> f64 {
@@ -175,6 +121,22 @@ pub(super) async fn capture<B: Browser>(
         height,
         took: started.elapsed(),
     })
+}
+
+impl<L: Launcher> Environment<L> {
+    /// A picture of `region` of the current page at `scale` (`None`: the scale at which it fills
+    /// the viewport's size), fields holding a secret covered. Read-only: the episode, its step
+    /// count and its observations are untouched.
+    pub async fn capture(
+        &mut self,
+        region: Region,
+        scale: Option<f64>,
+    ) -> Result<Capture, EnvError> {
+        let scale = checked_scale(&region, scale).map_err(EnvError::CaptureScale)?;
+        let timeout = self.settings.screenshot_timeout;
+        let episode = self.episode.as_mut().ok_or(EnvError::NoPage)?;
+        capture(episode, region, scale, timeout).await
+    }
 }
 
 /// The base64 PNG with `boxes` painted over; a picture that cannot be read is refused, never

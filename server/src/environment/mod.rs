@@ -26,7 +26,8 @@ use crate::settings::{EnvSettings, SettleMode};
 use limits::{action_limit, bounded, ELEMENT_TIMEOUT, VIEWPORT_CENTRE};
 use observation::{Done, Place, Timings};
 
-pub use capture::{checked_scale, Capture, Region, MAX_SCALE, MIN_SCALE};
+pub use crate::browser::Region;
+pub use capture::{checked_scale, Capture, MAX_SCALE, MIN_SCALE};
 pub use limits::{step_bound, OBSERVE_SLACK, TYPE_TIME_PER_CHARACTER};
 pub use observation::OBSERVE_TEXT_CHARS;
 pub use start_url::{check_not_the_server, check_start_url, check_url};
@@ -592,20 +593,6 @@ impl<L: Launcher> Environment<L> {
             self.text = Some((key, layer.clone()));
         }
         Ok(layer)
-    }
-
-    /// A picture of `region` of the current page at `scale` (`None`: the scale at which it fills
-    /// the viewport's size), fields holding a secret covered. Read-only: the episode, its step
-    /// count and its observations are untouched.
-    pub async fn capture(
-        &mut self,
-        region: Region,
-        scale: Option<f64>,
-    ) -> Result<Capture, EnvError> {
-        let scale = checked_scale(&region, scale).map_err(EnvError::CaptureScale)?;
-        let timeout = self.settings.screenshot_timeout;
-        let episode = self.episode.as_mut().ok_or(EnvError::NoPage)?;
-        capture::capture(episode, region, scale, timeout).await
     }
 
     /// End the current episode and release its browser.

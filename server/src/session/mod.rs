@@ -463,7 +463,7 @@ impl<L: Launcher> Session<L> {
     /// untouched.
     pub async fn capture(
         &mut self,
-        region: crate::environment::Region,
+        region: crate::browser::Region,
         scale: Option<f64>,
     ) -> Result<crate::environment::Capture, EnvError> {
         if self.outlets.is_closed() {

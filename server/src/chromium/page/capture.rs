@@ -66,7 +66,7 @@ impl ChromiumBrowser {
     /// zoom), so `scale` stays as asked: the picture is the region's picture pixels times `scale`.
     pub(super) async fn capture_clip(
         &self,
-        region: crate::environment::Region,
+        region: crate::browser::Region,
         scale: f64,
     ) -> Result<String, PageError> {
         let scrolled = evaluate(

@@ -387,7 +387,7 @@ impl Browser for ChromiumBrowser {
 
     async fn capture_region(
         &mut self,
-        region: crate::environment::Region,
+        region: crate::browser::Region,
         scale: f64,
     ) -> Result<String, PageError> {
         self.keep_in_front().await?;

@@ -2,7 +2,8 @@
 //!
 //! With SGR-Pixels mouse reporting on (mode 1016), crossterm's mouse "column" and "row" are the
 //! pointer's pixel position as reported, less one (crossterm takes them for 1-based cells): a
-//! click becomes `ClickPixel` at the pixel counted from 0, mapped to the exact page pixel.
+//! press, a drag's motion and a release come at the pixel counted from 0 (`Spot::Pixel`), mapped
+//! to the exact page pixel. Buttons and the modifiers the terminal reports go with them.
 
 use crossterm::event::{
     Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,

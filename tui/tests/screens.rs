@@ -113,6 +113,12 @@ fn help_overlay() {
     observed(&mut app, "", false);
     app.update(Msg::Key(KeyInput::Char('?')));
     insta::assert_snapshot!(screen(&mut app, true));
+    // On this terminal the help takes two pages: any key shows the next, then closes it.
+    app.update(Msg::Key(KeyInput::Char(' ')));
+    assert!(app.help);
+    insta::assert_snapshot!("help_overlay_page_2", screen(&mut app, true));
+    app.update(Msg::Key(KeyInput::Char(' ')));
+    assert!(!app.help);
 }
 
 #[test]

@@ -22,8 +22,13 @@ pub enum Mode {
 impl App {
     pub(super) fn on_key(&mut self, key: KeyInput) -> Vec<Effect> {
         if self.help {
-            // Any key closes the help; it never acts on the page.
-            self.help = false;
+            // Any key shows the help's next page, or closes it after the last; it never acts on
+            // the page.
+            self.help_page += 1;
+            if usize::from(self.help_page) >= help_pages(self.terminal.1) {
+                self.help = false;
+                self.help_page = 0;
+            }
             return Vec::new();
         }
         match self.mode.clone() {
@@ -166,6 +171,17 @@ impl App {
     }
 }
 
+/// The help's rows on a page of a terminal `height` rows high (the overlay's borders and a
+/// margin around it take four).
+pub fn help_rows(height: u16) -> usize {
+    usize::from(height.saturating_sub(4)).max(4)
+}
+
+/// How many pages the help takes on a terminal `height` rows high.
+pub fn help_pages(height: u16) -> usize {
+    BINDINGS.len().div_ceil(help_rows(height))
+}
+
 /// Every binding, for the help overlay (and docs/terminal-ui.md, "Keys").
 pub const BINDINGS: &[(&str, &str)] = &[
     (
@@ -202,10 +218,7 @@ pub const BINDINGS: &[(&str, &str)] = &[
         "mark the crosshair; drag from the mark to the crosshair",
     ),
     ("M", "hold SHIFT/CTRL/ALT/META for the next click or drag"),
-    (
-        "p",
-        "press a key or chord (SHIFT+TAB, PAGE_DOWN 3); Tab completes",
-    ),
+    ("p", "press a chord: SHIFT+TAB, PAGE_DOWN 3 (Tab completes)"),
     ("i or t", "type mode: text, Enter sends it"),
     ("e", "key ENTER"),
     ("Tab, Backspace, Ctrl+A", "key TAB / BACKSPACE / CTRL+A"),
@@ -215,7 +228,7 @@ pub const BINDINGS: &[(&str, &str)] = &[
     ),
     (
         "",
-        "a dropdown the page opened: click an option, or k+arrows, k+Enter",
+        "an open dropdown: click an option, or k+arrows, k+Enter",
     ),
     ("b / w", "back / wait"),
     ("s", "secret: type a named value, recorded as <secret:NAME>"),
@@ -228,22 +241,17 @@ pub const BINDINGS: &[(&str, &str)] = &[
     ),
     (
         "",
-        "  drag X Y X Y ... · down/up X Y [BUTTON] · press CHORD [N]",
+        "  drag X Y X Y ... · down X Y · up X Y · press CHORD [N]",
     ),
-    (
-        "",
-        "  type TEXT · key NAME · scroll DY [DX [X Y]] · select X Y LABEL",
-    ),
-    (
-        "",
-        "  back · forward · goto URL · wait · finish [ANSWER] · reset [URL]",
-    ),
-    ("", "  grid · zoom [1|2|4] · text · help · quit"),
+    ("", "  type TEXT · key NAME · scroll DY [DX [X Y]]"),
+    ("", "  select X Y LABEL · back · forward · goto URL · wait"),
+    ("", "  finish [ANSWER] · reset [URL] · grid · zoom [1|2|4]"),
+    ("", "  text · help · quit"),
     ("g", "grid lines every 100 px (50 / 25 px when zoomed)"),
     ("z", "zoom lens: 2x, 4x around the crosshair, then off"),
     (
         "T",
-        "text layer on/off (half-blocks: the page's text as characters)",
+        "text layer on/off (half-blocks: page text as characters)",
     ),
     (
         "R / n",

@@ -38,7 +38,7 @@ use crate::graphics::picture::{Region, View, PAGE_HEIGHT, PAGE_WIDTH};
 
 pub use campaign::{CampaignCall, CampaignReply, Collecting};
 pub use crosshair::{FAST_STEP, STEP};
-pub use keys::{Mode, BINDINGS};
+pub use keys::{help_pages, help_rows, Mode, BINDINGS};
 pub use line::LineKind;
 pub use link::{LinkState, Observed, Request};
 pub use msg::{Effect, KeyInput, MouseKind, Msg, Spot};
@@ -55,6 +55,8 @@ pub struct Notice {
 pub struct App {
     pub mode: Mode,
     pub help: bool,
+    /// The help's page on screen (a long help on a short terminal takes more than one).
+    pub help_page: u16,
     pub grid: bool,
     pub crosshair: (i64, i64),
     pub link: LinkState,
@@ -117,6 +119,7 @@ impl App {
         App {
             mode: Mode::Normal,
             help: false,
+            help_page: 0,
             grid: false,
             crosshair: (PAGE_WIDTH / 2, PAGE_HEIGHT / 2),
             link: LinkState::Connecting,

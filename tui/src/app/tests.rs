@@ -340,8 +340,10 @@ fn a_lost_server_refuses_input_visibly_and_r_reconnects() {
 }
 
 #[test]
-fn help_shows_on_question_mark_and_any_key_closes_it() {
+fn help_shows_on_question_mark_and_any_key_pages_then_closes_it() {
     let mut app = connected_app();
+    // A terminal tall enough for the whole help: one page, any key closes it.
+    app.terminal = (100, BINDINGS.len() as u16 + 4);
     key(&mut app, KeyInput::Char('?'));
     assert!(app.help);
     assert!(click(&mut app, 43, 16).is_empty(), "no clicks under help");
@@ -350,6 +352,17 @@ fn help_shows_on_question_mark_and_any_key_closes_it() {
         "the key only closes help"
     );
     assert!(!app.help);
+    // A short one: a key per page, the last closes it, none acts on the page.
+    app.terminal = (100, 24);
+    let pages = help_pages(24);
+    assert!(pages >= 2);
+    key(&mut app, KeyInput::Char('?'));
+    for page in 1..pages {
+        assert!(key(&mut app, KeyInput::Char('b')).is_empty());
+        assert_eq!((app.help, usize::from(app.help_page)), (true, page));
+    }
+    assert!(key(&mut app, KeyInput::Char('b')).is_empty());
+    assert!(!app.help && app.help_page == 0);
 }
 
 #[test]

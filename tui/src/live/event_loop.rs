@@ -39,6 +39,8 @@ pub fn render<B: Backend>(
         app.region(),
     );
     app.picture = areas.picture;
+    // The help's pages follow the size drawn on.
+    app.terminal = (size.width, size.height);
     painter.resized(size);
     let pixels = painter.ready && !painter.graphics.is_text();
     if let Some(out) = out.as_deref_mut() {

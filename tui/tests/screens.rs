@@ -298,3 +298,20 @@ fn the_status_bar_is_readable_on_any_theme() {
         }
     }
 }
+
+#[test]
+fn the_mark_and_the_held_modifiers_show_on_the_status_bar() {
+    let mut app = app();
+    observed(&mut app, "", false);
+    app.update(Msg::Key(KeyInput::Char('m')));
+    app.update(Msg::Key(KeyInput::Char('M')));
+    for c in "shift+alt".chars() {
+        app.update(Msg::Key(KeyInput::Char(c)));
+    }
+    app.update(Msg::Key(KeyInput::Enter));
+    let shown = screen(&mut app, true);
+    assert!(
+        shown.contains("x,y 400,300 │ mark 400,300 │ hold SHIFT+ALT"),
+        "{shown}"
+    );
+}

@@ -293,6 +293,17 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         format!("x,y {},{}", app.crosshair.0, app.crosshair.1),
         on_bar(BAR_YELLOW).add_modifier(Modifier::BOLD),
     ));
+    // What the keyboard's next drag or click carries: the mark (`m`), the modifiers held (`M`).
+    if let Some((x, y)) = app.gestures.mark {
+        spans.push(Span::styled(format!(" │ mark {x},{y}"), on_bar(BAR_YELLOW)));
+    }
+    if !app.gestures.held.is_empty() {
+        let held: Vec<&str> = app.gestures.held.iter().map(|m| m.name()).collect();
+        spans.push(Span::styled(
+            format!(" │ hold {}", held.join("+")),
+            on_bar(BAR_YELLOW),
+        ));
+    }
     if app.zoom > 1 {
         spans.push(Span::styled(
             format!(" │ zoom {}x", app.zoom),

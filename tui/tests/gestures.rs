@@ -274,3 +274,42 @@ async fn the_keyboard_drags_from_a_mark_and_hovers_at_the_crosshair() {
 
     running.quit(&ui).await;
 }
+
+#[tokio::test]
+async fn the_dropdown_drawn_in_the_picture_is_chosen_by_click_and_by_keys() {
+    let (mut ui, running) = start_ui("shop.html").await;
+    ui.until("the shop on screen", |f| {
+        state(f)["max"] == 300 && f.picture_current
+    })
+    .await;
+    let left_click = |at| {
+        [
+            mouse(MouseEventKind::Down(MouseButton::Left), at),
+            mouse(MouseEventKind::Up(MouseButton::Left), at),
+        ]
+    };
+    // The "sort by" select (page 90..270 x 56..80) clicked open; the server draws its options
+    // below it, rows 20 px tall from y=81: the third, "Price: high to low", clicked.
+    let (select, _) = cell((180, 68));
+    let (option, on_option) = cell((150, 131));
+    assert!((121..141).contains(&on_option.1), "{on_option:?}");
+    ui.send(left_click(select));
+    ui.send(left_click(option));
+    let chosen = ui
+        .until("price: high to low", |f| state(f)["sort"] == "price-desc")
+        .await;
+    assert_eq!(
+        state(&chosen)["events"],
+        serde_json::json!(["input:price-desc:true", "change:price-desc:true"])
+    );
+
+    // Open again; DOWN (past the disabled "Newest") and ENTER from the keys.
+    ui.send(left_click(select));
+    ui.send([key(KeyCode::Char('k')), key(KeyCode::Down)]);
+    ui.send([key(KeyCode::Char('p'))]);
+    ui.send("enter".chars().map(|c| key(KeyCode::Char(c))));
+    ui.send([key(KeyCode::Enter)]);
+    ui.until("best rated", |f| state(f)["sort"] == "rating")
+        .await;
+    running.quit(&ui).await;
+}

@@ -3,8 +3,9 @@
 //! screenshot and checks that the picture region is the page (the observation's PNG, scaled as
 //! the UI scales it), then clicks a page pixel with xdotool and checks that the click the UI sent
 //! landed on it. In xterm a mouse drag (xdotool's button held while it moves) must be recorded as
-//! one `drag` along the pointer's path and the pointer resting as one `move`. Then 50 starts in a row in each terminal must all show the page, and tmux at
-//! 120x40 must show the catalog's product names and prices as text.
+//! one `drag` along the pointer's path and the pointer resting as one `move`. Then 50 starts in a
+//! row in each terminal must all show the page, and tmux at 120x40 must show the catalog's
+//! product names and prices as text.
 //!
 //! Similarity is the normalized cross-correlation (NCC) of grey levels between the window's
 //! picture region and the page as the UI scales it. Measured here: 0.999-1.000 for sixel, kitty

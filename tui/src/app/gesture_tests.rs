@@ -118,6 +118,22 @@ fn clicks_at_one_place_are_one_double_or_triple_click() {
 }
 
 #[test]
+fn a_click_waiting_for_its_double_goes_before_the_next_key_or_wheel() {
+    let mut app = connected_app();
+    let (x, y) = page(43, 16);
+    for next in [Msg::Key(KeyInput::Char('w')), Msg::Wheel(1)] {
+        mouse(&mut app, MouseKind::Down(MouseButton::Left), 43, 16);
+        let waiting = mouse(&mut app, MouseKind::Up, 43, 16);
+        let effects = app.update(next);
+        assert_eq!(sent(&effects), vec![BrowserAction::click(x, y)]);
+        assert_eq!(app.queue.len(), 1, "the key's step queued behind the click");
+        assert!(sent(&run_out(&mut app, waiting)).is_empty(), "sent once");
+        finish_step(&mut app);
+        finish_step(&mut app);
+    }
+}
+
+#[test]
 fn right_middle_and_modified_clicks_carry_their_button_and_keys() {
     let mut app = connected_app();
     let shift = Modifiers::of(&[Modifier::Shift]);
@@ -165,6 +181,18 @@ fn the_pointer_resting_is_one_move_and_motion_does_not_flood() {
     key(&mut app, KeyInput::Char('w'));
     let effects = mouse(&mut app, MouseKind::Moved, 25, 3);
     assert!(sent(&run_out(&mut app, effects)).is_empty());
+    finish_step(&mut app);
+    // Nor, and no complaint, over a session watched without control.
+    app.watch_mode = true;
+    app.notice = None;
+    let effects = mouse(&mut app, MouseKind::Moved, 30, 3);
+    assert!(sent(&run_out(&mut app, effects)).is_empty());
+    assert_eq!(app.notice, None);
+    app.in_control = true;
+    let effects = mouse(&mut app, MouseKind::Moved, 30, 3);
+    let (x, y) = page(30, 3);
+    let effects = run_out(&mut app, effects);
+    assert_eq!(one_step(&mut app, effects), BrowserAction::move_to(x, y));
 }
 
 #[test]

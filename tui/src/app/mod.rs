@@ -196,7 +196,12 @@ impl App {
 
     pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
         match msg {
-            Msg::Key(key) => self.on_key(key),
+            // A click waiting for its double goes first: what the person did next comes after.
+            Msg::Key(key) => {
+                let mut effects = self.send_pending_click();
+                effects.extend(self.on_key(key));
+                effects
+            }
             Msg::Mouse {
                 kind,
                 at,
@@ -205,7 +210,11 @@ impl App {
             Msg::ClickDue(serial) => self.on_click_due(serial),
             Msg::HoverDue(serial) => self.on_hover_due(serial),
             Msg::Paste(pasted) => self.on_paste(pasted),
-            Msg::Wheel(direction) => self.on_wheel(direction),
+            Msg::Wheel(direction) => {
+                let mut effects = self.send_pending_click();
+                effects.extend(self.on_wheel(direction));
+                effects
+            }
             Msg::Resize { width, height } => {
                 self.terminal = (width, height);
                 vec![Effect::Redraw]

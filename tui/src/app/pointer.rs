@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use browserenv::models::{BrowserAction, Modifiers, MouseButton, MAX_PATH_POINTS, MIN_PATH_POINTS};
 
-use super::{App, Effect, Mode, MouseKind, Msg, Spot};
+use super::{App, Effect, LinkState, Mode, MouseKind, Msg, Spot};
 
 /// Clicks at one place within this of each other are one double (or triple) click: a click
 /// waits this long for the next before it is sent, so a double click is one step, not two.
@@ -195,7 +195,8 @@ impl App {
         }
     }
 
-    fn send_pending_click(&mut self) -> Vec<Effect> {
+    /// The click waiting out its window, sent now.
+    pub(super) fn send_pending_click(&mut self) -> Vec<Effect> {
         match self.gestures.pending.take() {
             Some(p) => {
                 self.crosshair = p.at;
@@ -223,7 +224,9 @@ impl App {
     }
 
     /// The pointer rested: a `move` there, unless it is where the last one went, a button is
-    /// held, a click waits, or a step is on the wire (hovers never queue up behind steps).
+    /// held, a click waits, or a step is on the wire (hovers never queue up behind steps). A
+    /// pointer only passing over a page it cannot act on (watching without control, no live
+    /// episode) says nothing: only a gesture made on purpose earns an error.
     pub(super) fn on_hover_due(&mut self, serial: u64) -> Vec<Effect> {
         let Some((point, _)) = self.gestures.resting.filter(|(_, s)| *s == serial) else {
             return Vec::new();
@@ -233,7 +236,10 @@ impl App {
             || self.gestures.pending.is_some()
             || self.in_flight.is_some()
             || !matches!(self.mode, Mode::Normal)
-            || self.help;
+            || self.help
+            || (self.watch_mode && !self.in_control)
+            || self.link != LinkState::Connected
+            || self.observed.as_ref().is_none_or(|o| o.done);
         if busy || self.gestures.hovered == Some(point) {
             return Vec::new();
         }

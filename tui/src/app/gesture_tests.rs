@@ -153,6 +153,20 @@ fn right_middle_and_modified_clicks_carry_their_button_and_keys() {
             BrowserAction::click_with(x, y, button, 1, modifiers)
         );
     }
+    // Modifiers held from the keyboard go with the next mouse click (a terminal that keeps
+    // shift-click for its selection), once.
+    key(&mut app, KeyInput::Char('M'));
+    typed(&mut app, "shift");
+    key(&mut app, KeyInput::Enter);
+    let effects = click(&mut app, 30, 9);
+    let (x, y) = page(30, 9);
+    assert_eq!(
+        one_step(&mut app, effects),
+        BrowserAction::click_with(x, y, MouseButton::Left, 1, shift)
+    );
+    let effects = click(&mut app, 31, 9);
+    let (x, y) = page(31, 9);
+    assert_eq!(one_step(&mut app, effects), BrowserAction::click(x, y));
     // Off the picture, nothing.
     assert!(click(&mut app, 2, 16).is_empty());
 }

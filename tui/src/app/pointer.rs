@@ -34,7 +34,7 @@ pub struct Gestures {
     serial: u64,
     /// The start of a keyboard drag (`m`).
     pub mark: Option<(i64, i64)>,
-    /// Modifiers held for the next click or drag from the keyboard (`M`).
+    /// Modifiers held (`M`) for the next click or drag, by mouse or keyboard.
     pub held: Modifiers,
 }
 
@@ -119,6 +119,10 @@ impl App {
                     Some(p) if p.at != point || p.button != button => self.send_pending_click(),
                     _ => Vec::new(),
                 };
+                // The modifiers held from the keyboard (`M`) go with the mouse's too: terminals
+                // keep shift-click for their own selection.
+                let held = std::mem::take(&mut self.gestures.held);
+                let modifiers = held.iter().fold(modifiers, Modifiers::with);
                 self.gestures.pressed = Some(Pressed {
                     button,
                     modifiers,

@@ -357,6 +357,47 @@ pub fn parse_step_result(data: &Value) -> Result<StepResult, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::models::{action_from_tool_arguments, Op, MAX_TEXT_CHARS};
+
+    /// The MCP tools' arguments (`models::tools`) that do not validate: their errors read as the
+    /// wire's validation frame says them.
+    #[test]
+    fn bad_arguments_get_the_validation_words_under_the_tool_names() {
+        let message = |op: Op, value: Value| {
+            let errors = action_from_tool_arguments(op, value.as_object().unwrap()).unwrap_err();
+            ErrorFrame::validation(errors).message
+        };
+        assert_eq!(
+            message(Op::Click, json!({"x": 800, "y": 0})),
+            "Invalid message: x: Input should be less than 800"
+        );
+        assert_eq!(
+            message(Op::Click, json!({"x": 1})),
+            "Invalid message: Value error, click needs both x and y"
+        );
+        assert!(message(Op::Key, json!({"key": "F13"})).contains("key must be one of ENTER, TAB"));
+        let long = "a".repeat(MAX_TEXT_CHARS + 1);
+        assert_eq!(
+            message(Op::Finish, json!({"answer": long})),
+            format!(
+                "Invalid message: answer: String should have at most {MAX_TEXT_CHARS} characters"
+            )
+        );
+        assert_eq!(
+            message(Op::Scroll, json!({})),
+            "Invalid message: dy: Field required"
+        );
+        assert_eq!(
+            message(Op::Wait, json!({"op": "click"})),
+            "Invalid message: op: Extra inputs are not permitted"
+        );
+        // The gestures' tools too.
+        assert!(message(Op::Press, json!({"keys": "F13"})).contains("unknown key \"F13\""));
+        assert_eq!(
+            message(Op::Goto, json!({"url": "x", "text": "y"})),
+            "Invalid message: text: Extra inputs are not permitted"
+        );
+    }
 
     #[test]
     fn parses_the_python_clients_step_frame() {

@@ -11,9 +11,10 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::budget::Budget;
+use crate::framing::target;
 use crate::framing::{record_at, At, Head};
+use crate::http::HEAD_BYTES;
 use crate::http::{parse_request, parse_response, response_head};
-use crate::read::{target, HEAD_BYTES};
 use crate::{ArchiveInfo, ReadLimits, Request, Response};
 
 /// Entries one archive may have: its index in memory stays within a few hundred MB.

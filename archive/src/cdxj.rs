@@ -14,8 +14,9 @@ use serde_json::{json, Map, Value};
 
 use crate::budget::{Budget, Charged};
 use crate::catalog::{Entry, MAX_ENTRIES};
+use crate::framing::target;
 use crate::framing::At;
-use crate::read::{open_file, target};
+use crate::place::open_file;
 
 /// The longest line of an index.
 const LINE_BYTES: u64 = 64 << 10;

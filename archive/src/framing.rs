@@ -425,3 +425,17 @@ pub(crate) fn record_at(
     }
     Ok((head, block))
 }
+
+/// A record's target: an absolute http(s) URL, without its fragment.
+pub(crate) fn target(value: Option<String>) -> Result<String, String> {
+    let value = value.ok_or("it has no WARC-Target-URI")?;
+    // Some tools write the URI in angle brackets (WARC 1.0's grammar).
+    let value = value.trim_start_matches('<').trim_end_matches('>');
+    let mut url = url::Url::parse(value)
+        .map_err(|err| format!("its target {value:?} is not a URL ({err})"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(format!("its target {value:?} is not an http(s) URL"));
+    }
+    url.set_fragment(None);
+    Ok(url.to_string())
+}

@@ -9,6 +9,9 @@ use crate::budget::{Budget, Charged};
 use crate::exchange::{clean_header, is_transfer_header, Header};
 use crate::{Request, Response};
 
+/// A head (the HTTP status line and headers) may take this much beside its body.
+pub(crate) const HEAD_BYTES: u64 = 256 << 10;
+
 /// Headers one HTTP message may have in an archive; more is refused (a page's responses carry a
 /// few dozen).
 const MAX_HEADERS: usize = 256;
@@ -217,7 +220,7 @@ fn lenient_head(block: &[u8], response: bool) -> Option<(Vec<u8>, usize)> {
             head.extend_from_slice(line);
         }
         head.extend_from_slice(b"\r\n");
-        if head.len() as u64 > crate::read::HEAD_BYTES {
+        if head.len() as u64 > HEAD_BYTES {
             return None;
         }
     }

@@ -6,7 +6,7 @@
 //! records), `write` (an archive file, one gzip member per record, and its index), `read`
 //! (opening an archive: WARC, ARC or WACZ, by its index or by reading it once), `framing` (records
 //! as they sit in a file), `scan` (reading one whole, every rule checked), `catalog` (what an
-//! opened archive holds, its bodies read when asked), `cdxj` (indexes), `wacz` (the package),
+//! opened archive holds, its bodies read when asked), `cdxj` (indexes), `wacz` (the package read), `pack` (a package written),
 //! `budget` (the decoded bytes an archive may cost), `matching` (which recorded response answers
 //! a request), `cookies` (recorded `Set-Cookie` headers made fit to replay), `place` (where an
 //! archive named by a task line or a reset may be).
@@ -22,6 +22,7 @@ mod exchange;
 mod framing;
 mod http;
 mod matching;
+mod pack;
 mod place;
 mod read;
 mod scan;
@@ -34,11 +35,11 @@ pub use cdxj::surt;
 pub use cookies::replayed_set_cookie;
 pub use exchange::{clean_header, is_transfer_header, Exchange, Header, Request, Response};
 pub use matching::{is_cache_buster, ReplayIndex};
+pub use pack::{write_wacz, WaczPage};
 pub use place::{check_name, resolve_inside, ARCHIVES_DIR};
 pub use read::{
     index_path, open, open_bytes, read, read_from, whole, Archive, ArchiveError, ReadLimits,
 };
-pub use wacz::{write_wacz, WaczPage};
 pub use write::{ArchiveInfo, ArchiveWriter};
 
 /// `BROWSER_ARCHIVE_BODY_MB`'s default: the most of one response body an archive keeps, and reads.

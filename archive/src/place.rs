@@ -4,6 +4,9 @@
 //! both, so no name a client or a task pack gives can make the server read outside the folder it
 //! was given. Errors name the archive as it was given, never the folder's path on the server.
 
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
 /// The folder, beside a recording's `steps.jsonl` or a pack's `tasks.jsonl`, holding its archives.
@@ -56,6 +59,17 @@ pub fn resolve_inside(dir: &Path, name: &str) -> Result<PathBuf, String> {
         return Err(format!("the archive {name:?} is not a file"));
     }
     Ok(path)
+}
+
+/// Open the archive file at `path` for reading: never through a symlink at its last step (`place`
+/// resolved those already), never blocking on a FIFO put in its place.
+pub(crate) fn open_file(path: &Path) -> io::Result<(File, std::fs::Metadata)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)?;
+    let metadata = file.metadata()?;
+    Ok((file, metadata))
 }
 
 #[cfg(test)]

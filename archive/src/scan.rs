@@ -9,15 +9,15 @@
 //! the like are passed by; ARC files read as warcio reads them.
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 
-use crate::budget::Budget;
-use crate::catalog::{Entry, MAX_ENTRIES};
-use crate::framing::{At, Head, Visitor};
-use crate::http::{parse_request, parse_response, response_head};
-use crate::read::{info, target, HEAD_BYTES, SMALL_BLOCK};
+use crate::budget::{Budget, Charged};
+use crate::catalog::{Catalog, Entry, Stored, MAX_ENTRIES};
+use crate::framing::{record_at, scan, target, At, Head, Visitor};
+use crate::http::{parse_request, parse_response, response_head, HEAD_BYTES};
 use crate::{ArchiveInfo, ReadLimits};
 
 /// A request record, until it is paired with its response.
@@ -297,4 +297,88 @@ pub(crate) fn date_of(head: &Head) -> Result<SystemTime, String> {
     let parsed = chrono::DateTime::parse_from_rfc3339(&date)
         .map_err(|_| format!("its WARC-Date {date:?} is not a date"))?;
     Ok(SystemTime::from(parsed))
+}
+
+/// A `warcinfo` or request record's block is small; more is not read.
+pub(crate) const SMALL_BLOCK: u64 = 1 << 20;
+
+/// Read the file once: every record checked, each response's place kept.
+pub(crate) fn scan_stored(
+    mut stored: Stored,
+    source: &mut dyn Read,
+    name: &str,
+    limits: &ReadLimits,
+    budget: &Budget,
+) -> Result<Catalog, String> {
+    let mut builder = Builder::new(limits, budget, 0);
+    let records = scan(source, budget, &mut builder)?;
+    if records == 0 {
+        return Err("it holds no WARC record".into());
+    }
+    let (info, entries) = builder.finish();
+    stored.arc = is_arc(&stored);
+    Ok(Catalog::new(
+        name,
+        info.unwrap_or_default(),
+        entries,
+        vec![stored],
+        *limits,
+    ))
+}
+
+/// An ARC file: its first record is a `filedesc://` one.
+pub(crate) fn is_arc(stored: &Stored) -> bool {
+    let at = At {
+        offset: 0,
+        length: stored.len.min(64 << 10),
+        skip: 0,
+    };
+    let Ok(bytes) = stored.read_prefix(&at) else {
+        return false;
+    };
+    let mut first = [0u8; 11];
+    let found = if bytes.starts_with(&[0x1f, 0x8b]) {
+        let budget = Budget::new(1 << 20);
+        let mut stream = Charged::new(flate2::read::MultiGzDecoder::new(&bytes[..]), &budget);
+        stream.read_exact(&mut first).is_ok()
+    } else {
+        bytes.get(..11).map(|b| first.copy_from_slice(b)).is_some()
+    };
+    found && &first == b"filedesc://"
+}
+
+/// The `warcinfo` at the start of an indexed file (the index leaves it out).
+pub(crate) fn first_info(stored: &Stored, budget: &Budget) -> Option<ArchiveInfo> {
+    let at = At {
+        offset: 0,
+        length: stored.len.min(SMALL_BLOCK + (64 << 10)),
+        skip: 0,
+    };
+    let bytes = stored.read_prefix(&at).ok()?;
+    let (head, block) = record_at(&bytes, 0, false, budget, SMALL_BLOCK).ok()?;
+    if !head
+        .get("WARC-Type")
+        .ok()??
+        .eq_ignore_ascii_case("warcinfo")
+    {
+        return None;
+    }
+    Some(info(&block, date_of(&head).ok()?))
+}
+
+/// The `warcinfo` fields this project writes (`application/warc-fields`: `name: value` lines).
+pub(crate) fn info(block: &[u8], date: SystemTime) -> ArchiveInfo {
+    let text = String::from_utf8_lossy(block);
+    let field = |name: &str| {
+        text.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            (key.trim().eq_ignore_ascii_case(name)).then(|| value.trim().to_string())
+        })
+    };
+    ArchiveInfo {
+        software: field("software").unwrap_or_default(),
+        start_url: field("browserenv-start-url").filter(|url| target(Some(url.clone())).is_ok()),
+        episode: field("browserenv-episode"),
+        recorded: Some(date),
+    }
 }

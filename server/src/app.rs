@@ -16,8 +16,8 @@ use utoipa_axum::routes;
 
 use browserenv::models::{action_schema_in, observation_schema, state_schema};
 
-use crate::api_error::ApiError;
 use crate::api_error::ErrorBody;
+use crate::api_error::{ApiError, Code};
 use crate::browser::Launcher;
 use crate::openapi::{Health, Metadata, Readiness, Schemas};
 use crate::operations::caller::Caller;
@@ -450,13 +450,7 @@ async fn session_text<L: Launcher>(
         }
     }
     let (reply, answer) = tokio::sync::oneshot::channel();
-    let busy = || {
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "SESSION_BUSY",
-            "the session is busy: ask again after its step",
-        )
-    };
+    let busy = || Code::SessionBusy.error("the session is busy: ask again after its step");
     match app.sessions.registry().request_text(&id, reply) {
         None => return Err(ApiError::unknown_session(&id)),
         Some(Err(_)) => return Err(busy()),
@@ -507,8 +501,7 @@ async fn watch_session<L: Launcher>(
         }
         None if app.sessions.registry().get(&id).is_none() => Err(ApiError::unknown_session(&id)),
         None => Err(ApiError::new(
-            StatusCode::UPGRADE_REQUIRED,
-            "UPGRADE_REQUIRED",
+            Code::UpgradeRequired,
             "watch streams are WebSockets",
         )),
     }

@@ -13,6 +13,7 @@ pub mod app;
 pub mod archive;
 pub mod browser;
 pub mod campaign;
+pub mod capped;
 pub mod chromium;
 pub mod cli;
 pub mod environment;
@@ -346,10 +347,48 @@ fn task_api_of(config: &ServerConfig) -> anyhow::Result<routes::task_api::TaskAp
     let api = routes::task_api::TaskApi::new(config.tasks.as_deref());
     match &config.miniwob {
         Some(miniwob) => api
-            .with_splits(miniwob.splits(config.settings.max_steps))
+            .with_splits(miniwob_splits(miniwob, config.settings.max_steps))
             .map_err(anyhow::Error::msg),
         None => Ok(api),
     }
+}
+
+/// MiniWoB++'s splits on the Task API: `train` and `test`, each task's instruction said at reset
+/// (the page gives it).
+fn miniwob_splits(
+    miniwob: &miniwob::MiniWob,
+    max_steps: u64,
+) -> Vec<(String, Vec<routes::task_api::TaskRef>)> {
+    miniwob::Split::ALL
+        .iter()
+        .map(|split| {
+            let refs = miniwob
+                .tasks()
+                .iter()
+                .filter(|task| task.split == *split)
+                .enumerate()
+                .map(|(index, task)| routes::task_api::TaskRef {
+                    index,
+                    task_id: task.id.clone(),
+                    task_name: task.id.clone(),
+                    dataset: split.name().to_string(),
+                    instruction: format!(
+                        "MiniWoB++ {}: the page gives this episode's instruction at reset \
+                         (metadata.task.instruction); the page scores it",
+                        task.page()
+                    ),
+                    category: browserenv_collect::tasks::Category::Interaction,
+                    start_url: miniwob.url(task),
+                    max_steps,
+                    checks: Vec::new(),
+                    reset: routes::task_api::ResetArgs {
+                        task_id: task.id.clone(),
+                    },
+                })
+                .collect();
+            (split.name().to_string(), refs)
+        })
+        .collect()
 }
 
 fn start_recorder(dir: &std::path::Path) -> anyhow::Result<RecorderHandle> {

@@ -1,5 +1,5 @@
 """The seed, stood in for: the original Python environment as its description says it is built
-(kept outside this repository: "Helium Browser Environment"), for the benchmark's reference beside our
+("Helium Browser Environment", kept outside this repository), for the benchmark's reference beside our
 throughput (tests/src/bench/seed.rs, docs/benchmark.md).
 
 The seed's own code is not in this repository, only its description; this is written from it,

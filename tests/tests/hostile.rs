@@ -264,7 +264,7 @@ async fn an_alert_loop_is_stopped_its_dialogs_counted_and_the_step_bounded() {
     assert!(!result.done);
     assert_eq!(
         list_len(&result, "dialogs"),
-        browserenv_server::browser::INCIDENTS_KEPT
+        browserenv_server::capped::INCIDENTS_KEPT
     );
     assert!(
         count(&result, "dialogs_more") >= 10,
@@ -328,7 +328,7 @@ async fn a_download_flood_is_reported_with_counts_and_short_urls() {
     let (mut client, _) = harness.open("downloadflood.html").await;
     let result = bounded_step(&mut client, &settings, BrowserAction::click(200, 50)).await;
     let metadata = &result.observation.metadata;
-    let kept = browserenv_server::browser::INCIDENTS_KEPT;
+    let kept = browserenv_server::capped::INCIDENTS_KEPT;
     // 300 data: links (stopped as navigations) and 60 downloads from the server (denied).
     assert_eq!(
         list_len(&result, "navigations_blocked"),

@@ -1,27 +1,15 @@
-//! `browserenv-tui` flags and the program's run: pick the server (remote or embedded), set up the
-//! terminal, run the loop, put everything back.
+//! `browserenv-tui`'s command line: the flags and subcommands parsed, and each handed to its
+//! room (the live session to `live`, the subcommands on files to `offline`). Nothing is done
+//! here.
 
 use std::path::PathBuf;
-use std::time::Duration;
-
-use clap::Parser;
-use futures_util::StreamExt;
-use tokio::sync::oneshot;
-
-use browserenv_server::settings::{EnvSettings, PeerTimeouts};
-use browserenv_server::ServerConfig;
 
 use anyhow::Context;
-use browserenv_collect::tasks::TaskSet;
-use browserenv_collect::trajectory::{Actor, Recorder, RecorderHandle, TrajectoryWriter};
+use clap::Parser;
 
-use crate::app::{App, Msg, TaskView};
-use crate::graphics::GraphicsChoice;
-use crate::live::event_loop::{run as run_loop, Exit, GraphicsSource, LoopOptions};
-use crate::net::embedded::{default_site_dir, start_embedded, Embedded};
+use crate::live::start::{Flags, Mode};
 use crate::offline::export::ExportFormat;
-use crate::output::printable;
-use crate::screen::terminal::{enter, hangup, probe_graphics};
+use crate::offline::{campaign_review, export, replay, task_files, viewer};
 
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -32,55 +20,8 @@ use crate::screen::terminal::{enter, hangup, probe_graphics};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
-    /// A server speaking the OpenEnv browser protocol (ours or the Python one). Without it, an
-    /// embedded server and the offline demo site start in this process.
-    #[arg(long, env = "BROWSERENV_SERVER", global = true)]
-    pub server: Option<String>,
-    /// Bearer token of a server started with BROWSER_API_TOKEN; for `collect` and `review`, your
-    /// own token of the campaign (`browserenv-server campaign add-person`), which says who you are.
-    #[arg(long, env = "BROWSER_API_TOKEN", hide_env_values = true, global = true)]
-    pub token: Option<String>,
-    /// Where each episode starts (default: the demo site's home page).
-    #[arg(long)]
-    pub start_url: Option<String>,
-    /// How to draw the page: auto-detect, or force one protocol.
-    #[arg(long, value_enum, default_value = "auto", global = true)]
-    pub graphics: GraphicsChoice,
-    /// Pixels per wheel notch / j / u / PgDn / PgUp.
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(i64).range(1..=1200))]
-    pub scroll_step: i64,
-    /// The demo site folder (embedded mode).
-    #[arg(long, global = true)]
-    pub site: Option<PathBuf>,
-    /// Steps per episode (embedded mode).
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=200))]
-    pub max_steps: u64,
-    /// Chromium executable (embedded mode): chromium-headless-shell where installed, else chromium.
-    #[arg(
-        long,
-        env = "BROWSER_CHROMIUM",
-        default_value_os_t = browserenv_server::chromium::default_executable(),
-        global = true
-    )]
-    pub chromium: PathBuf,
-    /// Record demonstrations into this folder (trajectory format v1, actor "human"); `R` toggles.
-    #[arg(long, global = true)]
-    pub record: Option<PathBuf>,
-    /// Accepted for older command lines: fields holding a secret are covered in saved frames
-    /// without it.
-    #[arg(long, global = true, hide = true)]
-    pub redact: bool,
-    /// With --record and the embedded server: also keep what each episode's pages load, as a
-    /// WARC file in DIR/archives/ (docs/archives.md); `replay` then runs offline.
-    #[arg(long)]
-    pub archive: bool,
-    /// Walk through the tasks of this JSONL file (N next, S skip). Embedded mode loads them into
-    /// its server; a remote server must have been started with the same --tasks.
-    #[arg(long)]
-    pub tasks: Option<PathBuf>,
-    /// Write logs here (the terminal belongs to the UI).
-    #[arg(long)]
-    pub log: Option<PathBuf>,
+    #[command(flatten)]
+    pub flags: Flags,
 }
 
 /// Work on recordings instead of driving a browser.
@@ -181,7 +122,31 @@ pub enum TasksCommand {
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
-    match &cli.command {
+    let Cli { command, flags } = cli;
+    match command {
+        None => crate::live::start::run(&flags, Mode::Drive).await,
+        Some(Command::Watch { session }) => {
+            flags.server.as_ref().context("watch needs --server URL")?;
+            crate::live::start::run(&flags, Mode::Watch(session)).await
+        }
+        Some(Command::Collect) => {
+            flags.token.as_ref().context(
+                "collect needs your own --token (browserenv-server campaign add-person)",
+            )?;
+            flags
+                .server
+                .as_ref()
+                .context("collect needs --server URL: the server runs the campaign")?;
+            crate::live::start::run(&flags, Mode::Collect).await
+        }
+        Some(Command::Review) => {
+            let server = flags.server.as_ref().context("review needs --server URL")?;
+            let token = flags
+                .token
+                .clone()
+                .context("review needs your own --token (browserenv-server campaign add-person)")?;
+            campaign_review::run(server, token, flags.graphics).await
+        }
         Some(Command::Export {
             dir,
             format,
@@ -189,93 +154,34 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             reviewed_only,
             drop_marked,
             unreviewed,
-        }) => {
-            let mut selection = crate::offline::export::Selection {
-                reviewed_only: *reviewed_only,
-                drop_marked: drop_marked.clone(),
-                episodes: None,
-            };
-            let mut recording = dir.clone();
-            if dir
-                .join(browserenv_collect::campaign::CONFIG_FILE)
-                .is_file()
-            {
-                let (campaign, problems) = browserenv_collect::campaign::Campaign::open(dir)
-                    .map_err(anyhow::Error::msg)?;
-                for problem in &problems {
-                    eprintln!("warning: {}", printable(&problem.to_string()));
-                }
-                let kept = campaign.accepted(*unreviewed);
-                println!(
-                    "campaign {}: {} of {} demonstrations {}",
-                    printable(&dir.display().to_string()),
-                    kept.len(),
-                    campaign.demonstrations().len(),
-                    if *unreviewed {
-                        "accepted or not reviewed yet"
-                    } else {
-                        "accepted"
-                    }
-                );
-                selection.episodes = Some(kept);
-                recording = campaign.recording_dir();
-            } else if *unreviewed {
-                anyhow::bail!("--unreviewed is for a campaign's folder (it has campaign.json)");
-            }
-            let report = crate::offline::export::export(&recording, out, *format, &selection)?;
-            for problem in &report.problems {
-                eprintln!("warning: {}", printable(problem));
-            }
-            let what = match format {
-                ExportFormat::Atif => format!(
-                    "{} {} ({} steps)",
-                    report.trajectories,
-                    if report.trajectories == 1 {
-                        "trajectory"
-                    } else {
-                        "trajectories"
-                    },
-                    report.rows
-                ),
-                ExportFormat::Wacz => format!("{} pages in recording.wacz", report.rows),
-                _ => format!("{} rows", report.rows),
-            };
-            println!(
-                "exported {what}, {} images and {} archives to {}",
-                report.images,
-                report.archives,
-                printable(&out.display().to_string())
-            );
-            if report.episodes_left_out > 0 || report.steps_left_out > 0 {
-                let episodes = match selection.episodes {
-                    Some(_) => "not accepted demonstrations",
-                    None => "not reviewed good",
-                };
-                println!(
-                    "left out by the review: {} episode(s) {episodes}, {} marked step(s)",
-                    report.episodes_left_out, report.steps_left_out
-                );
-            }
-            return Ok(());
-        }
+        }) => export::command(&dir, &out, format, reviewed_only, drop_marked, unreviewed),
         Some(Command::Replay {
             dir,
             live,
             server,
             tolerance,
         }) => {
-            let diverged =
-                crate::offline::replay::command(&cli, dir, server.clone(), *live, *tolerance)
-                    .await?;
-            if diverged {
+            let asked = replay::Asked {
+                site: flags.site_dir(),
+                dir,
+                server,
+                token: flags.token,
+                chromium: flags.chromium,
+                live,
+                tolerance,
+            };
+            if replay::command(&asked).await? {
                 std::process::exit(2);
             }
-            return Ok(());
+            Ok(())
         }
         Some(Command::View { dir, reviewer }) => {
-            let reviewer = crate::review::default_reviewer(reviewer.clone());
-            return crate::offline::viewer::run_viewer(dir, cli.graphics, reviewer);
+            let reviewer = crate::review::default_reviewer(reviewer);
+            viewer::run_viewer(&dir, flags.graphics, reviewer)
         }
+        Some(Command::Tasks {
+            action: TasksCommand::Check { file },
+        }) => task_files::check_command(&file),
         Some(Command::Tasks {
             action:
                 TasksCommand::Snapshot {
@@ -286,382 +192,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     wacz,
                 },
         }) => {
-            let asked = crate::offline::task_files::Snapshot {
-                file: file.clone(),
-                out: out.clone(),
-                solutions: solutions.clone(),
-                base_url: task_base_url.clone(),
-                site: cli.site.clone().unwrap_or_else(default_site_dir),
-                chromium: cli.chromium.clone(),
-                wacz: *wacz,
+            let asked = task_files::Snapshot {
+                site: flags.site_dir(),
+                file,
+                out,
+                solutions,
+                base_url: task_base_url,
+                chromium: flags.chromium,
+                wacz,
             };
-            let report = crate::offline::task_files::snapshot(&asked).await?;
-            for line in crate::offline::task_files::summary(&asked, &report) {
-                println!("{}", printable(&line));
-            }
-            return Ok(());
-        }
-        Some(Command::Tasks {
-            action: TasksCommand::Check { file },
-        }) => match crate::offline::task_files::check(file) {
-            Ok(summary) => {
-                println!("{}", printable(&summary));
-                return Ok(());
-            }
-            Err(problems) => {
-                for line in problems.lines() {
-                    eprintln!("{}", printable(line));
-                }
-                std::process::exit(1);
-            }
-        },
-        Some(Command::Review) => {
-            let server = cli.server.as_ref().context("review needs --server URL")?;
-            let token = cli
-                .token
-                .clone()
-                .context("review needs your own --token (browserenv-server campaign add-person)")?;
-            return review_command(server, token, cli.graphics).await;
-        }
-        Some(Command::Collect) => {
-            cli.token.as_ref().context(
-                "collect needs your own --token (browserenv-server campaign add-person)",
-            )?;
-            cli.server
-                .as_ref()
-                .context("collect needs --server URL: the server runs the campaign")?;
-        }
-        Some(Command::Watch { .. }) | None => {}
-    }
-    let collect = matches!(&cli.command, Some(Command::Collect));
-    // Without a session the watch link waits for the first one (and says so).
-    let watch = match &cli.command {
-        Some(Command::Watch { session }) => {
-            cli.server.as_ref().context("watch needs --server URL")?;
-            Some(session.clone())
-        }
-        _ => None,
-    };
-    let tasks = match &cli.tasks {
-        Some(path) => Some(TaskSet::load(path).map_err(anyhow::Error::msg)?),
-        None => None,
-    };
-    if cli.archive && (cli.record.is_none() || cli.server.is_some()) {
-        anyhow::bail!(
-            "--archive keeps the pages of a --record DIR of the embedded server (where the browser \
-             runs); a remote server archives with its own --record-dir DIR --archive"
-        );
-    }
-    let recorder = match &cli.record {
-        Some(dir) => Some(open_recorder(dir, watch.is_some())?),
-        None => None,
-    };
-    let typed_secrets = browserenv_server::archive::TypedSecrets::default();
-    // Signals are caught from here on, also while the server starts (their default action would
-    // leave the terminal raw and a browser running), and a terminal that goes away is noticed.
-    let mut stop = stop_requests();
-    // The terminal first: the graphics probe needs raw mode (no echo), and it runs while the
-    // embedded server starts and the UI connects, so it holds up neither.
-    let mut guard = enter()?;
-    let choice = cli.graphics;
-    let (graphics_tx, graphics_rx) = oneshot::channel();
-    let probe = tokio::task::spawn_blocking(move || {
-        let _ = graphics_tx.send(probe_graphics(choice));
-    });
-    let served = tokio::select! {
-        served = serve(&cli, tasks.clone(), &typed_secrets) => served,
-        _ = &mut stop => {
-            // Ended while starting: nothing recorded yet, nothing to keep.
-            browserenv_server::chromium::kill_all();
-            drop(guard);
-            return Ok(());
-        }
-    };
-    let (server, start_url, max_steps, embedded, token) = match served {
-        Ok(served) => served,
-        Err(err) => {
-            let _ = probe.await;
-            drop(guard);
-            return Err(err);
-        }
-    };
-    let mut app = App::new(start_url, server.clone());
-    app.scroll_step = cli.scroll_step;
-    app.max_steps = max_steps;
-    if let Some(tasks) = &tasks {
-        app.tasks = tasks
-            .tasks
-            .iter()
-            .map(|t| TaskView {
-                id: t.id.clone(),
-                category: format!("{:?}", t.category).to_lowercase(),
-                instruction: t.instruction.clone(),
-            })
-            .collect();
-    }
-    let recorder = recorder.map(|(handle, errors, incomplete)| {
-        app.can_record = true;
-        app.recording = true;
-        if let Some(incomplete) = incomplete {
-            app.update(Msg::RecorderError(incomplete));
-        }
-        (handle, errors)
-    });
-    // Input is read only once the probe has its answers: no reply is taken for a keystroke.
-    // crossterm's reader reports no end of a closed terminal, so `hangup` watches for it.
-    let input = futures_util::stream::once(Box::pin(async move {
-        let _ = probe.await;
-        crossterm::event::EventStream::new()
-    }))
-    .flatten()
-    .take_while(|event| std::future::ready(event.is_ok()))
-    .filter_map(|event| std::future::ready(event.ok()));
-    let outcome = run_loop(
-        &mut guard.terminal,
-        &mut app,
-        input,
-        LoopOptions {
-            server,
-            token,
-            graphics: GraphicsSource::Probing(graphics_rx),
-            out: Some(guard.output.clone()),
-            frames: None,
-            recorder,
-            watch,
-            collect,
-            stop: Some(stop),
-            typed_secrets: Some(typed_secrets),
-        },
-    )
-    .await;
-    drop(guard);
-    tracing::info!("ending: {outcome:?}");
-    if let Some(embedded) = embedded {
-        stop_embedded(embedded).await;
-    }
-    tracing::info!("ended");
-    outcome.map(|_| ())
-}
-
-/// The server to talk to: `--server`, or an embedded one with the demo site. Returns its URL,
-/// where episodes start, the step limit when known, the embedded server to stop at the end, and
-/// the token to use.
-async fn serve(
-    cli: &Cli,
-    tasks: Option<TaskSet>,
-    typed_secrets: &browserenv_server::archive::TypedSecrets,
-) -> anyhow::Result<Served> {
-    if let Some(server) = &cli.server {
-        let start = cli
-            .start_url
-            .clone()
-            .unwrap_or_else(|| "https://example.com/".into());
-        return Ok((server.clone(), start, None, None, cli.token.clone()));
-    }
-    let token = embedded_token();
-    let config = ServerConfig {
-        settings: EnvSettings {
-            max_steps: cli.max_steps,
-            ..EnvSettings::default()
-        },
-        max_sessions: 2,
-        token: Some(token.clone()),
-        // A person at the keyboard may leave the UI alone for long; the server is theirs alone.
-        timeouts: PeerTimeouts {
-            session_timeout: None,
-            ..PeerTimeouts::default()
-        },
-        archive: browserenv_server::archive::ArchiveConfig {
-            record_into: cli.record.clone().filter(|_| cli.archive),
-            typed_secrets: typed_secrets.clone(),
-            ..Default::default()
-        },
-        ..ServerConfig::default()
-    };
-    let site = cli.site.clone().unwrap_or_else(default_site_dir);
-    let started = start_embedded(site, cli.chromium.clone(), config, tasks).await?;
-    let start = cli
-        .start_url
-        .clone()
-        .unwrap_or_else(|| started.site.url("index.html"));
-    let server = started.server.base_url();
-    Ok((
-        server,
-        start,
-        Some(cli.max_steps),
-        Some(started),
-        Some(token),
-    ))
-}
-
-/// What `serve` gives: URL, start URL, step limit, embedded server, token.
-type Served = (
-    String,
-    String,
-    Option<u64>,
-    Option<Embedded>,
-    Option<String>,
-);
-
-/// The embedded server listens on loopback, where every local program and every web page the
-/// person's browser (or ours) opens can reach it: a random token keeps them out of the session.
-pub(crate) fn embedded_token() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
-}
-
-/// The embedded server ends within the UI's one-second promise, also on a loaded machine: its
-/// browsers are killed at once (nothing of theirs needs saving), then its sessions end and the
-/// profiles are removed, each bounded. A profile left behind is removed by the next start.
-async fn stop_embedded(embedded: Embedded) {
-    use browserenv_server::chromium;
-    let started = std::time::Instant::now();
-    chromium::kill_all();
-    if tokio::time::timeout(Duration::from_millis(300), embedded.server.stop())
-        .await
-        .is_err()
-    {
-        tracing::warn!("the embedded server did not stop within 300 ms");
-    }
-    let left = Duration::from_millis(700).saturating_sub(started.elapsed());
-    // A thread of its own, not the blocking pool: the runtime would wait for it at exit.
-    let (done, cleaned) = oneshot::channel();
-    let _ = std::thread::Builder::new()
-        .name("profile-cleanup".into())
-        .spawn(move || {
-            chromium::shutdown_all();
-            let _ = done.send(());
-        });
-    if tokio::time::timeout(left, cleaned).await.is_err() {
-        tracing::warn!("browser profiles not all removed in time; the next start removes them");
-    }
-}
-
-/// The recorder of `--record DIR`, its error reports, and a note about episodes a crash left open.
-#[allow(clippy::type_complexity)]
-fn open_recorder(
-    dir: &std::path::Path,
-    watching: bool,
-) -> anyhow::Result<(
-    RecorderHandle,
-    tokio::sync::mpsc::UnboundedReceiver<String>,
-    Option<String>,
-)> {
-    let (writer, recovery) = TrajectoryWriter::open(dir)
-        .with_context(|| format!("cannot record into {}", dir.display()))?;
-    let incomplete = (!recovery.incomplete.is_empty()).then(|| {
-        format!(
-            "{} episode(s) interrupted last time are marked incomplete in {}",
-            recovery.incomplete.len(),
-            dir.display()
-        )
-    });
-    let (errors_tx, errors) = tokio::sync::mpsc::unbounded_channel();
-    let actor = if watching { Actor::Agent } else { Actor::Human };
-    let recorder = Recorder::new(writer, actor);
-    let handle = RecorderHandle::spawn(recorder, move |err| {
-        let _ = errors_tx.send(err.to_string());
-    })?;
-    Ok((handle, errors, incomplete))
-}
-
-/// What ends the UI from outside, the way `q` does (recording finished, terminal restored):
-/// SIGTERM, SIGHUP (the SSH connection or the terminal window went away), SIGINT, SIGQUIT, or a
-/// terminal that closed. The signal handlers are in place when this returns.
-fn stop_requests() -> std::pin::Pin<Box<dyn std::future::Future<Output = Exit> + Send>> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let kinds = [
-        SignalKind::terminate(),
-        SignalKind::hangup(),
-        SignalKind::interrupt(),
-        SignalKind::quit(),
-    ];
-    let mut streams: Vec<_> = kinds.into_iter().filter_map(|k| signal(k).ok()).collect();
-    Box::pin(async move {
-        let signalled = async {
-            if streams.is_empty() {
-                return std::future::pending().await;
-            }
-            let received = streams.iter_mut().map(|s| Box::pin(s.recv()));
-            futures_util::future::select_all(received).await;
-        };
-        tokio::select! {
-            _ = signalled => Exit::Quit,
-            _ = hangup() => Exit::InputClosed,
-        }
-    })
-}
-
-/// `review --token TOKEN`: fetch the next demonstration for the token's person into a folder of
-/// its own, show it in the review mode, send the verdict back; until none is left or the
-/// reviewer leaves one undecided.
-async fn review_command(
-    server: &str,
-    token: String,
-    graphics: crate::graphics::GraphicsChoice,
-) -> anyhow::Result<()> {
-    let sessions = crate::net::sessions::Sessions::new(server, Some(token))?;
-    let mut reviewed = 0;
-    loop {
-        let dir = std::env::temp_dir().join(format!(
-            "browserenv-review-{}-{}",
-            std::process::id(),
-            uuid::Uuid::new_v4()
-        ));
-        let fetched = crate::net::campaign::fetch_review(&sessions, &dir).await;
-        let fetched = match fetched {
-            Ok(Some(fetched)) => fetched,
-            Ok(None) => {
-                let _ = std::fs::remove_dir_all(&dir);
-                println!("nothing left for you to review ({reviewed} reviewed now)");
-                return Ok(());
-            }
-            Err(err) => {
-                let _ = std::fs::remove_dir_all(&dir);
-                return Err(err);
-            }
-        };
-        println!(
-            "reviewing {}'s demonstration of {}: {}",
-            printable(&fetched.person),
-            printable(&fetched.task),
-            printable(&fetched.instruction)
-        );
-        for problem in &fetched.problems {
-            eprintln!("warning: {}", printable(problem));
-        }
-        let shown = {
-            let (dir, name) = (dir.clone(), fetched.reviewer.clone());
-            tokio::task::spawn_blocking(move || {
-                crate::offline::viewer::run_viewer(&dir, graphics, Some(name))
-            })
-            .await?
-        };
-        let sent = match shown {
-            Ok(()) => crate::net::campaign::submit_review(&sessions, &dir, &fetched).await,
-            Err(err) => Err(err),
-        };
-        let _ = std::fs::remove_dir_all(&dir);
-        match sent? {
-            Some(accepted) => {
-                reviewed += 1;
-                println!(
-                    "{} {}",
-                    if accepted {
-                        "accepted"
-                    } else {
-                        "rejected (its task goes back to the queue):"
-                    },
-                    printable(&fetched.episode_id)
-                );
-            }
-            None => {
-                println!(
-                    "no verdict on {} (G good accepts, B bad rejects): `review` again takes it up \
-                     (others get it after the campaign's lease_idle_seconds); {reviewed} reviewed now",
-                    printable(&fetched.episode_id)
-                );
-                return Ok(());
-            }
+            task_files::snapshot_command(&asked).await
         }
     }
 }

@@ -3,7 +3,7 @@ use clap::Parser;
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let cli = browserenv_tui::cli::Cli::parse();
-    if let Some(path) = &cli.log {
+    if let Some(path) = &cli.flags.log {
         match std::fs::File::create(path) {
             Ok(file) => tracing_subscriber::fmt()
                 .with_env_filter(

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use browserenv_tui::app::{App, KeyInput, Msg};
+use browserenv_tui::app::{App, KeyInput, Msg, Observed};
 use browserenv_tui::graphics::Graphics;
 use browserenv_tui::live::event_loop::render;
 use browserenv_tui::screen::painter::Painter;
@@ -28,7 +28,7 @@ fn page() -> Arc<DynamicImage> {
 
 fn observed(app: &mut App, error: &str, done: bool) {
     app.update(Msg::Connected);
-    app.update(Msg::Observation {
+    app.update(Msg::Observation(Observed {
         url: "http://127.0.0.1:8000/index.html".into(),
         title: "Harbor Hardware".into(),
         error: error.into(),
@@ -38,7 +38,7 @@ fn observed(app: &mut App, error: &str, done: bool) {
         reward: Some(0.0),
         verdict: None,
         max_steps: None,
-    });
+    }));
 }
 
 fn screen(app: &mut App, with_picture: bool) -> String {

@@ -4,17 +4,15 @@
 //! `ReadLimits::body_bytes`; every header read is checked; a record that breaks a rule refuses
 //! the whole archive with an error naming the record, so a replay never runs on part of one.
 
-use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::SystemTime;
 
-use crate::budget::{Budget, Charged};
+use crate::budget::Budget;
 use crate::catalog::{Catalog, Storage, Stored};
-use crate::framing::{record_at, scan, At};
-use crate::scan::{date_of, Builder};
+use crate::place::open_file;
+use crate::scan::{first_info, scan_stored};
 use crate::{ArchiveInfo, Exchange, Request};
 
 /// How much of an archive is read.
@@ -49,11 +47,6 @@ pub enum ArchiveError {
     #[error("the archive {name} is refused: {why}")]
     Refused { name: String, why: String },
 }
-
-/// A head (the HTTP status line and headers) may take this much beside its body.
-pub(crate) const HEAD_BYTES: u64 = 256 << 10;
-/// A `warcinfo` or request record's block is small; more is not read.
-pub(crate) const SMALL_BLOCK: u64 = 1 << 20;
 
 /// Where an archive's index is kept beside it: `NAME.cdxj` for `NAME` (`x.warc.gz.cdxj`).
 pub fn index_path(archive: &Path) -> PathBuf {
@@ -137,70 +130,6 @@ pub fn open_bytes(bytes: &[u8], name: &str, limits: &ReadLimits) -> Result<Catal
     })
 }
 
-/// Read the file once: every record checked, each response's place kept.
-pub(crate) fn scan_stored(
-    mut stored: Stored,
-    source: &mut dyn Read,
-    name: &str,
-    limits: &ReadLimits,
-    budget: &Budget,
-) -> Result<Catalog, String> {
-    let mut builder = Builder::new(limits, budget, 0);
-    let records = scan(source, budget, &mut builder)?;
-    if records == 0 {
-        return Err("it holds no WARC record".into());
-    }
-    let (info, entries) = builder.finish();
-    stored.arc = is_arc(&stored);
-    Ok(Catalog::new(
-        name,
-        info.unwrap_or_default(),
-        entries,
-        vec![stored],
-        *limits,
-    ))
-}
-
-/// An ARC file: its first record is a `filedesc://` one.
-pub(crate) fn is_arc(stored: &Stored) -> bool {
-    let at = At {
-        offset: 0,
-        length: stored.len.min(64 << 10),
-        skip: 0,
-    };
-    let Ok(bytes) = stored.read_prefix(&at) else {
-        return false;
-    };
-    let mut first = [0u8; 11];
-    let found = if bytes.starts_with(&[0x1f, 0x8b]) {
-        let budget = Budget::new(1 << 20);
-        let mut stream = Charged::new(flate2::read::MultiGzDecoder::new(&bytes[..]), &budget);
-        stream.read_exact(&mut first).is_ok()
-    } else {
-        bytes.get(..11).map(|b| first.copy_from_slice(b)).is_some()
-    };
-    found && &first == b"filedesc://"
-}
-
-/// The `warcinfo` at the start of an indexed file (the index leaves it out).
-pub(crate) fn first_info(stored: &Stored, budget: &Budget) -> Option<ArchiveInfo> {
-    let at = At {
-        offset: 0,
-        length: stored.len.min(SMALL_BLOCK + (64 << 10)),
-        skip: 0,
-    };
-    let bytes = stored.read_prefix(&at).ok()?;
-    let (head, block) = record_at(&bytes, 0, false, budget, SMALL_BLOCK).ok()?;
-    if !head
-        .get("WARC-Type")
-        .ok()??
-        .eq_ignore_ascii_case("warcinfo")
-    {
-        return None;
-    }
-    Some(info(&block, date_of(&head).ok()?))
-}
-
 /// The index beside `archive`, when it may be used: a regular file (no symlink), no older than
 /// the archive, no longer than the budget.
 fn index_beside(
@@ -215,15 +144,6 @@ fn index_beside(
         _ => false,
     };
     (found.is_file() && fresh && found.len() <= limits.archive_bytes).then_some(index)
-}
-
-pub(crate) fn open_file(path: &Path) -> io::Result<(File, std::fs::Metadata)> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(path)?;
-    let metadata = file.metadata()?;
-    Ok((file, metadata))
 }
 
 /// Read the archive at `path` whole: every response with its request, bodies in memory (tests,
@@ -285,37 +205,6 @@ pub fn whole(catalog: &Catalog, limits: &ReadLimits) -> Result<Archive, ArchiveE
         info: catalog.info.clone(),
         exchanges,
     })
-}
-
-/// A record's target: an absolute http(s) URL, without its fragment.
-pub(crate) fn target(value: Option<String>) -> Result<String, String> {
-    let value = value.ok_or("it has no WARC-Target-URI")?;
-    // Some tools write the URI in angle brackets (WARC 1.0's grammar).
-    let value = value.trim_start_matches('<').trim_end_matches('>');
-    let mut url = url::Url::parse(value)
-        .map_err(|err| format!("its target {value:?} is not a URL ({err})"))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err(format!("its target {value:?} is not an http(s) URL"));
-    }
-    url.set_fragment(None);
-    Ok(url.to_string())
-}
-
-/// The `warcinfo` fields this project writes (`application/warc-fields`: `name: value` lines).
-pub(crate) fn info(block: &[u8], date: SystemTime) -> ArchiveInfo {
-    let text = String::from_utf8_lossy(block);
-    let field = |name: &str| {
-        text.lines().find_map(|line| {
-            let (key, value) = line.split_once(':')?;
-            (key.trim().eq_ignore_ascii_case(name)).then(|| value.trim().to_string())
-        })
-    };
-    ArchiveInfo {
-        software: field("software").unwrap_or_default(),
-        start_url: field("browserenv-start-url").filter(|url| target(Some(url.clone())).is_ok()),
-        episode: field("browserenv-episode"),
-        recorded: Some(date),
-    }
 }
 
 #[cfg(test)]

@@ -13,12 +13,6 @@ use std::time::Duration;
 const PNG: &str =
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
 
-thread_local! {
-    /// The folders `sync_dir` synced on this thread.
-    pub(super) static SYNCED_DIRS: std::cell::RefCell<Vec<PathBuf>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
-
 /// Set in a child process started by `child`: the recording folder it works on.
 const CHILD_DIR: &str = "BROWSERENV_TRAJECTORY_TEST_CHILD_DIR";
 

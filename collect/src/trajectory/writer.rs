@@ -271,6 +271,13 @@ pub(super) fn lock_folder(dir: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+#[cfg(test)]
+thread_local! {
+    /// The folders `sync_dir` synced on this thread (read by the tests).
+    pub(super) static SYNCED_DIRS: std::cell::RefCell<Vec<std::path::PathBuf>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// fsync a folder, so the names created or renamed in it survive a crash.
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)
@@ -279,7 +286,7 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
             io::Error::new(err.kind(), format!("cannot sync {}: {err}", dir.display()))
         })?;
     #[cfg(test)]
-    super::tests::SYNCED_DIRS.with(|synced| synced.borrow_mut().push(dir.to_path_buf()));
+    SYNCED_DIRS.with(|synced| synced.borrow_mut().push(dir.to_path_buf()));
     Ok(())
 }
 

@@ -19,7 +19,6 @@ use browserenv_archive::{resolve_inside, ArchiveInfo, Catalog, ARCHIVES_DIR};
 use browserenv_collect::tasks::Task;
 use serde_json::{Map, Value};
 
-use crate::browser::{Browser, PageError};
 use browserenv::secrets::Secrets;
 use record::{ArchiveFiles, Recording};
 use replay::Replaying;
@@ -301,28 +300,23 @@ pub struct EpisodeArchive {
 }
 
 impl EpisodeArchive {
-    /// The running episode's archive work stops (before its browser goes).
-    pub async fn end<B: Browser>(&mut self, browser: Option<&mut B>) {
-        if self.current.is_none() {
-            return;
-        }
-        if let Some(browser) = browser {
-            browser.stop_archive().await;
-        }
-        if let Some(Work::Record(recording)) = self.current.take() {
-            self.ended.push(recording);
+    /// The running episode's archive work stops (before its browser goes): whether it had any,
+    /// which the browser's part (`Browser::stop_archive`) is then stopped with.
+    pub fn end(&mut self) -> bool {
+        match self.current.take() {
+            Some(Work::Record(recording)) => {
+                self.ended.push(recording);
+                true
+            }
+            Some(Work::Replay(_)) => true,
+            None => false,
         }
     }
 
-    /// Start `work` on the new episode's browser, before its first navigation.
-    pub async fn begin<B: Browser>(
-        &mut self,
-        work: Work,
-        browser: &mut B,
-    ) -> Result<(), PageError> {
-        browser.start_archive(work.clone()).await?;
+    /// `work` is the new episode's, started on its browser (`Browser::start_archive`) before its
+    /// first navigation.
+    pub fn begin(&mut self, work: Work) {
         self.current = Some(work);
-        Ok(())
     }
 
     /// What an observation says of the episode's archive (`metadata.archive`, and a replay's

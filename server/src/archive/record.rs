@@ -174,7 +174,7 @@ impl Recording {
     pub fn keeps(&self, url: &str) -> bool {
         url::Url::parse(url).is_ok_and(|url| {
             matches!(url.scheme(), "http" | "https")
-                && crate::environment::check_not_the_server(&url, self.server_port).is_ok()
+                && !crate::operations::access::names_this_server(&url, self.server_port)
         })
     }
 

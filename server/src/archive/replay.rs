@@ -17,7 +17,7 @@ use browserenv_archive::{
 };
 use serde_json::{json, Map, Value};
 
-use crate::browser::{clip, Capped};
+use crate::capped::{clip, Capped};
 
 /// The page's clock in a replay (see the file).
 const CLOCK_JS: &str = include_str!("clock.js");
@@ -218,9 +218,8 @@ impl Replaying {
     }
 
     fn is_the_server(&self, url: &str) -> bool {
-        url::Url::parse(url).is_ok_and(|url| {
-            crate::environment::check_not_the_server(&url, self.server_port).is_err()
-        })
+        url::Url::parse(url)
+            .is_ok_and(|url| crate::operations::access::names_this_server(&url, self.server_port))
     }
 
     fn missed(&self, what: String) {

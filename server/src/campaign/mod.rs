@@ -3,7 +3,8 @@
 //! demonstration to review. The rules (who gets what, when a lease ends, what counts) are
 //! `browserenv_collect::campaign`'s; this module is their place in the server: the `Hub` (the campaign,
 //! its people and its recorder), what a session tells it (a lease's episode began, stepped, ended,
-//! or its session closed), the routes (`server/src/routes/campaign.rs`) and their error codes (`codes.rs`).
+//! or its session closed), and the codes its refusals answer with (`code_of`); the routes are
+//! `server/src/routes/campaign.rs`.
 //!
 //! Every campaign action is a person's, and the person is the one their token names
 //! (`caller.rs`): a lease is handed to them, started by their session, saved or skipped by them,
@@ -12,7 +13,6 @@
 //! the lease's task starts, its steps are recorded with `actor: "human"` and the person's name
 //! into `DIR/recording`, and each step keeps the lease.
 
-mod codes;
 pub mod review;
 mod roster;
 
@@ -28,10 +28,35 @@ use browserenv_collect::trajectory::{
     read, Actor, RecordEvent, Recorder, RecorderHandle, TrajectoryWriter,
 };
 
+use crate::api_error::{ApiError, Code};
 use crate::operations::caller::Caller;
 
-pub use codes::{refused, Code};
 pub use roster::Roster;
+
+/// The code of a refusal of the campaign's rules.
+pub fn code_of(err: &CampaignError) -> Code {
+    match err {
+        CampaignError::NoLease(_) => Code::LeaseEnded,
+        CampaignError::NotEnded(_) => Code::EpisodeNotEnded,
+        CampaignError::NoDemonstration(_) => Code::DemonstrationNotFound,
+        CampaignError::OwnDemonstration(_) => Code::OwnDemonstration,
+        CampaignError::BadName => Code::InvalidName,
+        CampaignError::NotYours(_) => Code::NotYourLease,
+        // Met by a session's reset and steps (the WebSocket says it in words), never by a
+        // route: no route works under a session.
+        CampaignError::OtherSession(_) => Code::NotYourLease,
+        CampaignError::NotInHand(_) => Code::NotInYourHands,
+        CampaignError::Reviewed(_) => Code::ReviewedAlready,
+        CampaignError::Duplicate(_) => Code::DuplicateEpisode,
+        CampaignError::TooManyPeople => Code::TooManyPeople,
+        CampaignError::Log(_) => Code::CampaignLogFailed,
+    }
+}
+
+/// A refusal of the campaign's rules as an HTTP answer.
+pub fn refused(err: CampaignError) -> ApiError {
+    code_of(&err).error(err.to_string())
+}
 
 /// The reset keyword that makes a session a person's work on a leased task.
 pub const LEASE_KWARG: &str = "campaign_lease";

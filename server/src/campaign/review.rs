@@ -12,8 +12,7 @@ use browserenv_collect::campaign::Demonstration;
 use browserenv_collect::tasks::{ShownTask, Verdict};
 use browserenv_collect::trajectory::{read, read_frame, EpisodeRecord, StepRecord, REVIEW_SCHEMA};
 
-use super::Code;
-use crate::api_error::ApiError;
+use crate::api_error::{ApiError, Code};
 
 /// The most review lines one review may bring (a mark and a note per step of the longest episode
 /// a task allows, and the episode's fields), and the most bytes of each and of all.

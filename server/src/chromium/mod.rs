@@ -66,9 +66,10 @@ use browserenv::models::{Chord, Modifiers, MouseButton, Point, VIEWPORT_HEIGHT, 
 use browserenv::text_layer::{TextRun, MAX_RUNS, MAX_RUN_CHARS};
 
 use crate::browser::{
-    clip, clipped, Browser, Handover, Incidents, Launcher, PageError, PageFacts, PageText,
-    Preparation, SettleOutcome,
+    Browser, Handover, Incidents, Launcher, PageError, PageFacts, PageText, Preparation,
+    SettleOutcome,
 };
+use crate::capped::{clip, clipped};
 
 pub use launch::host::Isolation;
 pub use launch::process::{clean_leftovers, kill_all, live_count, shutdown_all, FLAGS};
@@ -502,9 +503,8 @@ impl Drop for Tasks {
 #[cfg(test)]
 mod tests {
     use super::PROBE_JS;
-    use crate::browser::{
-        INCIDENTS_KEPT, INCIDENT_TEXT_CHARS, MAX_SECRET_BOXES, MAX_SECRET_INPUTS, MAX_TITLE_CHARS,
-    };
+    use crate::browser::{MAX_SECRET_BOXES, MAX_SECRET_INPUTS, MAX_TITLE_CHARS};
+    use crate::capped::{INCIDENTS_KEPT, INCIDENT_TEXT_CHARS};
     use browserenv::text_layer::MAX_RUN_CHARS;
 
     #[test]

@@ -117,7 +117,7 @@ async fn a_seed_server_refuses_the_additions_before_they_count() {
         .await
         .unwrap_err();
     assert_eq!(
-        refused.0,
+        refused.to_string(),
         "move is not an action of this server: it takes the seed's seven (BROWSER_ACTIONS=seed)"
     );
     assert_eq!(env.state().step_count, 0);
@@ -152,7 +152,7 @@ async fn goto_takes_the_reset_s_url_rule_and_the_session_goes_on() {
             .step(&BrowserAction::goto(url), false)
             .await
             .unwrap_err();
-        assert_eq!(refused.0, words, "{url}");
+        assert_eq!(refused.to_string(), words, "{url}");
     }
     assert_eq!(env.state().step_count, 0, "refused before counting");
     assert!(!launcher.calls().iter().any(|c| c.contains("etc/passwd")));

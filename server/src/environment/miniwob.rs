@@ -35,23 +35,20 @@ pub(super) fn task_named(
         return Ok(None);
     }
     let Some(miniwob) = miniwob else {
-        return Err(EnvError(format!(
-            "unknown task_id {id:?}: this server has no MiniWoB++ tasks (start it with --miniwob \
-             DIR, the miniwob package's html folder)"
-        )));
+        return Err(EnvError::NoMiniWob(id.clone()));
     };
     let Some(task) = miniwob.get(id) else {
         let known: Vec<&str> = miniwob.tasks().iter().map(|t| t.id.as_str()).collect();
-        return Err(EnvError(format!(
-            "unknown task_id {id:?}; the MiniWoB++ tasks are {}",
-            known.join(", ")
-        )));
+        return Err(EnvError::UnknownMiniWob {
+            id: id.clone(),
+            known: known.join(", "),
+        });
     };
     Ok(Some((task.clone(), miniwob.url(task))))
 }
 
 /// The largest seed: the page reads it as a JavaScript number, exact up to 2^53 - 1.
-const MAX_SEED: u64 = (1 << 53) - 1;
+pub(super) const MAX_SEED: u64 = (1 << 53) - 1;
 
 /// The seed a reset gives (an integer), or one drawn for it: every MiniWoB++ episode has one,
 /// and says which, so that it can be played again.
@@ -61,11 +58,7 @@ pub(super) fn seed(kwargs: &Map<String, Value>) -> Result<u64, EnvError> {
         Some(value) => value
             .as_u64()
             .filter(|seed| *seed <= MAX_SEED)
-            .ok_or_else(|| {
-                EnvError(format!(
-                    "seed must be a whole number from 0 to {MAX_SEED}, got {value}"
-                ))
-            }),
+            .ok_or_else(|| EnvError::BadSeed(value.to_string())),
     }
 }
 
@@ -91,7 +84,7 @@ impl MiniWobEpisode {
         };
         bounded(ELEMENT_TIMEOUT * 5, PageError::ActionTimeout, set_up)
             .await
-            .map_err(|err| EnvError(format!("cannot set up the MiniWoB++ page: {err}")))?;
+            .map_err(|err| EnvError::MiniWobSetUp(err.to_string()))?;
         Ok(MiniWobEpisode {
             task,
             url,
@@ -110,9 +103,15 @@ impl MiniWobEpisode {
             browser.evaluate(miniwob::start_expression(&self.task, self.seed)),
         )
         .await
-        .map_err(|err| EnvError(format!("cannot start {}: {err}", self.task.id)))?;
+        .map_err(|err| EnvError::MiniWobStart {
+            task: self.task.id.clone(),
+            why: err.to_string(),
+        })?;
         if let Some(error) = started["error"].as_str() {
-            return Err(EnvError(format!("cannot start {}: {error}", self.task.id)));
+            return Err(EnvError::MiniWobStart {
+                task: self.task.id.clone(),
+                why: error.to_string(),
+            });
         }
         self.instruction = started["instruction"]
             .as_str()
@@ -332,30 +331,42 @@ mod tests {
             .reset(&reset("miniwob.click-test", None))
             .await
             .unwrap_err();
-        assert!(err.0.contains("start it with --miniwob DIR"), "{}", err.0);
+        assert!(
+            err.to_string().contains("start it with --miniwob DIR"),
+            "{}",
+            err.to_string()
+        );
         let (mut env, _) = env(
             Some(miniwob),
             vec![json!({"error": "not a MiniWoB++ task page"})],
         );
         let err = env.reset(&reset("miniwob.nope", None)).await.unwrap_err();
         assert!(
-            err.0.contains("unknown task_id \"miniwob.nope\""),
+            err.to_string().contains("unknown task_id \"miniwob.nope\""),
             "{}",
-            err.0
+            err.to_string()
         );
         for seed in [-1, 1 << 53] {
             let err = env
                 .reset(&reset("miniwob.click-test", Some(seed)))
                 .await
                 .unwrap_err();
-            assert!(err.0.contains("seed must be a whole number"), "{}", err.0);
+            assert!(
+                err.to_string().contains("seed must be a whole number"),
+                "{}",
+                err.to_string()
+            );
         }
         // A page that is not a task: the reset fails, saying so.
         let err = env
             .reset(&reset("miniwob.click-test", Some(1)))
             .await
             .unwrap_err();
-        assert!(err.0.contains("not a MiniWoB++ task page"), "{}", err.0);
+        assert!(
+            err.to_string().contains("not a MiniWoB++ task page"),
+            "{}",
+            err.to_string()
+        );
     }
 
     #[tokio::test]

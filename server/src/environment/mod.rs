@@ -29,10 +29,92 @@ pub use limits::{step_bound, OBSERVE_SLACK, TYPE_TIME_PER_CHARACTER};
 pub use observation::OBSERVE_TEXT_CHARS;
 pub use start_url::{check_not_the_server, check_start_url, check_url};
 
-/// A failure of the environment itself (not of the page): the wire's `EXECUTION_ERROR`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct EnvError(pub String);
+/// A failure of the environment itself, or of the session around it (not of the page): the
+/// wire's `EXECUTION_ERROR`, whose message is this error's text.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EnvError {
+    /// A start URL the seed's rule refuses.
+    #[error("expected an HTTP(S) URL without credentials")]
+    BadStartUrl,
+    #[error("start_url is this server's own address: its routes are not a page for the agent")]
+    StartUrlIsTheServer,
+    #[error("reset needs start_url: an HTTP(S) URL without credentials")]
+    NoStartUrl,
+    #[error("task_id must be a string, got {0}")]
+    TaskIdNotAString(String),
+    #[error("unknown task_id {0:?}: this server has no tasks (start it with --tasks FILE)")]
+    NoTasks(String),
+    #[error("unknown task_id {id:?}; known: {known}")]
+    UnknownTask { id: String, known: String },
+    #[error(
+        "unknown task_id {0:?}: this server has no MiniWoB++ tasks (start it with --miniwob \
+         DIR, the miniwob package's html folder)"
+    )]
+    NoMiniWob(String),
+    #[error("unknown task_id {id:?}; the MiniWoB++ tasks are {known}")]
+    UnknownMiniWob { id: String, known: String },
+    #[error("seed must be a whole number from 0 to {max}, got {0}", max = miniwob::MAX_SEED)]
+    BadSeed(String),
+    #[error("{0} runs from its own pages, not from an archive")]
+    MiniWobFromArchive(String),
+    #[error("cannot set up the MiniWoB++ page: {0}")]
+    MiniWobSetUp(String),
+    #[error("cannot start {task}: {why}")]
+    MiniWobStart { task: String, why: String },
+    #[error("task {task:?} starts at its own start URL: leave start_url out (or give {start})")]
+    TaskStartsElsewhere { task: String, start: String },
+    /// A task's start URL that does not resolve, or what a reset asked of archives.
+    #[error("{0}")]
+    Refused(String),
+    #[error("the browser failed to start: {0}")]
+    BrowserFailed(String),
+    #[error("the episode cannot use its archive: {0}")]
+    ArchiveFailed(String),
+    #[error("reset before stepping")]
+    NotReset,
+    /// An action this server does not take (`BROWSER_ACTIONS=seed`): its op.
+    #[error(
+        "{0} is not an action of this server: it takes the seed's seven (BROWSER_ACTIONS=seed)"
+    )]
+    NotAnAction(String),
+    /// A URL an action opens (`goto`'s) that the reset's rules refuse: the refusal, naming the
+    /// action's field (`check_url`).
+    #[error("{0}")]
+    ActionUrl(String),
+    #[error("no page yet: reset first")]
+    NoPage,
+    #[error("cannot read the page's text: {0}")]
+    PageText(String),
+    /// The session's: closed (by the client, its idle time, or a drain).
+    #[error("the session is closed")]
+    Closed,
+    #[error(
+        "the session is closed: {}",
+        crate::operations::drain::DRAINING_MESSAGE
+    )]
+    ClosedByDrain,
+    #[error("{}", crate::operations::drain::DRAINING_MESSAGE)]
+    Draining,
+    #[error("this server runs no campaign (start it with --campaign DIR)")]
+    NoCampaign,
+    /// A lease the campaign's rules refuse to a session.
+    #[error("{0}")]
+    Campaign(String),
+    #[error(
+        "{name} holds control of this session: the reset waited {waited:.1} s \
+         (BROWSER_HANDOFF_WAIT_SECONDS); try again after the hand-back"
+    )]
+    HeldByAPerson { name: String, waited: f64 },
+    #[error("you do not hold control of this session: take it first")]
+    NotInControl,
+    #[error("reset before asking for a person")]
+    AskBeforeReset,
+    /// An ask for a person the session cannot take (one is open already, ...).
+    #[error("{0}")]
+    Ask(String),
+    #[error("{still} within {seconds} s; ask again, or go on")]
+    NotHandedBack { still: String, seconds: u64 },
+}
 
 struct Episode<B> {
     browser: B,
@@ -160,22 +242,20 @@ impl<L: Launcher> Environment<L> {
         let id = match kwargs.get("task_id") {
             None | Some(Value::Null) => return Ok(None),
             Some(Value::String(id)) => id,
-            Some(other) => return Err(EnvError(format!("task_id must be a string, got {other}"))),
+            Some(other) => return Err(EnvError::TaskIdNotAString(other.to_string())),
         };
         let Some(catalog) = &self.tasks else {
-            return Err(EnvError(format!(
-                "unknown task_id {id:?}: this server has no tasks (start it with --tasks FILE)"
-            )));
+            return Err(EnvError::NoTasks(id.to_string()));
         };
         let Some(task) = catalog.tasks.get(id) else {
-            return Err(EnvError(format!(
-                "unknown task_id {id:?}; known: {}",
-                catalog.tasks.ids().join(", ")
-            )));
+            return Err(EnvError::UnknownTask {
+                id: id.to_string(),
+                known: catalog.tasks.ids().join(", "),
+            });
         };
         let start = task
             .resolve_start_url(catalog.base_url.as_ref())
-            .map_err(EnvError)?;
+            .map_err(EnvError::Refused)?;
         Ok(Some((task.clone(), start)))
     }
 
@@ -209,16 +289,13 @@ impl<L: Launcher> Environment<L> {
                     self.tasks.as_ref().and_then(|c| c.folder.as_deref()),
                 )
                 .await
-                .map_err(EnvError)?,
+                .map_err(EnvError::Refused)?,
             None => None,
         };
         if let (Some((task, _)), Some(crate::archive::Plan::Replay { .. })) =
             (&miniwob_task, &archive)
         {
-            return Err(EnvError(format!(
-                "{} runs from its own pages, not from an archive",
-                task.id
-            )));
+            return Err(EnvError::MiniWobFromArchive(task.id.clone()));
         }
         // The page a task starts on: its own.
         let own_start = match (&miniwob_task, &task) {
@@ -232,9 +309,10 @@ impl<L: Launcher> Environment<L> {
             (Some(Value::String(url)), Some((task, task_start))) => {
                 let asked = check_start_url(url)?;
                 if asked != check_start_url(task_start)? {
-                    return Err(EnvError(format!(
-                        "task {task:?} starts at its own start URL: leave start_url out (or give {task_start})"
-                    )));
+                    return Err(EnvError::TaskStartsElsewhere {
+                        task: task.clone(),
+                        start: task_start.to_string(),
+                    });
                 }
                 asked
             }
@@ -251,11 +329,7 @@ impl<L: Launcher> Environment<L> {
                         .unwrap_or_default(),
                 )?
             }
-            _ => {
-                return Err(EnvError(
-                    "reset needs start_url: an HTTP(S) URL without credentials".into(),
-                ))
-            }
+            _ => return Err(EnvError::NoStartUrl),
         };
         check_not_the_server(&start_url, self.settings.server_port)?;
         let episode_id = match kwargs.get("episode_id") {
@@ -270,7 +344,9 @@ impl<L: Launcher> Environment<L> {
         let previous = match self.episode.take() {
             Some(mut previous) => {
                 // The episode that ended leaves its archive with its secrets hidden.
-                self.archive.end(Some(&mut previous.browser)).await;
+                if self.archive.end() {
+                    previous.browser.stop_archive().await;
+                }
                 self.archive.store(&previous.secrets);
                 Some(previous.browser)
             }
@@ -316,12 +392,11 @@ impl<L: Launcher> Environment<L> {
             let episode_id = self.state.episode_id.clone().unwrap_or_default();
             let seed = kwargs.get("seed").and_then(seed_of);
             let work = archives.work(plan, &episode_id, start_url.as_str(), seed);
-            if let Err(err) = self.archive.begin(work, &mut episode.browser).await {
+            if let Err(err) = episode.browser.start_archive(work.clone()).await {
                 episode.browser.close().await;
-                return Err(EnvError(format!(
-                    "the episode cannot use its archive: {err}"
-                )));
+                return Err(EnvError::ArchiveFailed(err.to_string()));
             }
+            self.archive.begin(work);
         }
         if let (Some((task, url)), Some(seed)) = (miniwob_task, miniwob_seed) {
             match miniwob::MiniWobEpisode::prepare(&mut episode.browser, task, url, seed).await {
@@ -398,7 +473,7 @@ impl<L: Launcher> Environment<L> {
         let settings = self.settings.clone();
         let episode = match self.episode.as_mut() {
             Some(episode) if !episode.done => episode,
-            _ => return Err(EnvError("reset before stepping".into())),
+            _ => return Err(EnvError::NotReset),
         };
         // Refused before the step counts, as a reset's bad input leaves the episode untouched.
         check_taken(action, &settings)?;
@@ -495,10 +570,7 @@ impl<L: Launcher> Environment<L> {
                 return Ok(layer.clone());
             }
         }
-        let episode = self
-            .episode
-            .as_mut()
-            .ok_or_else(|| EnvError("no page yet: reset first".into()))?;
+        let episode = self.episode.as_mut().ok_or(EnvError::NoPage)?;
         let place = Place {
             settings: &self.settings,
             session: &self.session,
@@ -517,7 +589,9 @@ impl<L: Launcher> Environment<L> {
     /// End the current episode and release its browser.
     pub async fn close(&mut self) {
         if let Some(mut episode) = self.episode.take() {
-            self.archive.end(Some(&mut episode.browser)).await;
+            if self.archive.end() {
+                episode.browser.stop_archive().await;
+            }
             self.archive.store(&episode.secrets);
             episode.browser.close().await;
         }
@@ -529,9 +603,7 @@ impl<L: Launcher> Environment<L> {
 fn check_taken(action: &BrowserAction, settings: &EnvSettings) -> Result<(), EnvError> {
     let op = action.op();
     if !settings.actions.ops().contains(&op) {
-        return Err(EnvError(format!(
-            "{op} is not an action of this server: it takes the seed's seven (BROWSER_ACTIONS=seed)"
-        )));
+        return Err(EnvError::NotAnAction(op.to_string()));
     }
     if let Action::Goto { url } = &action.action {
         check_url("url", url, settings.server_port)?;
@@ -660,7 +732,7 @@ async fn next_browser<L: Launcher>(
         Some(browser) => Ok(browser),
         None => launcher.launch().await.map_err(|err| {
             tracing::error!("browser launch failed: {err:#}");
-            EnvError(format!("the browser failed to start: {err:#}"))
+            EnvError::BrowserFailed(format!("{err:#}"))
         }),
     }
 }

@@ -227,7 +227,7 @@ pub(super) async fn read_text<B: Browser>(
         episode.browser.visible_text(),
     )
     .await
-    .map_err(|err| EnvError(format!("cannot read the page's text: {err}")))?;
+    .map_err(|err| EnvError::PageText(err.to_string()))?;
     let mut layer = TextLayer {
         session: place.session.to_string(),
         episode_id: place.episode_id.map(str::to_string),
@@ -499,7 +499,7 @@ fn metadata(inputs: &MetadataInputs) -> Map<String, Value> {
         Some(Err(err)) => {
             map.insert("text".into(), json!(""));
             map.insert("text_truncated".into(), json!(true));
-            map.insert("text_error".into(), json!(err.0));
+            map.insert("text_error".into(), json!(err.to_string()));
         }
         None => {}
     }

@@ -3,12 +3,13 @@
 //! connections (`server/src/chromium/intercept/egress.rs`).
 
 use super::EnvError;
+use crate::operations::access::names_this_server;
 
 /// Check a reset URL the way the seed does: http(s), a host, no user or password. The host must
 /// be in the text itself: the URL parser would read `http:///basic.html` (or `http:/basic.html`)
 /// as host `basic.html`, where Python's `urlsplit` (the reference) finds none.
 pub fn check_start_url(raw: &str) -> Result<url::Url, EnvError> {
-    let rejected = || EnvError("expected an HTTP(S) URL without credentials".into());
+    let rejected = || EnvError::BadStartUrl;
     let url = url::Url::parse(raw).map_err(|_| rejected())?;
     let written_host = raw
         .trim()
@@ -32,26 +33,8 @@ pub fn check_start_url(raw: &str) -> Result<url::Url, EnvError> {
 /// Pages cannot go there (`access.rs`), but a reset is a navigation the browser makes on its own,
 /// as when a person types an address. Elsewhere than loopback the server asks for its token.
 pub fn check_not_the_server(url: &url::Url, port: Option<u16>) -> Result<(), EnvError> {
-    let local = match url.host() {
-        Some(url::Host::Domain(name)) => {
-            let name = name.trim_end_matches('.').to_ascii_lowercase();
-            name == "localhost" || name.ends_with(".localhost")
-        }
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_unspecified(),
-        Some(url::Host::Ipv6(ip)) => {
-            ip.is_loopback()
-                || ip.is_unspecified()
-                || ip
-                    .to_ipv4_mapped()
-                    .is_some_and(|v4| v4.is_loopback() || v4.is_unspecified())
-        }
-        None => false,
-    };
-    if local && port.is_some() && url.port_or_known_default() == port {
-        return Err(EnvError(
-            "start_url is this server's own address: its routes are not a page for the agent"
-                .into(),
-        ));
+    if names_this_server(url, port) {
+        return Err(EnvError::StartUrlIsTheServer);
     }
     Ok(())
 }
@@ -59,8 +42,9 @@ pub fn check_not_the_server(url: &url::Url, port: Option<u16>) -> Result<(), Env
 /// A URL an action opens (`goto`'s `url`), under exactly the reset's rules, its refusal naming
 /// `field`.
 pub fn check_url(field: &str, raw: &str, port: Option<u16>) -> Result<url::Url, EnvError> {
-    let named = |EnvError(why): EnvError| {
-        EnvError(match why.strip_prefix("start_url") {
+    let named = |refused: EnvError| {
+        let why = refused.to_string();
+        EnvError::ActionUrl(match why.strip_prefix("start_url") {
             Some(rest) => format!("{field}{rest}"),
             None => format!("{field}: {why}"),
         })

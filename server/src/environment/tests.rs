@@ -53,7 +53,8 @@ async fn rejects_bad_start_urls_without_touching_the_episode() {
     ] {
         let err = env.reset(&kwargs(bad)).await.unwrap_err();
         assert_eq!(
-            err.0, "expected an HTTP(S) URL without credentials",
+            err.to_string(),
+            "expected an HTTP(S) URL without credentials",
             "{bad}"
         );
     }
@@ -67,7 +68,10 @@ async fn rejects_bad_start_urls_without_touching_the_episode() {
 async fn step_before_reset_and_after_done_is_refused() {
     let (mut env, _) = env(FakeScript::default());
     assert_eq!(
-        env.step(&BrowserAction::back(), false).await.unwrap_err().0,
+        env.step(&BrowserAction::back(), false)
+            .await
+            .unwrap_err()
+            .to_string(),
         "reset before stepping"
     );
     env.reset(&kwargs("https://a.example/")).await.unwrap();
@@ -77,7 +81,10 @@ async fn step_before_reset_and_after_done_is_refused() {
         .unwrap();
     assert!(result.done);
     assert_eq!(
-        env.step(&BrowserAction::back(), false).await.unwrap_err().0,
+        env.step(&BrowserAction::back(), false)
+            .await
+            .unwrap_err()
+            .to_string(),
         "reset before stepping"
     );
 }
@@ -226,7 +233,7 @@ async fn incidents_become_metadata_and_codes() {
     assert_eq!(metadata["dialogs"][0]["type"], "alert");
     assert_eq!(
         metadata["dialogs"].as_array().unwrap().len(),
-        crate::browser::INCIDENTS_KEPT
+        crate::capped::INCIDENTS_KEPT
     );
     assert_eq!(metadata["dialogs_more"], 15);
     assert_eq!(metadata["tabs_closed"], 3);
@@ -284,14 +291,22 @@ async fn task_resets_use_the_tasks_start_url_and_step_limit() {
 
     let (mut plain, _) = self::env(FakeScript::default());
     let err = plain.reset(&args).await.unwrap_err();
-    assert!(err.0.contains("this server has no tasks"), "{}", err.0);
+    assert!(
+        err.to_string().contains("this server has no tasks"),
+        "{}",
+        err.to_string()
+    );
 }
 
 #[tokio::test]
 async fn the_text_layer_is_read_once_per_step_and_needs_a_page() {
     let (mut env, launcher) = env(FakeScript::default());
     let err = env.visible_text().await.unwrap_err();
-    assert!(err.0.contains("reset first"), "{}", err.0);
+    assert!(
+        err.to_string().contains("reset first"),
+        "{}",
+        err.to_string()
+    );
     env.reset(&kwargs("https://a.example/")).await.unwrap();
     let first = env.visible_text().await.unwrap();
     assert_eq!((first.session.as_str(), first.step), ("s", 0));
@@ -355,9 +370,9 @@ async fn a_task_starts_at_its_own_start_url_only() {
         args.insert("start_url".into(), json!(elsewhere));
         let refused = tasked.reset(&args).await.unwrap_err();
         assert!(
-            refused.0.contains("starts at its own start URL"),
+            refused.to_string().contains("starts at its own start URL"),
             "{}",
-            refused.0
+            refused.to_string()
         );
     }
     // Its own start, named or not, is the task.

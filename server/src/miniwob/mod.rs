@@ -17,9 +17,6 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use browserenv_collect::tasks::Category;
-
-use crate::routes::task_api::{ResetArgs, TaskRef};
 use crate::site::SiteHandle;
 
 /// BrowserGym's task ids and splits, one `id<TAB>split` a line.
@@ -172,40 +169,6 @@ impl MiniWob {
     /// The pages' listener (`host:port`), for `--block-private-networks` to let through.
     pub fn address(&self) -> std::net::SocketAddr {
         self.site.addr
-    }
-
-    /// The Task API's splits: `train` and `test`, each task's instruction said at reset.
-    pub fn splits(&self, max_steps: u64) -> Vec<(String, Vec<TaskRef>)> {
-        Split::ALL
-            .iter()
-            .map(|split| {
-                let refs = self
-                    .tasks
-                    .iter()
-                    .filter(|task| task.split == *split)
-                    .enumerate()
-                    .map(|(index, task)| TaskRef {
-                        index,
-                        task_id: task.id.clone(),
-                        task_name: task.id.clone(),
-                        dataset: split.name().to_string(),
-                        instruction: format!(
-                            "MiniWoB++ {}: the page gives this episode's instruction at reset \
-                             (metadata.task.instruction); the page scores it",
-                            task.page()
-                        ),
-                        category: Category::Interaction,
-                        start_url: self.url(task),
-                        max_steps,
-                        checks: Vec::new(),
-                        reset: ResetArgs {
-                            task_id: task.id.clone(),
-                        },
-                    })
-                    .collect();
-                (split.name().to_string(), refs)
-            })
-            .collect()
     }
 }
 

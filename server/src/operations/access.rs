@@ -17,10 +17,10 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 
-use crate::api_error::ApiError;
+use crate::api_error::{ApiError, Code};
 use crate::operations::caller::Caller;
 
 /// Who a token other than the server's stands for: a campaign's people (`campaign::Roster`).
@@ -195,24 +195,24 @@ impl IntoResponse for Refusal {
                     "requests from web pages are refused (Origin {origin:?}); allow the origin \
                      with BROWSER_ALLOWED_ORIGINS if a page of yours must use this server"
                 ),
-                "ORIGIN_NOT_ALLOWED",
+                Code::OriginNotAllowed,
             ),
             Refusal::Page(site) => (
                 format!(
                     "requests from web pages are refused (Sec-Fetch-Site {site:?}: a navigation, \
                      frame, image or script of a page)"
                 ),
-                "ORIGIN_NOT_ALLOWED",
+                Code::OriginNotAllowed,
             ),
             Refusal::Host(host) => (
                 format!(
                     "unknown host {host:?}: this server answers to IP addresses, localhost and \
                      the names in BROWSER_ALLOWED_HOSTS"
                 ),
-                "HOST_NOT_ALLOWED",
+                Code::HostNotAllowed,
             ),
         };
-        ApiError::new(StatusCode::FORBIDDEN, code, detail).into_response()
+        ApiError::new(code, detail).into_response()
     }
 }
 
@@ -315,8 +315,7 @@ async fn admit_signed(
         .map_err(refuse)?;
     let too_large = || {
         ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "PAYLOAD_TOO_LARGE",
+            Code::PayloadTooLarge,
             format!(
                 "a signed peer request's body is {} bytes at most",
                 signing::BODY_LIMIT
@@ -337,8 +336,7 @@ async fn admit_signed(
         .map(|info| info.0.ip().to_canonical());
     let Some(_turn) = access.peer_signatures.body_turn(from).await else {
         return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "PEER_BUSY",
+            Code::PeerBusy,
             format!(
                 "{} signed peer requests are being read ({} from one address at most): try \
                  again shortly",
@@ -369,15 +367,12 @@ async fn admit_signed(
     let bytes = match read {
         Ok(read) => read?,
         Err(_) => {
-            return Err(ApiError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "BODY_TIMEOUT",
-                format!(
+            return Err(Code::BodyTimeout
+                .error(format!(
                     "a signed peer request's body must arrive within {:?}",
                     signing::BODY_WAIT
-                ),
-            )
-            .into_response())
+                ))
+                .into_response())
         }
     };
     verified.check_body(&bytes).map_err(refuse)?;
@@ -392,12 +387,35 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
 }
 
 fn unauthorized(detail: &str) -> ApiError {
-    ApiError::new(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", detail)
+    Code::Unauthorized.error(detail)
+}
+
+/// Whether `url` is this server itself on loopback (`port`: where it listens), which no browser
+/// of ours may load: a reset may not start there (`environment::check_not_the_server`), and an
+/// archive neither records nor answers it.
+pub fn names_this_server(url: &url::Url, port: Option<u16>) -> bool {
+    let local = match url.host() {
+        Some(url::Host::Domain(name)) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_unspecified(),
+        Some(url::Host::Ipv6(ip)) => {
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || ip
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| v4.is_loopback() || v4.is_unspecified())
+        }
+        None => false,
+    };
+    local && port.is_some() && url.port_or_known_default() == port
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::StatusCode;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();

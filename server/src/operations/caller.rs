@@ -5,8 +5,7 @@
 
 use axum::http::Method;
 
-use crate::api_error::ApiError;
-use crate::campaign::Code;
+use crate::api_error::{ApiError, Code};
 
 /// Who a request comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

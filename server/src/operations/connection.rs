@@ -204,8 +204,7 @@ where
         return;
     };
     let body = crate::api_error::ApiError::new(
-        axum::http::StatusCode::SERVICE_UNAVAILABLE,
-        "TOO_MANY_CONNECTIONS",
+        crate::api_error::Code::TooManyConnections,
         format!(
             "the server has {max_connections} connections open, its limit \
              (BROWSER_MAX_CONNECTIONS); try again later"

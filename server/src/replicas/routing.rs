@@ -17,7 +17,7 @@ use tokio::sync::watch;
 
 use super::relay::{self, Busy};
 use super::Replicas;
-use crate::api_error::ApiError;
+use crate::api_error::{ApiError, Code};
 use crate::operations::connection::MAX_INCOMING_BYTES;
 use crate::settings::PeerTimeouts;
 
@@ -53,8 +53,7 @@ impl Named {
     fn unreachable(&self, owner: &str, why: &str) -> Response {
         match self {
             Named::Route(id) => ApiError::new(
-                StatusCode::BAD_GATEWAY,
-                "REPLICA_UNREACHABLE",
+                Code::ReplicaUnreachable,
                 format!(
                     "session {id:?} is held by the replica at {owner}, which did not answer: {why}"
                 ),
@@ -70,10 +69,7 @@ impl Named {
     fn busy(&self, busy: &Busy) -> Response {
         let message = busy.message(self.session());
         match self {
-            Named::Route(_) => {
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "REPLICA_BUSY", message)
-                    .into_response()
-            }
+            Named::Route(_) => ApiError::new(Code::ReplicaBusy, message).into_response(),
             Named::OpenEnv(_, id) => {
                 axum::Json(crate::transports::mcp::openenv::replica_busy(id, &message))
                     .into_response()

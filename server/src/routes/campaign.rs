@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{FromRequest, Request, State};
+use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -16,9 +17,9 @@ use browserenv_collect::campaign::{person_name, CampaignError, Lease, OwnMark};
 use browserenv_collect::tasks::ShownTask;
 use browserenv_collect::trajectory::{AppendLog, REVIEW_FILE};
 
-use crate::api_error::{ApiError, ErrorBody};
+use crate::api_error::{ApiError, Code, ErrorBody};
 use crate::campaign::review::{review_item, review_lines};
-use crate::campaign::{refused, Code, Hub};
+use crate::campaign::{refused, Hub};
 use crate::operations::caller::Caller;
 
 /// The routes; without a campaign they answer 404 `NO_CAMPAIGN`.
@@ -69,6 +70,42 @@ fn body<T: serde::de::DeserializeOwned>(bytes: &Bytes) -> Result<T, ApiError> {
     let bytes: &[u8] = if bytes.is_empty() { b"{}" } else { bytes };
     serde_json::from_slice(bytes)
         .map_err(|err| Code::InvalidRequest.error(format!("the body does not validate: {err}")))
+}
+
+/// A body that may name its person, who must be the token's.
+trait Named {
+    fn name(&self) -> Option<&str>;
+}
+
+/// A person's campaign request, as every route but the progress takes it, checked in this order:
+/// the campaign (`NO_CAMPAIGN`), the body as a `T` (none is `{}`; `INVALID_REQUEST`), the person
+/// the token names (`PERSON_REQUIRED`; the body's `name` must be theirs, `NOT_YOUR_NAME`).
+struct PersonsRequest<T> {
+    hub: Arc<Hub>,
+    person: String,
+    request: T,
+}
+
+impl<T: serde::de::DeserializeOwned + Named> FromRequest<Option<Arc<Hub>>> for PersonsRequest<T> {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &Option<Arc<Hub>>) -> Result<Self, Response> {
+        let calling: Calling = request.extensions().get::<Caller>().cloned().map(Extension);
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let checked = || {
+            let hub = hub(state)?.clone();
+            let request: T = body(&bytes)?;
+            let person = acting_person(&calling, request.name())?;
+            Ok::<_, ApiError>(PersonsRequest {
+                hub,
+                person,
+                request,
+            })
+        };
+        checked().map_err(IntoResponse::into_response)
+    }
 }
 
 #[utoipa::path(
@@ -134,13 +171,8 @@ struct LeaseReply {
     ),
 )]
 async fn lease(
-    State(state): HubState,
-    calling: Calling,
-    bytes: Bytes,
+    PersonsRequest { hub, person, .. }: PersonsRequest<NameRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    let hub = hub(&state)?;
-    let request: NameRequest = body(&bytes)?;
-    let person = acting_person(&calling, request.name.as_deref())?;
     let (lease, task) = hub
         .with(|campaign| {
             let lease = campaign.next_task(&person)?;
@@ -188,13 +220,12 @@ struct SkipRequest {
     ),
 )]
 async fn skip(
-    State(state): HubState,
-    calling: Calling,
-    bytes: Bytes,
+    PersonsRequest {
+        hub,
+        person,
+        request,
+    }: PersonsRequest<SkipRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    let hub = hub(&state)?;
-    let request: SkipRequest = body(&bytes)?;
-    let person = acting_person(&calling, request.name.as_deref())?;
     let task = hub
         .with(|campaign| campaign.skip(&request.lease, &person, &request.reason))
         .map_err(refused)?;
@@ -233,13 +264,12 @@ struct CompleteRequest {
     ),
 )]
 async fn complete(
-    State(state): HubState,
-    calling: Calling,
-    bytes: Bytes,
+    PersonsRequest {
+        hub,
+        person,
+        request,
+    }: PersonsRequest<CompleteRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    let hub = hub(&state)?.clone();
-    let request: CompleteRequest = body(&bytes)?;
-    let person = acting_person(&calling, request.name.as_deref())?;
     let saved = hub
         .complete(&request.lease, &person, request.mark)
         .await
@@ -277,13 +307,8 @@ async fn complete(
     ),
 )]
 async fn next_review(
-    State(state): HubState,
-    calling: Calling,
-    bytes: Bytes,
+    PersonsRequest { hub, person, .. }: PersonsRequest<NameRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    let hub = hub(&state)?.clone();
-    let request: NameRequest = body(&bytes)?;
-    let person = acting_person(&calling, request.name.as_deref())?;
     let next = hub
         .with(|campaign| {
             let Some(demonstration) = campaign.next_review(&person)? else {
@@ -336,6 +361,30 @@ struct ReviewRequest {
     events: Vec<Map<String, Value>>,
 }
 
+impl Named for NameRequest {
+    fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+}
+
+impl Named for SkipRequest {
+    fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+}
+
+impl Named for CompleteRequest {
+    fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+}
+
+impl Named for ReviewRequest {
+    fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+}
+
 #[utoipa::path(
     post,
     path = "/campaign/review",
@@ -359,13 +408,12 @@ struct ReviewRequest {
     ),
 )]
 async fn review(
-    State(state): HubState,
-    calling: Calling,
-    bytes: Bytes,
+    PersonsRequest {
+        hub,
+        person,
+        request,
+    }: PersonsRequest<ReviewRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    let hub = hub(&state)?.clone();
-    let request: ReviewRequest = body(&bytes)?;
-    let person = acting_person(&calling, request.name.as_deref())?;
     let _one_at_a_time = hub.reviews.lock().await;
     let (reviewer, dir) = hub
         .with(|campaign| {
@@ -396,4 +444,66 @@ async fn review(
     Ok(Json(
         json!({ "reviewed": request.episode_id, "accepted": request.accepted }),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The codes an answer's description names: the words in backticks that are all capitals.
+    fn named_codes(text: &str) -> Vec<String> {
+        text.split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|word| {
+                word.len() > 2 && word.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+            })
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The routes' OpenAPI answers name only codes of this list (or the server's own
+    /// `UNAUTHORIZED` and `EXECUTION_ERROR`), each with its status, and every code is named by a
+    /// route of the campaign's or refuses a person elsewhere.
+    #[test]
+    fn the_routes_answer_with_these_codes() {
+        let (_, api) = super::routes::<()>(None).split_for_parts();
+        let mut named = std::collections::BTreeSet::new();
+        for (path, item) in &api.paths.paths {
+            let operations = [&item.get, &item.post].into_iter().flatten();
+            for operation in operations {
+                for (status, response) in &operation.responses.responses {
+                    let utoipa::openapi::RefOr::T(response) = response else {
+                        continue;
+                    };
+                    for code in named_codes(&response.description) {
+                        if ["UNAUTHORIZED", "EXECUTION_ERROR"].contains(&code.as_str()) {
+                            continue;
+                        }
+                        let known = Code::ALL
+                            .into_iter()
+                            .find(|c| c.as_str() == code && c.is_campaigns());
+                        let Some(known) = known else {
+                            panic!("{path} answers {code}, which is not a campaign code");
+                        };
+                        assert_eq!(
+                            status,
+                            &known.status().as_u16().to_string(),
+                            "{path}: {code}"
+                        );
+                        named.insert(code);
+                    }
+                }
+            }
+        }
+        // Answered on the other routes, to a person's token (`caller.rs`).
+        named.insert(Code::PersonNotAllowed.as_str().to_string());
+        for code in Code::ALL.into_iter().filter(|c| c.is_campaigns()) {
+            assert!(
+                named.contains(code.as_str()),
+                "no route says it answers {}",
+                code.as_str()
+            );
+        }
+    }
 }

@@ -21,8 +21,8 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -33,7 +33,7 @@ use utoipa_axum::routes;
 use browserenv::models::{pydantic_int, FieldError};
 use browserenv_collect::tasks::{Category, CheckPart, Task};
 
-use crate::api_error::{ApiError, ErrorBody, ValidationErrors};
+use crate::api_error::{ApiError, Code, ErrorBody, ValidationErrors};
 use crate::environment::TaskCatalog;
 
 /// The environment's name on the Task API: `/list_environments` lists it, and it is the first
@@ -92,16 +92,7 @@ impl TaskApi {
         Ok(self)
     }
 
-    /// The split a body of `{"split"}` alone names, checked in OpenEnv's order: the body, then
-    /// the environment's name, then the split.
-    fn split_named_in(&self, env_name: &str, body: &Bytes) -> Result<&Split, ApiError> {
-        let mut fields = Fields::parse(body)?;
-        let split = fields.string("split");
-        fields.finish(&["split"])?;
-        check_env_name(env_name)?;
-        self.split(&split.unwrap_or_default())
-    }
-
+    /// The split a request names: `""` is the first.
     fn split(&self, name: &str) -> Result<&Split, ApiError> {
         let found = match name {
             "" => self.splits.first(),
@@ -121,8 +112,54 @@ impl TaskApi {
                     names.join(", ")
                 )
             };
-            ApiError::new(StatusCode::NOT_FOUND, "SPLIT_NOT_FOUND", detail)
+            ApiError::new(Code::SplitNotFound, detail)
         })
+    }
+}
+
+/// A request of the routes with a body, as they all take it: the task sets, the path's
+/// `env_name`, and the body as an object whose fields the route reads (FastAPI's 422 for none, or
+/// one that is not JSON or not an object).
+struct Asked {
+    api: Arc<TaskApi>,
+    env_name: String,
+    fields: Fields,
+}
+
+impl FromRequest<Arc<TaskApi>> for Asked {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, api: &Arc<TaskApi>) -> Result<Self, Response> {
+        let (mut parts, body) = request.into_parts();
+        let Path(EnvName { env_name }) = Path::<EnvName>::from_request_parts(&mut parts, api)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let body = Bytes::from_request(Request::from_parts(parts, body), api)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let fields = Fields::parse(&body).map_err(IntoResponse::into_response)?;
+        Ok(Asked {
+            api: api.clone(),
+            env_name,
+            fields,
+        })
+    }
+}
+
+impl Asked {
+    /// The split the body names (`split`, read already), once the route has read its fields
+    /// (`model`: every field of its request model), checked in OpenEnv's order: the body, then
+    /// the environment's name, then the split.
+    fn split(&mut self, split: Option<String>, model: &[&str]) -> Result<&Split, ApiError> {
+        self.fields.finish(model)?;
+        check_env_name(&self.env_name)?;
+        self.api.split(&split.unwrap_or_default())
+    }
+
+    /// The split a body of `{"split"}` alone names.
+    fn split_alone(&mut self) -> Result<&Split, ApiError> {
+        let split = self.fields.string("split");
+        self.split(split, &["split"])
     }
 }
 
@@ -323,12 +360,8 @@ async fn list_splits(
         (status = 422, description = "the body does not validate", body = ValidationErrors),
     ),
 )]
-async fn list_tasks(
-    State(api): State<Arc<TaskApi>>,
-    Path(EnvName { env_name }): Path<EnvName>,
-    body: Bytes,
-) -> Result<Json<TasksReply>, ApiError> {
-    let split = api.split_named_in(&env_name, &body)?;
+async fn list_tasks(mut asked: Asked) -> Result<Json<TasksReply>, ApiError> {
+    let split = asked.split_alone()?;
     Ok(Json(TasksReply {
         tasks: split.tasks.clone(),
         env_name: ENV_NAME,
@@ -348,12 +381,8 @@ async fn list_tasks(
         (status = 422, description = "the body does not validate", body = ValidationErrors),
     ),
 )]
-async fn num_tasks(
-    State(api): State<Arc<TaskApi>>,
-    Path(EnvName { env_name }): Path<EnvName>,
-    body: Bytes,
-) -> Result<Json<NumTasksReply>, ApiError> {
-    let split = api.split_named_in(&env_name, &body)?;
+async fn num_tasks(mut asked: Asked) -> Result<Json<NumTasksReply>, ApiError> {
+    let split = asked.split_alone()?;
     Ok(Json(NumTasksReply {
         num_tasks: split.tasks.len(),
     }))
@@ -374,17 +403,10 @@ async fn num_tasks(
         (status = 422, description = "the body does not validate", body = ValidationErrors),
     ),
 )]
-async fn get_task(
-    State(api): State<Arc<TaskApi>>,
-    Path(EnvName { env_name }): Path<EnvName>,
-    body: Bytes,
-) -> Result<Json<TaskReply>, ApiError> {
-    let mut fields = Fields::parse(&body)?;
-    let split = fields.string("split");
-    let index = fields.int("index");
-    fields.finish(&["split", "index"])?;
-    check_env_name(&env_name)?;
-    let split = api.split(&split.unwrap_or_default())?;
+async fn get_task(mut asked: Asked) -> Result<Json<TaskReply>, ApiError> {
+    let split = asked.fields.string("split");
+    let index = asked.fields.int("index");
+    let split = asked.split(split, &["split", "index"])?;
     let index = index.unwrap_or_default();
     let task = usize::try_from(index)
         .ok()
@@ -416,18 +438,11 @@ async fn get_task(
         (status = 422, description = "the body does not validate", body = ValidationErrors),
     ),
 )]
-async fn get_task_range(
-    State(api): State<Arc<TaskApi>>,
-    Path(EnvName { env_name }): Path<EnvName>,
-    body: Bytes,
-) -> Result<Json<TaskRangeReply>, ApiError> {
-    let mut fields = Fields::parse(&body)?;
-    let split = fields.string("split");
-    let start = fields.optional_int("start");
-    let stop = fields.optional_int("stop");
-    fields.finish(&["split", "start", "stop"])?;
-    check_env_name(&env_name)?;
-    let split = api.split(&split.unwrap_or_default())?;
+async fn get_task_range(mut asked: Asked) -> Result<Json<TaskRangeReply>, ApiError> {
+    let split = asked.fields.string("split");
+    let start = asked.fields.optional_int("start");
+    let stop = asked.fields.optional_int("stop");
+    let split = asked.split(split, &["split", "start", "stop"])?;
     let range = window(split, start.flatten(), stop.flatten()).map_err(invalid_index)?;
     Ok(Json(TaskRangeReply {
         tasks: split.tasks[range].to_vec(),
@@ -448,20 +463,14 @@ fn check_env_name(env_name: &str) -> Result<(), ApiError> {
         return Ok(());
     }
     Err(ApiError::new(
-        StatusCode::NOT_FOUND,
-        "ENVIRONMENT_NOT_FOUND",
+        Code::EnvironmentNotFound,
         format!("unknown environment {}", py_repr(env_name)),
     ))
 }
 
 /// OpenEnv's 400 (its server's answer to the environment's `IndexError`), and here why.
 fn invalid_index(reason: String) -> ApiError {
-    ApiError::new(
-        StatusCode::BAD_REQUEST,
-        "INVALID_TASK_INDEX",
-        "Invalid task index",
-    )
-    .with("reason", reason)
+    ApiError::new(Code::InvalidTaskIndex, "Invalid task index").with("reason", reason)
 }
 
 /// The tasks `[start, stop)` of a split: `stop` is cut to the end; a negative bound, `stop` before
@@ -578,7 +587,7 @@ impl Fields {
     }
 
     /// The errors so far, and one per key the model does not have.
-    fn finish(mut self, known: &[&str]) -> Result<(), ApiError> {
+    fn finish(&mut self, known: &[&str]) -> Result<(), ApiError> {
         for (key, value) in &self.body {
             if !known.contains(&key.as_str()) {
                 self.errors.push(FieldError::new(
@@ -592,7 +601,7 @@ impl Fields {
         if self.errors.is_empty() {
             Ok(())
         } else {
-            Err(ApiError::unprocessable(self.errors))
+            Err(ApiError::unprocessable(std::mem::take(&mut self.errors)))
         }
     }
 }

@@ -46,11 +46,10 @@ pub async fn agent_reset<L: Launcher>(
         Ok(mut session) => session.reset(kwargs).await,
         Err((session, waited)) => {
             let name = session.handoff.control.holder().map(|c| c.name.clone());
-            Err(EnvError(format!(
-                "{} holds control of this session: the reset waited {:.1} s (BROWSER_HANDOFF_WAIT_SECONDS); try again after the hand-back",
-                name.unwrap_or_else(|| "a person".into()),
-                waited.as_secs_f64()
-            )))
+            Err(EnvError::HeldByAPerson {
+                name: name.unwrap_or_else(|| "a person".into()),
+                waited: waited.as_secs_f64(),
+            })
         }
     }
 }
@@ -83,9 +82,12 @@ pub async fn ask_for_a_person<L: Launcher>(
             return Err(session.closed());
         }
         if session.last.is_none() {
-            return Err(EnvError("reset before asking for a person".into()));
+            return Err(EnvError::AskBeforeReset);
         }
-        session.outlets.ask(Some(reason), None).map_err(EnvError)?;
+        session
+            .outlets
+            .ask(Some(reason), None)
+            .map_err(EnvError::Ask)?;
         // From here on a call cancelled while it waits (its socket closed, its client gone)
         // closes the request as it goes, and watchers are told (`registry::Asking`).
         let asking = session.outlets.registration.as_ref().map(|r| r.asking());
@@ -110,16 +112,19 @@ pub async fn ask_for_a_person<L: Launcher>(
         (Some(person), None) => format!("{} took control and handed back", person.name),
         (None, _) => format!("no person answered within {} s", wait.as_secs()),
     };
-    session.outlets.ask(None, Some(answer)).map_err(EnvError)?;
+    session
+        .outlets
+        .ask(None, Some(answer))
+        .map_err(EnvError::Ask)?;
     let Some(person) = person else {
         let still = match control.holder() {
             Some(holder) => format!("{} holds control and has not handed back", holder.name),
             None => "no person took control".to_string(),
         };
-        return Err(EnvError(format!(
-            "{still} within {} s; ask again, or go on",
-            wait.as_secs()
-        )));
+        return Err(EnvError::NotHandedBack {
+            still,
+            seconds: wait.as_secs(),
+        });
     };
     let mut result = session.current_observation(None)?;
     let metadata = &mut result.observation.metadata;
@@ -186,9 +191,7 @@ impl<L: Launcher> Session<L> {
             .holder()
             .is_none_or(|holder| holder.id != controller)
         {
-            return Err(EnvError(
-                "you do not hold control of this session: take it first".into(),
-            ));
+            return Err(EnvError::NotInControl);
         }
         let result = self.step(action, Actor::Human, secret).await?;
         // The agent learns that a person typed, never what they typed into a secret field.
@@ -218,7 +221,7 @@ impl<L: Launcher> Session<L> {
             return Err(self.closed());
         }
         let Some(mut result) = self.last.clone() else {
-            return Err(EnvError("reset before stepping".into()));
+            return Err(EnvError::NotReset);
         };
         let metadata = &mut result.observation.metadata;
         metadata.insert("step".into(), self.env.state().step_count.into());

@@ -304,13 +304,13 @@ fn serve_watchers<L: Launcher>(
                     let Some(reply) = reply else { break };
                     let Some(session) = session.upgrade() else { break };
                     let text = session.lock().await.visible_text().await;
-                    let _ = reply.send(text.map_err(|err| err.0));
+                    let _ = reply.send(text.map_err(|err| err.to_string()));
                 }
                 action = human_actions.recv() => {
                     let Some(HumanAction { controller, action, secret, reply }) = action else { break };
                     let Some(session) = session.upgrade() else { break };
                     let result = session.lock().await.human_step(&controller, &action, secret).await;
-                    let _ = reply.send(result.map_err(|err| err.0));
+                    let _ = reply.send(result.map_err(|err| err.to_string()));
                 }
             }
         }
@@ -333,12 +333,9 @@ impl<L: Launcher> Session<L> {
 
     fn closed(&self) -> EnvError {
         if self.lifecycle.is_draining() {
-            EnvError(format!(
-                "the session is closed: {}",
-                crate::operations::drain::DRAINING_MESSAGE
-            ))
+            EnvError::ClosedByDrain
         } else {
-            EnvError("the session is closed".into())
+            EnvError::Closed
         }
     }
 
@@ -370,7 +367,7 @@ impl<L: Launcher> Session<L> {
             return Err(self.closed());
         }
         if self.lifecycle.is_draining() {
-            return Err(EnvError(crate::operations::drain::DRAINING_MESSAGE.into()));
+            return Err(EnvError::Draining);
         }
         let (seat, seat_kwargs) = self.take_seat(kwargs)?.unzip();
         // The session holds the lease from here, even if the reset fails: its end lets it go.
@@ -400,11 +397,11 @@ impl<L: Launcher> Session<L> {
         kwargs: &Map<String, Value>,
     ) -> Result<Option<crate::campaign::Seated>, EnvError> {
         let seated = match &self.outlets.campaign {
-            Some(hub) => hub.seat(kwargs, &self.id, &self.caller).map_err(EnvError)?,
+            Some(hub) => hub
+                .seat(kwargs, &self.id, &self.caller)
+                .map_err(EnvError::Campaign)?,
             None if kwargs.contains_key(crate::campaign::LEASE_KWARG) => {
-                return Err(EnvError(
-                    "this server runs no campaign (start it with --campaign DIR)".into(),
-                ))
+                return Err(EnvError::NoCampaign)
             }
             None => None,
         };

@@ -101,7 +101,7 @@ async fn closing_releases_the_registry_entry_the_recording_and_the_slot() {
     let after = session
         .step(&BrowserAction::wait(), Actor::Agent, false)
         .await;
-    assert_eq!(after.unwrap_err().0, "the session is closed");
+    assert_eq!(after.unwrap_err().to_string(), "the session is closed");
     session.close().await;
     drop(session);
 
@@ -196,7 +196,7 @@ async fn an_agent_waits_for_the_hand_back_and_hears_of_the_human_steps() {
         .await
         .human_step("other", &BrowserAction::wait(), false)
         .await;
-    assert!(refused.unwrap_err().0.contains("take it first"));
+    assert!(refused.unwrap_err().to_string().contains("take it first"));
     drop(hold);
 
     let result = agent.await.unwrap().unwrap();
@@ -256,7 +256,7 @@ async fn an_agent_that_waits_too_long_gets_the_current_observation() {
     let reset = agent_reset(&shared, &start("https://b.example/")).await;
     assert!(reset
         .unwrap_err()
-        .0
+        .to_string()
         .starts_with("ana holds control of this session"));
     // A dropped hold (the watcher's connection ended) hands back.
     drop(hold);
@@ -355,6 +355,10 @@ async fn a_cancelled_request_for_a_person_is_closed() {
     let again = ask_for_a_person(&shared, "again", Duration::from_millis(50))
         .await
         .unwrap_err();
-    assert!(again.0.contains("no person took control"), "{}", again.0);
+    assert!(
+        again.to_string().contains("no person took control"),
+        "{}",
+        again.to_string()
+    );
     assert_eq!(asking(&sessions), None);
 }

@@ -172,7 +172,9 @@ async fn reset<L: Launcher>(
     let result = crate::session::agent_reset(&session, &kwargs).await;
     // The idle clock starts when the answer is ready, not when the request came.
     current.last_used = Instant::now();
-    Ok(reply(&result.map_err(|err| ApiError::execution(err.0))?))
+    Ok(reply(
+        &result.map_err(|err| ApiError::execution(err.to_string()))?,
+    ))
 }
 
 #[utoipa::path(
@@ -226,7 +228,9 @@ async fn step<L: Launcher>(
     };
     let result = crate::session::agent_step(&session, &action).await;
     current.last_used = Instant::now();
-    Ok(reply(&result.map_err(|err| ApiError::execution(err.0))?))
+    Ok(reply(
+        &result.map_err(|err| ApiError::execution(err.to_string()))?,
+    ))
 }
 
 #[utoipa::path(

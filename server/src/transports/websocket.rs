@@ -502,8 +502,8 @@ async fn until(deadline: Option<tokio::time::Instant>) {
 fn observation(result: Result<StepResult, EnvError>) -> ServerMessage {
     match result {
         Ok(result) => ServerMessage::Observation(result),
-        Err(EnvError(message)) => {
-            ServerMessage::Error(ErrorFrame::new(ErrorCode::ExecutionError, message))
+        Err(err) => {
+            ServerMessage::Error(ErrorFrame::new(ErrorCode::ExecutionError, err.to_string()))
         }
     }
 }

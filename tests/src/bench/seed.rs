@@ -3,7 +3,8 @@
 //! Selenium driving the full Chromium through chromedriver on an Xvfb display of its own),
 //! stepping as fast as their clients can on the same cores, as our sessions do in
 //! `throughput.rs`. The seed's own code is not here, only its description
-//! (kept outside this repository); the stand-in is built from it.
+//! (its "Helium Browser Environment" design, kept outside this repository); the stand-in is
+//! built from it.
 //!
 //! Its Python needs Selenium and Helium (tests/python/requirements.txt) and `chromedriver`
 //! (Debian's `chromium-driver`); `BENCH_SEED_PYTHON` names another Python than the workspace's

@@ -220,27 +220,7 @@ impl App {
                 vec![Effect::Redraw]
             }
             Msg::Connected => self.on_connected(),
-            Msg::Observation {
-                url,
-                title,
-                error,
-                done,
-                step,
-                latency,
-                reward,
-                verdict,
-                max_steps,
-            } => self.on_observation(Observed {
-                url,
-                title,
-                error,
-                done,
-                step,
-                latency,
-                reward,
-                verdict,
-                max_steps,
-            }),
+            Msg::Observation(observed) => self.on_observation(observed),
             Msg::ServerError { code, message } => self.on_server_error(code, message),
             Msg::Disconnected(reason) => self.on_disconnected(reason),
             Msg::WaitingForSession(server) => {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use browserenv::models::{Modifiers, MouseButton};
 
-use super::Request;
+use super::{Observed, Request};
 
 /// What the mouse did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,17 +50,8 @@ pub enum Msg {
         height: u16,
     },
     Connected,
-    Observation {
-        url: String,
-        title: String,
-        error: String,
-        done: bool,
-        step: u64,
-        latency: Duration,
-        reward: Option<f64>,
-        verdict: Option<(bool, String)>,
-        max_steps: Option<u64>,
-    },
+    /// What the server answered a reset or step with (or a watched session's frame).
+    Observation(Observed),
     /// An error frame: the session goes on.
     ServerError {
         code: String,

@@ -27,7 +27,7 @@ pub(super) fn connected_app() -> App {
 }
 
 pub(super) fn observation(url: &str, done: bool) -> Msg {
-    Msg::Observation {
+    Msg::Observation(Observed {
         url: url.into(),
         title: "T".into(),
         error: String::new(),
@@ -37,7 +37,7 @@ pub(super) fn observation(url: &str, done: bool) -> Msg {
         reward: Some(0.0),
         verdict: None,
         max_steps: None,
-    }
+    })
 }
 
 pub(super) fn key(app: &mut App, key: KeyInput) -> Vec<Effect> {
@@ -512,16 +512,18 @@ fn someone_elses_control_is_shown_and_not_taken_over() {
 
 #[test]
 fn a_watched_page_error_clears_with_the_next_good_frame_or_another_session() {
-    let failed = || Msg::Observation {
-        url: "http://127.0.0.1:1/gone".into(),
-        title: String::new(),
-        error: "navigation_failed".into(),
-        done: false,
-        step: 1,
-        latency: Duration::from_millis(80),
-        reward: Some(0.0),
-        verdict: None,
-        max_steps: None,
+    let failed = || {
+        Msg::Observation(Observed {
+            url: "http://127.0.0.1:1/gone".into(),
+            title: String::new(),
+            error: "navigation_failed".into(),
+            done: false,
+            step: 1,
+            latency: Duration::from_millis(80),
+            reward: Some(0.0),
+            verdict: None,
+            max_steps: None,
+        })
     };
     let mut app = watching_app();
     app.update(failed());

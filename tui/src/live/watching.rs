@@ -24,7 +24,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::app::{Msg, Request};
+use crate::app::{Msg, Observed, Request};
 use crate::asks::{asks, ordered, Ask};
 // Watch links carry control wishes (`Link::control`); sent from here as the watch socket's frames.
 use crate::graphics::picture::decode_png;
@@ -322,7 +322,7 @@ where
             .to_string()
     });
     let picture = picture(&result, action.as_ref()).await;
-    let observed = Msg::Observation {
+    let observed = Msg::Observation(Observed {
         url: result.observation.url.clone(),
         title: result
             .observation
@@ -338,7 +338,7 @@ where
         reward: result.reward,
         verdict: None,
         max_steps: None,
-    };
+    });
     let reply = LinkEvent::Reply {
         request,
         actor,

@@ -8,7 +8,7 @@ use browserenv::{Client, ClientError, ResetOptions, StepResult};
 use image::DynamicImage;
 use tokio::sync::mpsc;
 
-use crate::app::{Msg, Request};
+use crate::app::{Msg, Observed, Request};
 use crate::graphics::picture::decode_png;
 
 /// What the link reports to the UI loop.
@@ -133,7 +133,7 @@ pub fn connect(
                     let (image, png) = decode_off_loop(&result).await.unzip();
                     let observed = observation(&result, steps, latency);
                     let step = match &observed {
-                        Msg::Observation { step, .. } => *step,
+                        Msg::Observation(observed) => observed.step,
                         _ => steps,
                     };
                     let reply = LinkEvent::Reply {
@@ -228,7 +228,7 @@ fn observation(result: &StepResult, counted: u64, latency: Duration) -> Msg {
         };
         (passed, why)
     });
-    Msg::Observation {
+    Msg::Observation(Observed {
         reward: result.reward,
         verdict,
         max_steps: metadata
@@ -248,7 +248,7 @@ fn observation(result: &StepResult, counted: u64, latency: Duration) -> Msg {
             .and_then(|s| s.as_u64())
             .unwrap_or(counted),
         latency,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -270,7 +270,7 @@ mod tests {
             done: true,
         };
         match observation(&result, 1, Duration::ZERO) {
-            Msg::Observation { verdict, .. } => verdict,
+            Msg::Observation(observed) => observed.verdict,
             _ => unreachable!("an observation"),
         }
     }

@@ -3,6 +3,7 @@
 //! API's listener).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use browserenv_collect::tasks::TaskSet;
@@ -72,4 +73,37 @@ pub async fn start_embedded(
         site.url("")
     );
     Ok(Embedded { server, site })
+}
+
+/// The embedded server listens on loopback, where every local program and every web page the
+/// person's browser (or ours) opens can reach it: a random token keeps them out of the session.
+pub fn embedded_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// The embedded server ends within the UI's one-second promise, also on a loaded machine: its
+/// browsers are killed at once (nothing of theirs needs saving), then its sessions end and the
+/// profiles are removed, each bounded. A profile left behind is removed by the next start.
+pub async fn stop_embedded(embedded: Embedded) {
+    use browserenv_server::chromium;
+    let started = std::time::Instant::now();
+    chromium::kill_all();
+    if tokio::time::timeout(Duration::from_millis(300), embedded.server.stop())
+        .await
+        .is_err()
+    {
+        tracing::warn!("the embedded server did not stop within 300 ms");
+    }
+    let left = Duration::from_millis(700).saturating_sub(started.elapsed());
+    // A thread of its own, not the blocking pool: the runtime would wait for it at exit.
+    let (done, cleaned) = tokio::sync::oneshot::channel();
+    let _ = std::thread::Builder::new()
+        .name("profile-cleanup".into())
+        .spawn(move || {
+            chromium::shutdown_all();
+            let _ = done.send(());
+        });
+    if tokio::time::timeout(left, cleaned).await.is_err() {
+        tracing::warn!("browser profiles not all removed in time; the next start removes them");
+    }
 }

@@ -34,6 +34,7 @@ use browserenv_collect::trajectory::{
 };
 use serde_json::{json, Value};
 
+use crate::output::printable;
 use crate::review::{outcome_label, Mark, Quality, Review};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -693,4 +694,84 @@ fn file_safe(id: &str) -> String {
             }
         })
         .collect()
+}
+
+/// `export DIR --format F --out OUT`: a recording, or a campaign's folder (its accepted
+/// demonstrations; with `unreviewed` also those nobody has reviewed yet), written as a dataset,
+/// and a report of what went in and what the review left out.
+pub fn command(
+    dir: &Path,
+    out: &Path,
+    format: ExportFormat,
+    reviewed_only: bool,
+    drop_marked: Vec<Mark>,
+    unreviewed: bool,
+) -> anyhow::Result<()> {
+    let mut selection = Selection {
+        reviewed_only,
+        drop_marked,
+        episodes: None,
+    };
+    let mut recording = dir.to_path_buf();
+    if dir
+        .join(browserenv_collect::campaign::CONFIG_FILE)
+        .is_file()
+    {
+        let (campaign, problems) =
+            browserenv_collect::campaign::Campaign::open(dir).map_err(anyhow::Error::msg)?;
+        for problem in &problems {
+            eprintln!("warning: {}", printable(&problem.to_string()));
+        }
+        let kept = campaign.accepted(unreviewed);
+        println!(
+            "campaign {}: {} of {} demonstrations {}",
+            printable(&dir.display().to_string()),
+            kept.len(),
+            campaign.demonstrations().len(),
+            if unreviewed {
+                "accepted or not reviewed yet"
+            } else {
+                "accepted"
+            }
+        );
+        selection.episodes = Some(kept);
+        recording = campaign.recording_dir();
+    } else if unreviewed {
+        anyhow::bail!("--unreviewed is for a campaign's folder (it has campaign.json)");
+    }
+    let report = export(&recording, out, format, &selection)?;
+    for problem in &report.problems {
+        eprintln!("warning: {}", printable(problem));
+    }
+    let what = match format {
+        ExportFormat::Atif => format!(
+            "{} {} ({} steps)",
+            report.trajectories,
+            if report.trajectories == 1 {
+                "trajectory"
+            } else {
+                "trajectories"
+            },
+            report.rows
+        ),
+        ExportFormat::Wacz => format!("{} pages in recording.wacz", report.rows),
+        _ => format!("{} rows", report.rows),
+    };
+    println!(
+        "exported {what}, {} images and {} archives to {}",
+        report.images,
+        report.archives,
+        printable(&out.display().to_string())
+    );
+    if report.episodes_left_out > 0 || report.steps_left_out > 0 {
+        let episodes = match selection.episodes {
+            Some(_) => "not accepted demonstrations",
+            None => "not reviewed good",
+        };
+        println!(
+            "left out by the review: {} episode(s) {episodes}, {} marked step(s)",
+            report.episodes_left_out, report.steps_left_out
+        );
+    }
+    Ok(())
 }

@@ -4,7 +4,7 @@
 //! (docs/archives.md), so a divergence is the agent's or the page's code, never the site's
 //! changes; `--live` replays against the site.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use browserenv::models::BrowserAction;
 use browserenv::{Client, ResetOptions};
@@ -55,21 +55,38 @@ pub fn origin(url: &str) -> Option<String> {
     Some(parsed.origin().ascii_serialization())
 }
 
+/// What `replay` is asked: the recording, where to run it, how much of a screenshot may differ.
+pub struct Asked {
+    pub dir: PathBuf,
+    /// Replay against this server (default: an embedded one).
+    pub server: Option<String>,
+    /// The token for `server`.
+    pub token: Option<String>,
+    /// An embedded server's demo site and Chromium.
+    pub site: PathBuf,
+    pub chromium: PathBuf,
+    /// Against the live site even when the recording has archives.
+    pub live: bool,
+    pub tolerance: f64,
+}
+
 /// `replay DIR`: offline from the recording's archives when it has them (an embedded server
 /// answering from them), else (or `live`) against `server` or an embedded server and the demo
 /// site. Prints the report; returns whether anything diverged.
-pub async fn command(
-    cli: &crate::cli::Cli,
-    dir: &Path,
-    server: Option<String>,
-    live: bool,
-    tolerance: f64,
-) -> anyhow::Result<bool> {
-    use crate::net::embedded::{default_site_dir, start_embedded};
+pub async fn command(asked: &Asked) -> anyhow::Result<bool> {
+    use crate::net::embedded::{embedded_token, start_embedded};
     use browserenv_server::ServerConfig;
+    let Asked {
+        dir,
+        server,
+        live,
+        tolerance,
+        ..
+    } = asked;
+    let (dir, live, tolerance) = (dir.as_path(), *live, *tolerance);
     let recording = read(dir)?;
     let archived = recording.episodes.iter().any(|e| e.archive.is_some());
-    let token = crate::cli::embedded_token();
+    let token = embedded_token();
     let outcome = if archived && !live && server.is_none() {
         let config = ServerConfig {
             token: Some(token.clone()),
@@ -80,7 +97,7 @@ pub async fn command(
             ..ServerConfig::default()
         };
         let chromium = browserenv_server::chromium::ChromiumConfig {
-            executable: cli.chromium.clone(),
+            executable: asked.chromium.clone(),
             replays: true,
             ..Default::default()
         };
@@ -90,14 +107,14 @@ pub async fn command(
         embedded.stop().await?;
         outcome
     } else if let Some(server) = server {
-        replay(dir, &server, cli.token.as_deref(), tolerance, None).await
+        replay(dir, server, asked.token.as_deref(), tolerance, None).await
     } else {
-        let site = cli.site.clone().unwrap_or_else(default_site_dir);
+        let site = asked.site.clone();
         let config = ServerConfig {
             token: Some(token.clone()),
             ..ServerConfig::default()
         };
-        let started = start_embedded(site, cli.chromium.clone(), config, None).await?;
+        let started = start_embedded(site, asked.chromium.clone(), config, None).await?;
         let origin = origin(&started.site.url(""));
         let server = started.server.base_url();
         let outcome = replay(dir, &server, Some(&token), tolerance, origin).await;

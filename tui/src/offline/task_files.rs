@@ -16,6 +16,8 @@ use browserenv_server::environment::TaskCatalog;
 use browserenv_server::ServerConfig;
 use serde_json::{json, Map};
 
+use crate::output::printable;
+
 /// The task file of a pack.
 pub const PACK_TASKS: &str = "tasks.jsonl";
 /// Its reference solutions, under the name `solutions::beside` gives.
@@ -327,4 +329,29 @@ pub fn summary(asked: &Snapshot, report: &SnapshotReport) -> Vec<String> {
         asked.out.join(PACK_TASKS).display()
     ));
     lines
+}
+
+/// `tasks check FILE`: the summary on stdout (exit 0), or each problem on stderr (exit 1).
+pub fn check_command(file: &Path) -> anyhow::Result<()> {
+    match check(file) {
+        Ok(summary) => {
+            println!("{}", printable(&summary));
+            Ok(())
+        }
+        Err(problems) => {
+            for line in problems.lines() {
+                eprintln!("{}", printable(line));
+            }
+            std::process::exit(1);
+        }
+    }
+}
+
+/// `tasks snapshot FILE --out PACK`: the pack written, and its summary.
+pub async fn snapshot_command(asked: &Snapshot) -> anyhow::Result<()> {
+    let report = snapshot(asked).await?;
+    for line in summary(asked, &report) {
+        println!("{}", printable(&line));
+    }
+    Ok(())
 }

@@ -19,7 +19,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
-use crate::browser::Capped;
+use crate::capped::Capped;
 
 /// Where a browser may connect although the address is private: `host:port` as written, and
 /// the addresses those names had at start (so `localhost:8080` is the site at `127.0.0.1:8080`).

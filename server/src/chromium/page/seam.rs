@@ -1,9 +1,8 @@
 //! The `Browser` seam implemented on Chromium: each operation of the environment, built from
 //! the rooms next to this one.
 
-use crate::browser::{
-    first_chars, ElementFacts, HeldSecret, COOKIES_KEPT, INCIDENT_TEXT_CHARS, STATE_TEXT_CHARS,
-};
+use crate::browser::{first_chars, ElementFacts, HeldSecret, COOKIES_KEPT, STATE_TEXT_CHARS};
+use crate::capped::INCIDENT_TEXT_CHARS;
 use crate::chromium::*;
 use browserenv_collect::tasks::{Lookup, PageState, Wants};
 use chromiumoxide::cdp::browser_protocol::network::GetCookiesParams;

@@ -316,7 +316,7 @@ pub async fn call<L: Launcher>(
             .await
             .visible_text()
             .await
-            .map_err(|err| ToolFailure::Environment(err.0))?;
+            .map_err(|err| ToolFailure::Environment(err.to_string()))?;
         let compact = layer.compact(max_chars);
         return Ok(Called::Text(PageRead {
             facts: json!({
@@ -332,7 +332,7 @@ pub async fn call<L: Launcher>(
         let (reason, wait) = ask_arguments(arguments)?;
         let result = crate::session::ask_for_a_person(shared, &reason, wait)
             .await
-            .map_err(|err| ToolFailure::Environment(err.0))?;
+            .map_err(|err| ToolFailure::Environment(err.to_string()))?;
         return Ok(Called::Observation(Outcome {
             result,
             state: shared.lock().await.state(),
@@ -357,7 +357,7 @@ pub async fn call<L: Launcher>(
             .map_err(|errors| ToolFailure::Invalid(ErrorFrame::validation(errors).message))?;
         crate::session::agent_step(shared, &action).await
     };
-    let result = result.map_err(|err| ToolFailure::Environment(err.0))?;
+    let result = result.map_err(|err| ToolFailure::Environment(err.to_string()))?;
     Ok(Called::Observation(Outcome {
         result,
         state: shared.lock().await.state(),

@@ -563,6 +563,15 @@
         }
       };
       findPasswords(document, 0, 0, 0);
+      // An open <select> that is secret: the dropdown the server draws for it shows its choice
+      // highlighted, so the server covers that too (`dropdown.rs`).
+      let secretDropdown = false;
+      try {
+        const open = nativeApply(nativeQuerySelector, document, ['select:open']);
+        secretDropdown = Boolean(open && isSecret(open));
+      } catch (error) {
+        secretDropdown = false;
+      }
       // For the server alone: what the focused secret field holds, and what input left in
       // secret fields during the step (`server/src/environment/observation.rs`).
       const held = heldBy(deepest(null, null).element);
@@ -579,6 +588,7 @@
         blocked,
         blockedMore,
         passwords,
+        secretDropdown,
         held,
         inputs,
       };

@@ -264,6 +264,9 @@ impl Browser for ChromiumBrowser {
                         .collect()
                 })
                 .unwrap_or_default();
+            if value["secretDropdown"] == true {
+                facts.password_boxes.extend(self.dropdown_box());
+            }
             facts.held = held_secret(&value["held"]);
             let inputs = value["inputs"]
                 .as_array()

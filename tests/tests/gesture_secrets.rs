@@ -3,7 +3,9 @@
 //! agent makes afterwards (a dropdown drawn open, a copy, a drag). Each test says, in its comment,
 //! what leaked before.
 
+use browserenv::BrowserAction;
 use browserenv_tests::outlets::{episode, Seen};
+use browserenv_tests::watch::{reply, send, session_id, until, watch};
 use browserenv_tests::Picture;
 use serde_json::json;
 
@@ -54,4 +56,70 @@ async fn the_drawn_dropdown_of_a_secret_select_is_covered() {
     assert_eq!(drawn(watched, UNDER_SORT), 0, "the watcher's picture");
     let recorded = seen.recorded_frames.last().expect("the recording's frames");
     assert_eq!(drawn(recorded, UNDER_SORT), 0, "the recording's picture");
+}
+
+/// A person types a password into a field, then the agent copies it out (CTRL+A, CTRL+C),
+/// pastes it into a plain field, cuts its first character off (HOME, DELETE) and sends the form:
+/// the rest of the password is no spelling or start of it, so it reached the agent's URL as it
+/// is. For the password field switched to "show" (type text: the browser copies out of it) and
+/// for a PIN drawn as discs by CSS.
+async fn copied_out_and_cut_short(field: (i64, i64)) -> String {
+    let harness = browserenv_tests::Harness::start(browserenv_tests::test_settings()).await;
+    let mut agent = harness.client().await;
+    agent
+        .reset(browserenv::ResetOptions::new(harness.page("copypw.html")))
+        .await
+        .unwrap();
+    let id = session_id(&harness).await;
+    let mut person = watch(&harness, &id, None).await.unwrap();
+    send(
+        &mut person,
+        json!({"type": "take", "data": {"name": "ana"}}),
+    )
+    .await;
+    until(&mut person, reply).await;
+    let steps = [
+        json!({"op": "click", "x": field.0, "y": field.1}),
+        json!({"op": "type", "text": "Hunter2pass"}),
+        json!({"op": "click", "x": 460, "y": 118}),
+    ];
+    for action in steps {
+        send(&mut person, json!({"type": "step", "data": action})).await;
+        assert_eq!(until(&mut person, reply).await["type"], "observation");
+    }
+    send(&mut person, json!({"type": "release"})).await;
+    until(&mut person, |f| f["type"] == "control").await;
+    let press = |chord: &str| BrowserAction::press_named(chord).unwrap();
+    let actions = [
+        BrowserAction::click(field.0, field.1),
+        press("CTRL+A"),
+        press("CTRL+C"),
+        BrowserAction::click(250, 318),
+        press("CTRL+V"),
+        press("HOME"),
+        press("DELETE"),
+        press("ENTER"),
+    ];
+    let mut last = None;
+    for action in actions {
+        last = Some(agent.step(action).await.unwrap());
+    }
+    let url = last.unwrap().observation.url;
+    agent.close().await.unwrap();
+    harness.stop().await;
+    url
+}
+
+#[tokio::test]
+async fn a_password_shown_cannot_be_copied_out_by_the_agent() {
+    let url = copied_out_and_cut_short((250, 118)).await;
+    assert!(url.contains("note="), "the form was sent: {url}");
+    assert!(!url.contains("unter2pass"), "{url}");
+}
+
+#[tokio::test]
+async fn a_pin_drawn_as_discs_cannot_be_copied_out_by_the_agent() {
+    let url = copied_out_and_cut_short((250, 218)).await;
+    assert!(url.contains("note="), "the form was sent: {url}");
+    assert!(!url.contains("unter2pass"), "{url}");
 }

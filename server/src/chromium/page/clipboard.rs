@@ -70,7 +70,19 @@ impl ChromiumBrowser {
         chord: Chord,
         repeat: u8,
     ) -> Result<(), PageError> {
-        match clipboard_use(chord) {
+        let used = clipboard_use(chord);
+        if matches!(used, Some(ClipboardUse::Copy | ClipboardUse::Cut))
+            && self.focus_is_secret().await
+        {
+            // The browser copies nothing out of a password field; every secret field is one
+            // here (a password shown, a PIN drawn as discs, a field a person marked): else the
+            // agent pastes the secret into a plain field, changes it, and reads it back.
+            self.gestures("secretFocus(true)", false).await?;
+            let pressed = self.press_chord(chord, repeat).await;
+            let unset = self.gestures("secretFocus(false)", false).await;
+            return pressed.and(unset.map(|_| ()));
+        }
+        match used {
             None | Some(ClipboardUse::Copy) => self.press_chord(chord, repeat).await,
             Some(ClipboardUse::Paste) => {
                 let host = self.host.clone();
@@ -87,6 +99,17 @@ impl ChromiumBrowser {
                 self.write_clipboard("").await?;
                 cut.and(unmarked.map(|_| ()))
             }
+        }
+    }
+
+    /// Whether the focused element is a secret field by the probe's rule; one that cannot be
+    /// read counts as one.
+    async fn focus_is_secret(&mut self) -> bool {
+        use crate::browser::Browser;
+        match self.element(None, false).await {
+            Ok(Some(facts)) => facts.shown["password"] != false,
+            Ok(None) => false,
+            Err(_) => true,
         }
     }
 

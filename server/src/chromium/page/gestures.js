@@ -19,6 +19,9 @@
     writing: null,
     // The cut the server's own key press makes: the browser's cut, under the server's lock.
     ownCut: false,
+    // Set by the server around a copy or cut pressed in a secret field (the probe's rule, marks
+    // included): nothing is copied or cut, as the browser does in a password field.
+    secretFocus: false,
     // The dropdown drawn: its <select>, the highlighted option's index, its host element.
     select: null,
     highlight: -1,
@@ -55,6 +58,12 @@
     if (event.type === 'copy' && st.writing !== null) {
       event.clipboardData.setData('text/plain', st.writing);
       st.writing = null;
+      event.preventDefault();
+      event.stopImmediatePropagation();
+      return;
+    }
+    if (st.secretFocus) {
+      event.clipboardData.clearData();
       event.preventDefault();
       event.stopImmediatePropagation();
       return;
@@ -275,6 +284,10 @@
     },
     ownCut(on) {
       st.ownCut = on;
+      return true;
+    },
+    secretFocus(on) {
+      st.secretFocus = on;
       return true;
     },
     // The dropdown as it is now, drawn: `nav` ({key, repeat}) moves its highlight as keys pressed

@@ -64,6 +64,17 @@ async fn the_drawn_dropdown_of_a_secret_select_is_covered() {
 /// is. For the password field switched to "show" (type text: the browser copies out of it) and
 /// for a PIN drawn as discs by CSS.
 async fn copied_out_and_cut_short(field: (i64, i64)) -> String {
+    let press = |chord: &str| BrowserAction::press_named(chord).unwrap();
+    let copy_paste = vec![
+        press("CTRL+C"),
+        BrowserAction::click(250, 318),
+        press("CTRL+V"),
+    ];
+    moved_out_and_cut_short(field, copy_paste).await
+}
+
+/// The same, the secret moved by `moving` (after a click in the field and CTRL+A).
+async fn moved_out_and_cut_short(field: (i64, i64), moving: Vec<BrowserAction>) -> String {
     let harness = browserenv_tests::Harness::start(browserenv_tests::test_settings()).await;
     let mut agent = harness.client().await;
     agent
@@ -91,17 +102,17 @@ async fn copied_out_and_cut_short(field: (i64, i64)) -> String {
     until(&mut person, |f| f["type"] == "control").await;
     let press = |chord: &str| BrowserAction::press_named(chord).unwrap();
     let actions = [
-        BrowserAction::click(field.0, field.1),
-        press("CTRL+A"),
-        press("CTRL+C"),
-        BrowserAction::click(250, 318),
-        press("CTRL+V"),
-        press("HOME"),
-        press("DELETE"),
-        press("ENTER"),
+        vec![BrowserAction::click(field.0, field.1), press("CTRL+A")],
+        moving,
+        vec![
+            BrowserAction::click(390, 318),
+            press("HOME"),
+            press("DELETE"),
+            press("ENTER"),
+        ],
     ];
     let mut last = None;
-    for action in actions {
+    for action in actions.into_iter().flatten() {
         last = Some(agent.step(action).await.unwrap());
     }
     let url = last.unwrap().observation.url;
@@ -122,4 +133,20 @@ async fn a_pin_drawn_as_discs_cannot_be_copied_out_by_the_agent() {
     let url = copied_out_and_cut_short((250, 218)).await;
     assert!(url.contains("note="), "the form was sent: {url}");
     assert!(!url.contains("unter2pass"), "{url}");
+}
+
+/// The selected text of a secret field dragged into the plain field (HTML5 drag-and-drop of
+/// text, as a person drags a selection).
+async fn dragged_out_and_cut_short(field: (i64, i64)) -> String {
+    let drag = BrowserAction::drag([(150, field.1), (150, field.1 + 60), (150, 318)]);
+    moved_out_and_cut_short(field, vec![drag]).await
+}
+
+#[tokio::test]
+async fn a_password_shown_or_a_pin_cannot_be_dragged_out_by_the_agent() {
+    for field in [(250, 118), (250, 218)] {
+        let url = dragged_out_and_cut_short(field).await;
+        assert!(url.contains("note="), "the form was sent: {url}");
+        assert!(!url.contains("unter2pass"), "{url}");
+    }
 }

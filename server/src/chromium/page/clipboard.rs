@@ -104,7 +104,7 @@ impl ChromiumBrowser {
 
     /// Whether the focused element is a secret field by the probe's rule; one that cannot be
     /// read counts as one.
-    async fn focus_is_secret(&mut self) -> bool {
+    pub(in crate::chromium) async fn focus_is_secret(&mut self) -> bool {
         use crate::browser::Browser;
         match self.element(None, false).await {
             Ok(Some(facts)) => facts.shown["password"] != false,

@@ -75,6 +75,23 @@ async fn copied_out_and_cut_short(field: (i64, i64)) -> String {
 
 /// The same, the secret moved by `moving` (after a click in the field and CTRL+A).
 async fn moved_out_and_cut_short(field: (i64, i64), moving: Vec<BrowserAction>) -> String {
+    let press = |chord: &str| BrowserAction::press_named(chord).unwrap();
+    let actions = [
+        vec![BrowserAction::click(field.0, field.1), press("CTRL+A")],
+        moving,
+        vec![
+            BrowserAction::click(390, 318),
+            press("HOME"),
+            press("DELETE"),
+            press("ENTER"),
+        ],
+    ];
+    person_then_agent(field, actions.into_iter().flatten().collect()).await
+}
+
+/// A person types a password into the field at `field` of copypw.html (and clicks "show"),
+/// hands back; the agent takes `actions`. The agent's last URL.
+async fn person_then_agent(field: (i64, i64), actions: Vec<BrowserAction>) -> String {
     let harness = browserenv_tests::Harness::start(browserenv_tests::test_settings()).await;
     let mut agent = harness.client().await;
     agent
@@ -100,19 +117,8 @@ async fn moved_out_and_cut_short(field: (i64, i64), moving: Vec<BrowserAction>) 
     }
     send(&mut person, json!({"type": "release"})).await;
     until(&mut person, |f| f["type"] == "control").await;
-    let press = |chord: &str| BrowserAction::press_named(chord).unwrap();
-    let actions = [
-        vec![BrowserAction::click(field.0, field.1), press("CTRL+A")],
-        moving,
-        vec![
-            BrowserAction::click(390, 318),
-            press("HOME"),
-            press("DELETE"),
-            press("ENTER"),
-        ],
-    ];
     let mut last = None;
-    for action in actions.into_iter().flatten() {
+    for action in actions {
         last = Some(agent.step(action).await.unwrap());
     }
     let url = last.unwrap().observation.url;
@@ -149,4 +155,26 @@ async fn a_password_shown_or_a_pin_cannot_be_dragged_out_by_the_agent() {
         assert!(url.contains("note="), "the form was sent: {url}");
         assert!(!url.contains("unter2pass"), "{url}");
     }
+}
+
+/// The PIN echoed by the page (covered in pictures, hidden in text): the agent selects the whole
+/// page (CTRL+A, CTRL+C), pastes it into the plain field and takes the secret's first character
+/// out from the end (END, LEFT 10 times: `human_steps` says it has 11 characters, BACKSPACE).
+#[tokio::test]
+async fn a_secret_the_page_echoes_cannot_be_copied_out_by_the_agent() {
+    let press = |chord: &str| BrowserAction::press_named(chord).unwrap();
+    let moving = vec![
+        BrowserAction::click(600, 560),
+        press("CTRL+A"),
+        press("CTRL+C"),
+        BrowserAction::click(250, 318),
+        press("CTRL+V"),
+        press("END"),
+        BrowserAction::press_repeat(browserenv::models::Chord::parse("LEFT").unwrap(), 10),
+        press("BACKSPACE"),
+        press("ENTER"),
+    ];
+    let url = person_then_agent((250, 218), moving).await;
+    assert!(url.contains("note=Send+Show"), "the page was pasted: {url}");
+    assert!(!url.contains("unter2pass"), "{url}");
 }

@@ -22,9 +22,15 @@ use crate::chromium::*;
 /// The most characters a copy keeps.
 const MAX_CLIPBOARD_CHARS: usize = 262_144;
 
-/// What the episode copied last (shared by its tabs).
+/// What the episode copied last (shared by its tabs), and the episode's secrets as of the step
+/// (`Browser::know_secrets`): a paste into a field that is not secret pastes them hidden, else
+/// the agent copies a secret the page shows (an echo, CTRL+A on the page) into a plain field,
+/// changes it there and reads it back.
 #[derive(Debug, Clone, Default)]
-pub(in crate::chromium) struct Clipboard(Arc<Mutex<Option<String>>>);
+pub(in crate::chromium) struct Clipboard {
+    held: Arc<Mutex<Option<String>>>,
+    secrets: Arc<Mutex<browserenv::secrets::Secrets>>,
+}
 
 impl Clipboard {
     /// What the isolated world reported: `{"kind": "copy"|"cut", "text": ...}`.
@@ -32,13 +38,28 @@ impl Clipboard {
         let Ok(report) = serde_json::from_str::<Value>(payload) else {
             return;
         };
-        if let (Some(text), Ok(mut held)) = (report["text"].as_str(), self.0.lock()) {
+        if let (Some(text), Ok(mut held)) = (report["text"].as_str(), self.held.lock()) {
             *held = Some(crate::browser::first_chars(text, MAX_CLIPBOARD_CHARS));
         }
     }
 
+    pub(in crate::chromium) fn know(&self, secrets: &browserenv::secrets::Secrets) {
+        if let Ok(mut known) = self.secrets.lock() {
+            known.clone_from(secrets);
+        }
+    }
+
+    /// What a paste into a plain field pastes: the copy, the episode's secrets hidden in it.
+    fn text_hidden(&self) -> String {
+        let text = self.text();
+        match self.secrets.lock() {
+            Ok(secrets) => secrets.hidden(&text).into_owned(),
+            Err(_) => String::new(),
+        }
+    }
+
     pub(in crate::chromium) fn text(&self) -> String {
-        self.0
+        self.held
             .lock()
             .ok()
             .and_then(|held| held.clone())
@@ -85,9 +106,13 @@ impl ChromiumBrowser {
         match used {
             None | Some(ClipboardUse::Copy) => self.press_chord(chord, repeat).await,
             Some(ClipboardUse::Paste) => {
+                let text = match self.focus_is_secret().await {
+                    true => self.clipboard.text(),
+                    false => self.clipboard.text_hidden(),
+                };
                 let host = self.host.clone();
                 let _turn = host.clipboard.lock().await;
-                self.write_clipboard(&self.clipboard.text()).await?;
+                self.write_clipboard(&text).await?;
                 self.press_chord(chord, repeat).await
             }
             Some(ClipboardUse::Cut) => {

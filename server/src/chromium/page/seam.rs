@@ -485,6 +485,10 @@ impl Browser for ChromiumBrowser {
         self.set_zoom(factor).await
     }
 
+    fn know_secrets(&mut self, secrets: &browserenv::secrets::Secrets) {
+        self.clipboard.know(secrets);
+    }
+
     fn is_alive(&self) -> bool {
         !self.disconnected.load(Ordering::SeqCst)
     }

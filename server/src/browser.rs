@@ -387,7 +387,7 @@ pub trait Browser: Send + 'static {
         async { Err(PageError::ActionFailed("this browser cannot zoom".into())) }
     }
     /// The episode's secrets as they are before an action: a browser with a clipboard hides
-    /// them in what it pastes into a field that is not secret.
+    /// them in what it pastes or drops into a field that is not secret.
     fn know_secrets(&mut self, _secrets: &browserenv::secrets::Secrets) {}
     /// Whether the connection to the browser still stands (a spare can lose it while it waits,
     /// e.g. when a remote browser restarts).

@@ -178,3 +178,22 @@ async fn a_secret_the_page_echoes_cannot_be_copied_out_by_the_agent() {
     assert!(url.contains("note=Send+Show"), "the page was pasted: {url}");
     assert!(!url.contains("unter2pass"), "{url}");
 }
+
+/// The echo selected (a double click) and dragged into the plain field (HTML5 drag-and-drop of
+/// the selection's text), its first character taken out as above.
+#[tokio::test]
+async fn a_secret_the_page_echoes_cannot_be_dragged_out_by_the_agent() {
+    let press = |chord: &str| BrowserAction::press_named(chord).unwrap();
+    let moving = vec![
+        BrowserAction::double_click(120, 509),
+        BrowserAction::drag([(120, 509), (120, 450), (250, 318)]),
+        BrowserAction::click(390, 318),
+        press("END"),
+        BrowserAction::press_repeat(browserenv::models::Chord::parse("LEFT").unwrap(), 10),
+        press("BACKSPACE"),
+        press("ENTER"),
+    ];
+    let url = person_then_agent((250, 218), moving).await;
+    assert!(!url.ends_with("note="), "the echo was dropped: {url}");
+    assert!(!url.contains("unter2pass"), "{url}");
+}

@@ -51,9 +51,13 @@ impl Clipboard {
 
     /// What a paste into a plain field pastes: the copy, the episode's secrets hidden in it.
     fn text_hidden(&self) -> String {
-        let text = self.text();
+        self.hidden(&self.text())
+    }
+
+    /// `text` with the episode's secrets hidden (what goes into a plain field: a paste, a drop).
+    pub(in crate::chromium) fn hidden(&self, text: &str) -> String {
         match self.secrets.lock() {
-            Ok(secrets) => secrets.hidden(&text).into_owned(),
+            Ok(secrets) => secrets.hidden(text).into_owned(),
             Err(_) => String::new(),
         }
     }
@@ -130,8 +134,13 @@ impl ChromiumBrowser {
     /// Whether the focused element is a secret field by the probe's rule; one that cannot be
     /// read counts as one.
     pub(in crate::chromium) async fn focus_is_secret(&mut self) -> bool {
+        self.secret_at(None).await
+    }
+
+    /// Whether the element at `at` (the focused one for none) is a secret field, as above.
+    pub(in crate::chromium) async fn secret_at(&mut self, at: Option<(i64, i64)>) -> bool {
         use crate::browser::Browser;
-        match self.element(None, false).await {
+        match self.element(at, false).await {
             Ok(Some(facts)) => facts.shown["password"] != false,
             Ok(None) => false,
             Err(_) => true,

@@ -326,10 +326,16 @@ impl ChromiumBrowser {
     /// The drop at `at`, then the button's release there (what the page hears after a drop).
     async fn drop_at(&mut self, at: Point, mask: i64) -> Result<(), PageError> {
         self.drag_over(at, mask).await?;
-        let Some(dragging) = self.dragging.take() else {
+        let Some(Dragging { mut data, .. }) = self.dragging.take() else {
             return Ok(());
         };
-        self.drag_event(DispatchDragEventType::Drop, at, &dragging.data, mask)
+        // Dropped into a plain field, the episode's secrets go hidden, as a paste (`clipboard.rs`).
+        if !self.secret_at(Some((at.x, at.y))).await {
+            for item in &mut data.items {
+                item.data = self.clipboard.hidden(&item.data);
+            }
+        }
+        self.drag_event(DispatchDragEventType::Drop, at, &data, mask)
             .await?;
         let up = MouseEvent::button(false, MouseButton::Left, 1, self.held_buttons, mask);
         self.mouse(&up, at).await?;

@@ -92,6 +92,14 @@ async fn moved_out_and_cut_short(field: (i64, i64), moving: Vec<BrowserAction>) 
 /// A person types a password into the field at `field` of copypw.html (and clicks "show"),
 /// hands back; the agent takes `actions`. The agent's last URL.
 async fn person_then_agent(field: (i64, i64), actions: Vec<BrowserAction>) -> String {
+    agent_after_person(field, actions).await.observation.url
+}
+
+/// The same, the agent's last observation.
+async fn agent_after_person(
+    field: (i64, i64),
+    actions: Vec<BrowserAction>,
+) -> browserenv::StepResult {
     let harness = browserenv_tests::Harness::start(browserenv_tests::test_settings()).await;
     let mut agent = harness.client().await;
     agent
@@ -121,10 +129,9 @@ async fn person_then_agent(field: (i64, i64), actions: Vec<BrowserAction>) -> St
     for action in actions {
         last = Some(agent.step(action).await.unwrap());
     }
-    let url = last.unwrap().observation.url;
     agent.close().await.unwrap();
     harness.stop().await;
-    url
+    last.unwrap()
 }
 
 #[tokio::test]
@@ -196,4 +203,81 @@ async fn a_secret_the_page_echoes_cannot_be_dragged_out_by_the_agent() {
     let url = person_then_agent((250, 218), moving).await;
     assert!(!url.ends_with("note="), "the echo was dropped: {url}");
     assert!(!url.contains("unter2pass"), "{url}");
+}
+
+/// A `select` where no select is names the element under the pointer in its error, its text or
+/// value: over a PIN drawn as discs, its value was the person's secret.
+#[tokio::test]
+async fn a_select_over_a_secret_field_does_not_name_its_value() {
+    let over = BrowserAction::select(250, 218, "x");
+    let result = agent_after_person((250, 218), vec![over]).await;
+    let shown = format!(
+        "{} {:?}",
+        result.observation.error, result.observation.metadata
+    );
+    assert!(shown.contains("no <select>"), "{shown}");
+    assert!(!shown.contains("unter2"), "{shown}");
+}
+
+/// `goto` to the server's own routes (`/sessions` lists every session; its text layer another
+/// session's page), however loopback is spelled, with credentials, or to a scheme other than
+/// HTTP(S): refused before the browser goes anywhere, the agent's and a person's alike, the
+/// session going on where it was.
+#[tokio::test]
+async fn goto_never_reaches_the_server_s_own_routes_or_a_refused_url() {
+    let harness = browserenv_tests::Harness::start(browserenv_tests::test_settings()).await;
+    let page = harness.page("copypw.html");
+    let mut agent = harness.client().await;
+    agent
+        .reset(browserenv::ResetOptions::new(page.clone()))
+        .await
+        .unwrap();
+    let port = url::Url::parse(&harness.server.base_url())
+        .unwrap()
+        .port()
+        .unwrap();
+    let refused = [
+        format!("http://127.0.0.1:{port}/sessions"),
+        format!("http://localhost:{port}/sessions"),
+        format!("http://127.1:{port}/sessions"),
+        format!("http://2130706433:{port}/sessions"),
+        format!("http://[::1]:{port}/sessions"),
+        format!("http://[::ffff:127.0.0.1]:{port}/sessions"),
+        format!("http://0.0.0.0:{port}/sessions"),
+        format!("http://app.localhost.:{port}/sessions"),
+        "http://ana:Hunter2pass@127.0.0.1:9/".to_string(),
+        "javascript:alert(document.cookie)".to_string(),
+        "file:///etc/passwd".to_string(),
+        "chrome://settings".to_string(),
+        "data:text/html,<b>x</b>".to_string(),
+        "view-source:http://127.0.0.1:9/".to_string(),
+    ];
+    for url in &refused {
+        let error = agent
+            .step(BrowserAction::goto(url.clone()))
+            .await
+            .expect_err(url);
+        assert!(error.to_string().contains("url"), "{url}: {error}");
+    }
+    let id = session_id(&harness).await;
+    let mut person = watch(&harness, &id, None).await.unwrap();
+    send(
+        &mut person,
+        json!({"type": "take", "data": {"name": "ana"}}),
+    )
+    .await;
+    until(&mut person, reply).await;
+    send(
+        &mut person,
+        json!({"type": "step", "data": {"op": "goto", "url": refused[0]}}),
+    )
+    .await;
+    let answer = until(&mut person, reply).await;
+    assert_eq!(answer["type"], "error", "{answer}");
+    send(&mut person, json!({"type": "release"})).await;
+    until(&mut person, |f| f["type"] == "control").await;
+    let after = agent.step(BrowserAction::wait()).await.unwrap();
+    assert_eq!(after.observation.url, page);
+    agent.close().await.unwrap();
+    harness.stop().await;
 }

@@ -281,3 +281,69 @@ async fn goto_never_reaches_the_server_s_own_routes_or_a_refused_url() {
     agent.close().await.unwrap();
     harness.stop().await;
 }
+
+/// A security question a person chooses in a select, marked secret, then sent with the form: the
+/// option's value (`firstpet`, not its label) is what the form sends, and what the agent's URL,
+/// the watchers, the text layer, the recording and the archive would show of the choice.
+#[tokio::test]
+async fn a_marked_select_s_value_is_hidden_as_its_label() {
+    let steps = [
+        (
+            json!({"op": "select", "x": 575, "y": 318, "text": "Name of your first pet"}),
+            true,
+        ),
+        (json!({"op": "click", "x": 140, "y": 418}), false),
+    ];
+    let seen = episode("secret-question", "copypw.html", &steps).await;
+    let url = &seen.last.as_ref().unwrap().observation.url;
+    assert!(url.contains("question="), "the form was sent: {url}");
+    assert_eq!(seen.leaks(&["question=firstpet"]), Vec::<String>::new());
+    assert_eq!(
+        seen.holding("Name of your first pet"),
+        ["archive"],
+        "the page as served"
+    );
+}
+
+/// The element under the pointer is recorded for every pointer op (`metadata.element`, each
+/// step of `steps.jsonl`): over the PIN, the password shown and the page's echo of the PIN, after
+/// a person typed them, no outlet shows what they hold.
+#[tokio::test]
+async fn the_element_under_the_pointer_names_no_secret() {
+    let steps = [
+        (json!({"op": "click", "x": 250, "y": 218}), false),
+        (json!({"op": "type", "text": "Hunter2pass"}), false),
+        (json!({"op": "click", "x": 250, "y": 118}), false),
+        (json!({"op": "type", "text": "Kx9q2wzz"}), false),
+        (json!({"op": "click", "x": 460, "y": 118}), false),
+        (json!({"op": "move", "x": 120, "y": 509}), false),
+        (
+            json!({"op": "click", "x": 250, "y": 118, "count": 2}),
+            false,
+        ),
+        (json!({"op": "mouse_down", "x": 250, "y": 218}), false),
+        (json!({"op": "mouse_up", "x": 120, "y": 509}), false),
+        (
+            json!({"op": "drag", "path": [[120, 509], [250, 218], [250, 118]]}),
+            false,
+        ),
+        (
+            json!({"op": "click", "x": 120, "y": 509, "button": "right"}),
+            false,
+        ),
+    ];
+    let seen = episode("secret-element", "copypw.html", &steps).await;
+    let elements = seen
+        .own
+        .iter()
+        .filter(|o| !o["data"]["observation"]["metadata"]["element"].is_null());
+    assert!(elements.count() >= 8, "the pointer ops' elements were read");
+    let forms = [
+        "Hunter2pass",
+        "unter2pass",
+        "Hunter2",
+        "Kx9q2wzz",
+        "x9q2wzz",
+    ];
+    assert_eq!(seen.leaks(&forms), Vec::<String>::new());
+}

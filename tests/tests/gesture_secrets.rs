@@ -347,3 +347,22 @@ async fn the_element_under_the_pointer_names_no_secret() {
     ];
     assert_eq!(seen.leaks(&forms), Vec::<String>::new());
 }
+
+/// Linux's primary selection: a middle click pastes what was selected last, without a copy.
+/// The PIN selected (CTRL+A in it), then a middle click in the plain field, its first character
+/// taken out.
+#[tokio::test]
+async fn a_middle_click_does_not_paste_a_selected_secret() {
+    let middle = BrowserAction::click_with(
+        250,
+        318,
+        browserenv::models::MouseButton::Middle,
+        1,
+        browserenv::models::Modifiers::default(),
+    );
+    for field in [(250, 118), (250, 218)] {
+        let url = moved_out_and_cut_short(field, vec![middle.clone()]).await;
+        assert!(url.contains("note="), "the form was sent: {url}");
+        assert!(!url.contains("unter2pass"), "{url}");
+    }
+}

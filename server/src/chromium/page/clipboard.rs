@@ -14,6 +14,10 @@
 //!   clipboard and presses the keys under the same lock: the page gets its `paste` event and the
 //!   text inserted, as from a person's clipboard.
 //!
+//! - a middle click pastes nothing: it would paste Linux's primary selection, which the whole
+//!   browser shares and any selection fills (measured: a password shown, selected, pasted by a
+//!   middle click into a plain field).
+//!
 //! Nothing else reads the browser's clipboard: pages get no permission to (`navigator.clipboard`
 //! is refused its reads and writes by the headless shell).
 

@@ -86,6 +86,20 @@
       }
     }, { once: true });
   };
+  // A middle click pastes Linux's primary selection, which the whole browser shares (other
+  // episodes' and sessions' too) and any selection fills (a password shown, selected): no paste
+  // comes from it. Blink pastes while it handles the button's release, after `mouseup`.
+  let middleUp = false;
+  window.addEventListener('mouseup', (event) => {
+    if (event.button !== 1) return;
+    middleUp = true;
+    setTimeout(() => { middleUp = false; }, 0);
+  }, true);
+  window.addEventListener('paste', (event) => {
+    if (!middleUp) return;
+    event.preventDefault();
+    event.stopImmediatePropagation();
+  }, true);
   window.addEventListener('copy', onClipboard, true);
   window.addEventListener('cut', onClipboard, true);
 

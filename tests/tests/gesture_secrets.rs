@@ -366,3 +366,36 @@ async fn a_middle_click_does_not_paste_a_selected_secret() {
         assert!(!url.contains("unter2pass"), "{url}");
     }
 }
+
+/// The choice of a marked select, hidden where it shows (`<redacted:22 characters>`), showed by
+/// elimination: a `select`'s error ("its options: ...", in the recording) listed the other
+/// options as they are and the chosen one hidden. No option of a secret select is told from the
+/// others.
+#[tokio::test]
+async fn a_marked_select_s_choice_is_not_singled_out_among_its_options() {
+    let steps = [
+        (
+            json!({"op": "select", "x": 575, "y": 318, "text": "Name of your first pet"}),
+            true,
+        ),
+        (
+            json!({"op": "select", "x": 575, "y": 318, "text": "no such question"}),
+            false,
+        ),
+    ];
+    let seen = episode("secret-options", "copypw.html", &steps).await;
+    // After the choice: the agent's next observation (the page's text, `human_steps`) and the
+    // recording (the page's text after each step) (the page as served, in the
+    // archive, and the reset's observation name every option, before anything was secret).
+    let last = seen.last.as_ref().unwrap();
+    let after = format!("{} {:?}", last.observation.url, last.observation.metadata);
+    assert!(after.contains("<redacted:22 characters>"), "{after}");
+    for option in [
+        "Choose a question",
+        "Name of your first pet",
+        "Street you grew up on",
+    ] {
+        assert!(!after.contains(option), "{option} in {after}");
+        assert!(!seen.recording.contains(option), "{option} recorded");
+    }
+}

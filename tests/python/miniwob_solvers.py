@@ -39,8 +39,6 @@ WAITING: dict[str, str] = {
     "miniwob.copy-paste-2": "press",
     "miniwob.text-editor": "press",
     "miniwob.click-scroll-list": "press",
-    "miniwob.click-menu": "move",
-    "miniwob.click-menu-2": "move",
 }
 
 
@@ -694,3 +692,7 @@ def copy_paste(page: Page) -> None:
         page.act(op="press", text="SHIFT+TAB", repeat=2)
         page.press("CTRL+V")
     page.submit()
+
+
+# The hover, drag and chord solvers, in their own module; registered here, with the rest.
+import miniwob_gestures  # noqa: E402,F401

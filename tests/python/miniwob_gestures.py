@@ -6,7 +6,9 @@ Imported by ``miniwob_solvers``, whose ``SOLVERS`` they join.
 
 from __future__ import annotations
 
-from miniwob_solvers import Page, Run, quoted, solver
+import re
+
+from miniwob_solvers import Page, Run, picture, quoted, solver
 
 
 def settled(page: Page, text: str, tries: int = 4) -> Run:
@@ -57,3 +59,66 @@ def click_menu_2(page: Page) -> None:
         playback = settled(page, "Playback")
         page.act(op="move", x=playback.centre[0], y=playback.centre[1])
     page.click(settled(page, label))
+
+
+# Dragging.
+
+
+def grey_box(image, area: tuple[int, int, int, int], low: int, high: int):
+    """The bounding box (left, top, right, bottom) of the grey pixels (r = g = b in low..high)
+    of ``area`` of the picture, or None."""
+    left, top, right, bottom = area
+    xs, ys = [], []
+    for y in range(top, bottom):
+        for x in range(left, right):
+            r, g, b = image.getpixel((x, y))
+            if r == g == b and low <= r <= high:
+                xs.append(x)
+                ys.append(y)
+    return (min(xs), min(ys), max(xs), max(ys)) if xs else None
+
+
+@solver("miniwob.use-slider")
+def use_slider(page: Page) -> None:
+    # jQuery UI's slider: a track with a grey border, its handle filled a lighter grey, the value
+    # printed to its right. Holding the handle, the pointer goes along the track by halves (the
+    # value grows with x, or as y falls on an upright slider), the printed value read each time.
+    # A slider drawn only by the page, no form field: read and moved as a person would.
+    wanted = int(re.search(r"Select (-?\d+)", page.instruction).group(1))
+    value = next(run for run in page.task_runs() if re.fullmatch(r"-?\d+", run.text))
+    image = picture(page)
+    area = (0, 125, value.x, page.find("Submit", "button").y)
+    track = grey_box(image, area, 185, 210)
+    handle = grey_box(image, area, 240, 250)
+    grab = ((handle[0] + handle[2]) // 2, (handle[1] + handle[3]) // 2)
+    upright = track[3] - track[1] > track[2] - track[0]
+    lo, hi = (track[1] - 10, track[3] + 10) if upright else (track[0] - 10, track[2] + 10)
+
+    def at(p: int) -> tuple[int, int]:
+        return (grab[0], p) if upright else (p, grab[1])
+
+    def shown() -> int:
+        return int(next(run.text for run in page.task_runs() if run.y == value.y and run.x == value.x))
+
+    page.act(op="mouse_down", x=grab[0], y=grab[1])
+    point = grab
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        point = at(mid)
+        page.act(op="move", x=point[0], y=point[1])
+        now = shown()
+        if now == wanted:
+            break
+        if (now < wanted) != upright:
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    page.act(op="mouse_up", x=point[0], y=point[1])
+    # The pointer lands on whole page pixels: on a short slider over a wide range a value can
+    # fall between two of them. The handle keeps the focus: its arrow keys step by one.
+    for _ in range(3):
+        off = wanted - shown()
+        if off == 0:
+            break
+        page.act(op="press", text="UP" if off > 0 else "DOWN", repeat=abs(off))
+    page.submit()

@@ -34,7 +34,6 @@ WAITING: dict[str, str] = {
     "miniwob.highlight-text": "drag",
     "miniwob.highlight-text-2": "drag",
     "miniwob.resize-textarea": "drag",
-    "miniwob.use-slider": "drag",
     "miniwob.use-slider-2": "drag",
     "miniwob.copy-paste-2": "press",
     "miniwob.text-editor": "press",

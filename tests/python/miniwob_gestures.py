@@ -83,7 +83,6 @@ def use_slider(page: Page) -> None:
     # jQuery UI's slider: a track with a grey border, its handle filled a lighter grey, the value
     # printed to its right. Holding the handle, the pointer goes along the track by halves (the
     # value grows with x, or as y falls on an upright slider), the printed value read each time.
-    # A slider drawn only by the page, no form field: read and moved as a person would.
     wanted = int(re.search(r"Select (-?\d+)", page.instruction).group(1))
     value = next(run for run in page.task_runs() if re.fullmatch(r"-?\d+", run.text))
     image = picture(page)
@@ -122,3 +121,30 @@ def use_slider(page: Page) -> None:
             break
         page.act(op="press", text="UP" if off > 0 else "DOWN", repeat=abs(off))
     page.submit()
+
+
+def ordinal_place(words: str, current: int, count: int) -> int:
+    """The 0-based place "to the top.", "to the bottom.", "down/up by one position." or "to the
+    3rd position." names, for an item now at ``current`` of ``count``."""
+    if "top" in words:
+        return 0
+    if "bottom" in words:
+        return count - 1
+    if "down by one" in words:
+        return current + 1
+    if "up by one" in words:
+        return current - 1
+    return int(re.search(r"(\d+)(?:st|nd|rd|th)", words).group(1)) - 1
+
+
+@solver("miniwob.drag-items")
+def drag_items(page: Page) -> None:
+    # A jQuery UI sortable list: the item carried over the row of the place it should take, a
+    # little past that row's middle so that the list makes room there.
+    name, words = re.match(r"Drag (\S+) (.*)", page.instruction).groups()
+    rows = [run for run in page.task_runs() if not run.marker]
+    current = [run.text for run in rows].index(name)
+    place = ordinal_place(words, current, len(rows))
+    item, there = rows[current], rows[place]
+    past = 12 if place > current else -12
+    page.drag(item.centre, (item.centre[0], there.centre[1] + past), points=12)

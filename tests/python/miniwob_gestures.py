@@ -148,3 +148,12 @@ def drag_items(page: Page) -> None:
     item, there = rows[current], rows[place]
     past = 12 if place > current else -12
     page.drag(item.centre, (item.centre[0], there.centre[1] + past), points=12)
+
+
+@solver("miniwob.highlight-text")
+def highlight_text(page: Page) -> None:
+    # A press just before the paragraph's first letter, a release just after its last.
+    lines = [run for run in page.task_runs() if not run.marker]
+    first, last = lines[0], lines[-1]
+    page.drag((first.x - 2, first.centre[1]), (last.x + last.width + 2, last.centre[1]), points=8)
+    page.submit()

@@ -157,3 +157,30 @@ def highlight_text(page: Page) -> None:
     first, last = lines[0], lines[-1]
     page.drag((first.x - 2, first.centre[1]), (last.x + last.width + 2, last.centre[1]), points=8)
     page.submit()
+
+
+def drawn_box(image, area: tuple[int, int, int, int]):
+    """The bounding box (left, top, right, bottom) of what is drawn (not white) in ``area``."""
+    left, top, right, bottom = area
+    xs, ys = [], []
+    for y in range(top, bottom, 2):
+        for x in range(left, right, 2):
+            if min(image.getpixel((x, y))) < 200:
+                xs.append(x)
+                ys.append(y)
+    return (min(xs), min(ys), max(xs), max(ys)) if xs else None
+
+
+STEPS = {"up": (0, -1), "down": (0, 1), "left": (-1, 0), "right": (1, 0)}
+
+
+@solver("miniwob.drag-single-shape")
+def drag_single_shape(page: Page) -> None:
+    # The one shape drawn above the Submit button, grabbed at the middle of its outline and
+    # carried 50 pixels the way the instruction says.
+    way = STEPS[re.search(r"Drag the item (\w+)", page.instruction).group(1)]
+    # (The button's border is drawn some 20 pixels above its label's line.)
+    shape = drawn_box(picture(page), (0, 125, 400, page.find("Submit", "button").y - 25))
+    grab = ((shape[0] + shape[2]) // 2, (shape[1] + shape[3]) // 2)
+    page.drag(grab, (grab[0] + 50 * way[0], grab[1] + 50 * way[1]))
+    page.submit()

@@ -184,3 +184,42 @@ def drag_single_shape(page: Page) -> None:
     grab = ((shape[0] + shape[2]) // 2, (shape[1] + shape[3]) // 2)
     page.drag(grab, (grab[0] + 50 * way[0], grab[1] + 50 * way[1]))
     page.submit()
+
+
+# Chords and modifier clicks.
+
+
+def option_labels(page: Page, point: tuple[int, int]) -> list[str]:
+    """The options of the <select> at ``point``, in order, as the server names them when asked
+    to choose one that is not there (the option lines of a list box are not in the text layer)."""
+    page.act(op="select", x=point[0], y=point[1], text="\u2205 none of them")
+    detail = page.result.observation.metadata["error_detail"]
+    return re.findall(r'"([^"]*)"', detail.split("its options: ", 1)[1])
+
+
+@solver("miniwob.click-scroll-list")
+def click_scroll_list(page: Page) -> None:
+    # A multiple-choice list box a few rows high: each wanted option CTRL-clicked on its row.
+    # Rows are as tall as the gap between the text lines drawn in the box; a row out of sight
+    # is scrolled to the box's middle (the wheel moves the box's content by `dy` pixels).
+    names = re.match(r"Select (.*) from the scroll list", page.instruction).group(1).split(", ")
+    image = picture(page)
+    submit = page.find("Submit", "button")
+    left, top, right, bottom = grey_box(image, (0, 125, 400, submit.y - 20), 100, 140)
+    inside, end = top + 3, bottom - 3
+    inked = [y for y in range(inside, end)
+             if any(min(image.getpixel((x, y))) < 100 for x in range(left + 5, left + 150))]
+    starts = [y for y in inked if y - 1 not in inked]
+    pitch = (starts[-1] - starts[0]) / (len(starts) - 1)
+    middle = ((left + right) // 2, (top + bottom) // 2)
+    labels = option_labels(page, middle)
+    most = max(0, round(len(labels) * pitch - (end - inside)))
+    scrolled = 0
+    for place in sorted(labels.index(name) for name in names):
+        row = inside + (place + 0.5) * pitch
+        if row - pitch / 2 - scrolled < inside or row + pitch / 2 - scrolled > end:
+            wanted = min(most, max(0, round(row - middle[1])))
+            page.act(op="scroll", x=middle[0], y=middle[1], dy=wanted - scrolled)
+            scrolled = wanted
+        page.act(op="click", x=middle[0] - 40, y=round(row - scrolled), modifiers=["CTRL"])
+    page.submit()

@@ -34,7 +34,6 @@ WAITING: dict[str, str] = {
     "miniwob.use-slider-2": "drag",
     "miniwob.copy-paste-2": "press",
     "miniwob.text-editor": "press",
-    "miniwob.click-scroll-list": "press",
 }
 
 

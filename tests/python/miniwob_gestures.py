@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from miniwob_solvers import Page, Run, picture, quoted, solver
+from miniwob_solvers import Page, Run, find_word_run, picture, quoted, solver
 
 
 def settled(page: Page, text: str, tries: int = 4) -> Run:
@@ -223,3 +223,67 @@ def click_scroll_list(page: Page) -> None:
             scrolled = wanted
         page.act(op="click", x=middle[0] - 40, y=round(row - scrolled), modifiers=["CTRL"])
     page.submit()
+
+
+# Quill's own shortcuts for the styles the text editor task names.
+STYLE_CHORDS = {"bold": "CTRL+B", "italics": "CTRL+I", "underlined": "CTRL+U"}
+
+
+def select_word(page: Page, word: str) -> None:
+    """Select ``word`` of the text: a double click on it selects its letters, SHIFT+RIGHT adds
+    the punctuation after them (a double click leaves it out)."""
+    at = find_word_run(page, word)
+    if at is None:
+        raise LookupError(f"{word!r} is not on the page: {page.instruction}")
+    page.act(op="click", x=at[0], y=at[1], count=2)
+    trailing = len(word) - len(word.rstrip(".,;:!?"))
+    if trailing:
+        page.act(op="press", text="SHIFT+RIGHT", repeat=trailing)
+
+
+@solver("miniwob.text-editor")
+def text_editor(page: Page) -> None:
+    # The text (one word, or all of it) selected in the editor, then the style's shortcut, or
+    # the toolbar's colour picker and the swatch drawn nearest the colour named.
+    asked = re.search(
+        r"(?:give|make) (?:the text (\S+)|everything) the (style|color) (\w+)", page.instruction
+    )
+    word, kind, name = asked.groups()
+    text = next(run for run in page.task_runs() if not run.marker and run.y > 150)
+    if word:
+        select_word(page, word)
+    else:
+        page.click(text)
+        page.press("CTRL+A")
+    if kind == "style":
+        page.press(STYLE_CHORDS[name])
+    else:
+        pick_colour(page, name, text)
+    page.submit()
+
+
+# The first swatch of each colour the text editor task names, as Quill's picker draws it.
+SWATCHES = {
+    "red": (230, 0, 0),
+    "orange": (255, 153, 0),
+    "yellow": (255, 255, 0),
+    "green": (0, 138, 0),
+    "blue": (0, 102, 204),
+    "purple": (153, 51, 255),
+}
+
+
+def pick_colour(page: Page, name: str, text: Run) -> None:
+    """Open the colour picker (the toolbar's first glyph, above the text) and click the middle
+    of the swatch drawn in the colour ``name``."""
+    image = picture(page)
+    toolbar = drawn_box(image, (0, 130, 80, text.y - 20))
+    page.click(((toolbar[0] + toolbar[2]) // 2, (toolbar[1] + toolbar[3]) // 2))
+    image = picture(page)
+    wanted = SWATCHES[name]
+    spots = [(x, y) for y in range(toolbar[3], 600) for x in range(0, 400)
+             if image.getpixel((x, y)) == wanted]
+    if not spots:
+        raise LookupError(f"no {name} swatch drawn: {page.instruction}")
+    xs, ys = [x for x, _ in spots], [y for _, y in spots]
+    page.click(((min(xs) + max(xs)) // 2, (min(ys) + max(ys)) // 2))

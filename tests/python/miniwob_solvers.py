@@ -33,7 +33,6 @@ WAITING: dict[str, str] = {
     "miniwob.resize-textarea": "drag",
     "miniwob.use-slider-2": "drag",
     "miniwob.copy-paste-2": "press",
-    "miniwob.text-editor": "press",
 }
 
 

@@ -287,3 +287,21 @@ def pick_colour(page: Page, name: str, text: Run) -> None:
         raise LookupError(f"no {name} swatch drawn: {page.instruction}")
     xs, ys = [x for x, _ in spots], [y for _, y in spots]
     page.click(((min(xs) + max(xs)) // 2, (min(ys) + max(ys)) // 2))
+
+
+@solver("miniwob.copy-paste-2")
+def copy_paste_2(page: Page) -> None:
+    # The named text area's text copied (CTRL+A, CTRL+C in it) and pasted (CTRL+V) into the
+    # empty text input, the box drawn between the last text area and the Submit button (an empty
+    # field is not in the text layer).
+    place = int(re.search(r"the (\d+)(?:st|nd|rd|th) text area", page.instruction).group(1))
+    areas = [run for run in page.task_runs() if run.marker == "field"]
+    submit = page.find("Submit", "button")
+    page.click(areas[place - 1])
+    page.press("CTRL+A")
+    page.press("CTRL+C")
+    last = areas[-1]
+    field = drawn_box(picture(page), (0, last.y + last.height + 12, 400, submit.y - 20))
+    page.click(((field[0] + field[2]) // 2, (field[1] + field[3]) // 2))
+    page.press("CTRL+V")
+    page.submit()

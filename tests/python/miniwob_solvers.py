@@ -32,7 +32,6 @@ WAITING: dict[str, str] = {
     "miniwob.highlight-text-2": "drag",
     "miniwob.resize-textarea": "drag",
     "miniwob.use-slider-2": "drag",
-    "miniwob.copy-paste-2": "press",
 }
 
 

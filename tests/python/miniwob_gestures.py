@@ -150,12 +150,33 @@ def drag_items(page: Page) -> None:
     page.drag(item.centre, (item.centre[0], there.centre[1] + past), points=12)
 
 
-@solver("miniwob.highlight-text")
-def highlight_text(page: Page) -> None:
-    # A press just before the paragraph's first letter, a release just after its last.
-    lines = [run for run in page.task_runs() if not run.marker]
+def paragraphs(page: Page) -> list[list[Run]]:
+    """The task area's lines of text, in paragraphs: a gap wider than a line between two."""
+    groups: list[list[Run]] = []
+    for run in (run for run in page.task_runs() if not run.marker):
+        if groups and run.y - groups[-1][-1].y <= run.height + 4:
+            groups[-1].append(run)
+        else:
+            groups.append([run])
+    return groups
+
+
+def highlight(page: Page, lines: list[Run]) -> None:
+    """A press just before the first line's first letter, a release just after the last's last."""
     first, last = lines[0], lines[-1]
     page.drag((first.x - 2, first.centre[1]), (last.x + last.width + 2, last.centre[1]), points=8)
+
+
+@solver("miniwob.highlight-text")
+def highlight_text(page: Page) -> None:
+    highlight(page, [run for run in page.task_runs() if not run.marker])
+    page.submit()
+
+
+@solver("miniwob.highlight-text-2")
+def highlight_text_2(page: Page) -> None:
+    place = int(re.search(r"the (\d+)(?:st|nd|rd|th) paragraph", page.instruction).group(1))
+    highlight(page, paragraphs(page)[place - 1])
     page.submit()
 
 

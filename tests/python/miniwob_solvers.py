@@ -29,7 +29,6 @@ WAITING: dict[str, str] = {
     "miniwob.drag-sort-numbers": "drag",
     "miniwob.draw-circle": "drag",
     "miniwob.draw-line": "drag",
-    "miniwob.highlight-text-2": "drag",
     "miniwob.resize-textarea": "drag",
     "miniwob.use-slider-2": "drag",
 }

@@ -80,38 +80,61 @@ def grey_box(image, area: tuple[int, int, int, int], low: int, high: int):
 
 @solver("miniwob.use-slider")
 def use_slider(page: Page) -> None:
-    # jQuery UI's slider: a track with a grey border, its handle filled a lighter grey, the value
-    # printed to its right. Holding the handle, the pointer goes along the track by halves (the
-    # value grows with x, or as y falls on an upright slider), the printed value read each time.
     wanted = int(re.search(r"Select (-?\d+)", page.instruction).group(1))
     value = next(run for run in page.task_runs() if re.fullmatch(r"-?\d+", run.text))
-    image = picture(page)
-    area = (0, 125, value.x, page.find("Submit", "button").y)
-    track = grey_box(image, area, 185, 210)
-    handle = grey_box(image, area, 240, 250)
-    grab = ((handle[0] + handle[2]) // 2, (handle[1] + handle[3]) // 2)
-    upright = track[3] - track[1] > track[2] - track[0]
-    lo, hi = (track[1] - 10, track[3] + 10) if upright else (track[0] - 10, track[2] + 10)
+    set_slider(page, (0, 125, value.x, page.find("Submit", "button").y), value, wanted)
+    page.submit()
 
-    def at(p: int) -> tuple[int, int]:
-        return (grab[0], p) if upright else (p, grab[1])
+
+@solver("miniwob.use-slider-2")
+def use_slider_2(page: Page) -> None:
+    # Three sliders, each over its printed value.
+    combination = [int(n) for n in re.search(r"\[([-\d,]+)\]", page.instruction).group(1).split(",")]
+    values = [run for run in page.task_runs() if re.fullmatch(r"-?\d+", run.text) and run.y > 150]
+    above = 130
+    for value, wanted in zip(values, combination):
+        set_slider(page, (0, above, 400, value.y + 2), value, wanted)
+        above = value.y + value.height
+    page.submit()
+
+
+def set_slider(page: Page, area: tuple[int, int, int, int], value: Run, wanted: int) -> None:
+    """Set jQuery UI's slider drawn in ``area`` of the picture (a track with a grey border, its
+    handle filled a lighter grey) to ``wanted``, its value printed as the run ``value``. Holding
+    the handle, the pointer goes near the track's end on the side of ``wanted`` (the value grows
+    with x, or as y falls on an upright slider), then to the point the two values read put
+    ``wanted`` at: the value is linear in the pointer's travel."""
 
     def shown() -> int:
         return int(next(run.text for run in page.task_runs() if run.y == value.y and run.x == value.x))
 
+    now = shown()
+    if now == wanted:
+        return
+    image = picture(page)
+    track = grey_box(image, area, 185, 210)
+    handle = grey_box(image, area, 240, 250)
+    grab = ((handle[0] + handle[2]) // 2, (handle[1] + handle[3]) // 2)
+    upright = track[3] - track[1] > track[2] - track[0]
+    axis = 1 if upright else 0
+    # Inside the track's ends, where the value is not yet held at the slider's bounds.
+    ends = (track[1] + 15, track[3] - 15) if upright else (track[0] + 15, track[2] - 15)
+
+    def at(p: float) -> tuple[int, int]:
+        p = round(p)
+        return (grab[0], p) if upright else (p, grab[1])
+
+    # A press on the track rather than the handle moves the handle there: the value read again.
     page.act(op="mouse_down", x=grab[0], y=grab[1])
-    point = grab
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        point = at(mid)
+    now = shown()
+    grows_up = (wanted > now) != upright
+    far = ends[1] if grows_up else ends[0]
+    page.act(op="move", x=at(far)[0], y=at(far)[1])
+    there = shown()
+    point = at(far)
+    if there != wanted and there != now:
+        point = at(grab[axis] + (far - grab[axis]) * (wanted - now) / (there - now))
         page.act(op="move", x=point[0], y=point[1])
-        now = shown()
-        if now == wanted:
-            break
-        if (now < wanted) != upright:
-            lo = mid + 1
-        else:
-            hi = mid - 1
     page.act(op="mouse_up", x=point[0], y=point[1])
     # The pointer lands on whole page pixels: on a short slider over a wide range a value can
     # fall between two of them. The handle keeps the focus: its arrow keys step by one.
@@ -119,8 +142,7 @@ def use_slider(page: Page) -> None:
         off = wanted - shown()
         if off == 0:
             break
-        page.act(op="press", text="UP" if off > 0 else "DOWN", repeat=abs(off))
-    page.submit()
+        page.act(op="press", text="UP" if off > 0 else "DOWN", repeat=min(abs(off), 20))
 
 
 def ordinal_place(words: str, current: int, count: int) -> int:

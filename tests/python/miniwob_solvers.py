@@ -30,7 +30,6 @@ WAITING: dict[str, str] = {
     "miniwob.draw-circle": "drag",
     "miniwob.draw-line": "drag",
     "miniwob.resize-textarea": "drag",
-    "miniwob.use-slider-2": "drag",
 }
 
 

@@ -166,10 +166,7 @@ def drag_items(page: Page) -> None:
     name, words = re.match(r"Drag (\S+) (.*)", page.instruction).groups()
     rows = [run for run in page.task_runs() if not run.marker]
     current = [run.text for run in rows].index(name)
-    place = ordinal_place(words, current, len(rows))
-    item, there = rows[current], rows[place]
-    past = 12 if place > current else -12
-    page.drag(item.centre, (item.centre[0], there.centre[1] + past), points=12)
+    move_row(page, rows, current, ordinal_place(words, current, len(rows)))
 
 
 def paragraphs(page: Page) -> list[list[Run]]:
@@ -347,4 +344,26 @@ def copy_paste_2(page: Page) -> None:
     field = drawn_box(picture(page), (0, last.y + last.height + 12, 400, submit.y - 20))
     page.click(((field[0] + field[2]) // 2, (field[1] + field[3]) // 2))
     page.press("CTRL+V")
+    page.submit()
+
+
+def move_row(page: Page, rows: list[Run], current: int, place: int) -> None:
+    """Carry the sortable list's row ``current`` to ``place``: over the row there, a little past
+    its middle so that the list makes room."""
+    item, there = rows[current], rows[place]
+    past = 12 if place > current else -12
+    page.drag(item.centre, (item.centre[0], there.centre[1] + past), points=12)
+
+
+@solver("miniwob.drag-sort-numbers")
+def drag_sort_numbers(page: Page) -> None:
+    # A selection sort: the least of the rows not yet in place carried to the first of them,
+    # the list read again after each move.
+    count = len([run for run in page.task_runs() if re.fullmatch(r"-?\d+", run.text)])
+    for place in range(count - 1):
+        rows = [run for run in page.task_runs() if re.fullmatch(r"-?\d+", run.text)]
+        values = [int(run.text) for run in rows]
+        least = min(range(place, len(rows)), key=lambda i: values[i])
+        if least != place:
+            move_row(page, rows, least, place)
     page.submit()

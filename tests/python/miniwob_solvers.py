@@ -26,7 +26,6 @@ WAITING: dict[str, str] = {
     "miniwob.drag-items-grid": "drag",
     "miniwob.drag-shapes": "drag",
     "miniwob.drag-shapes-2": "drag",
-    "miniwob.drag-sort-numbers": "drag",
     "miniwob.draw-circle": "drag",
     "miniwob.draw-line": "drag",
     "miniwob.resize-textarea": "drag",

@@ -367,3 +367,30 @@ def drag_sort_numbers(page: Page) -> None:
         if least != place:
             move_row(page, rows, least, place)
     page.submit()
+
+
+GRID_PLACES = ["top left", "top center", "top right", "center left", "center", "center right",
+               "bottom left", "bottom center", "bottom right"]
+GRID_STEPS = {"up": -3, "down": 3, "left": -1, "right": 1}
+
+
+@solver("miniwob.drag-items-grid")
+def drag_items_grid(page: Page) -> None:
+    # A 3 by 3 sortable grid (the list's order read left to right, top to bottom): the item
+    # carried onto the cell of its place, a little past the cell's middle along that order. A
+    # cell is some 100 pixels square, its name at its top left.
+    name, words = re.match(r"Drag (\S+) (?:to the )?(.*)\.$", page.instruction).groups()
+    cells = [run for run in page.task_runs() if not run.marker]
+    current = [run.text for run in cells].index(name)
+    step = re.match(r"(up|down|left|right) by one", words)
+    place = current + GRID_STEPS[step.group(1)] if step else GRID_PLACES.index(words)
+    item, there = cells[current], cells[place]
+    # The grid puts the item after the cell it is over when the pointer last moved right, before
+    # it when left: the cell is entered from the side the item comes from in the list's order.
+    way = 1 if place > current else -1
+    start, middle = (item.x + 40, item.y + 35), (there.x + 40, there.y + 35)
+    side = (middle[0] - 35 * way, middle[1])
+    path = [[round(start[0] + (side[0] - start[0]) * i / 8),
+             round(start[1] + (side[1] - start[1]) * i / 8)] for i in range(9)]
+    path += [[side[0] + 15 * way * i, side[1]] for i in range(1, 5)]
+    page.act(op="drag", path=path)

@@ -23,7 +23,6 @@ SOLVERS: dict[str, Callable[["Page"], None]] = {}
 WAITING: dict[str, str] = {
     "miniwob.drag-circle": "drag",
     "miniwob.drag-cube": "drag",
-    "miniwob.drag-items-grid": "drag",
     "miniwob.drag-shapes": "drag",
     "miniwob.drag-shapes-2": "drag",
     "miniwob.draw-circle": "drag",

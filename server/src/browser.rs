@@ -336,6 +336,9 @@ pub trait Browser: Send + 'static {
         let _ = factor;
         async { Err(PageError::ActionFailed("this browser cannot zoom".into())) }
     }
+    /// The episode's secrets as they are before an action: a browser with a clipboard hides
+    /// them in what it pastes or drops into a field that is not secret.
+    fn know_secrets(&mut self, _secrets: &browserenv::secrets::Secrets) {}
     /// Whether the connection to the browser still stands (a spare can lose it while it waits,
     /// e.g. when a remote browser restarts).
     fn is_alive(&self) -> bool {

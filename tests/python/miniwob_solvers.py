@@ -23,24 +23,11 @@ SOLVERS: dict[str, Callable[["Page"], None]] = {}
 WAITING: dict[str, str] = {
     "miniwob.drag-circle": "drag",
     "miniwob.drag-cube": "drag",
-    "miniwob.drag-items": "drag",
-    "miniwob.drag-items-grid": "drag",
     "miniwob.drag-shapes": "drag",
     "miniwob.drag-shapes-2": "drag",
-    "miniwob.drag-single-shape": "drag",
-    "miniwob.drag-sort-numbers": "drag",
     "miniwob.draw-circle": "drag",
     "miniwob.draw-line": "drag",
-    "miniwob.highlight-text": "drag",
-    "miniwob.highlight-text-2": "drag",
     "miniwob.resize-textarea": "drag",
-    "miniwob.use-slider": "drag",
-    "miniwob.use-slider-2": "drag",
-    "miniwob.copy-paste-2": "press",
-    "miniwob.text-editor": "press",
-    "miniwob.click-scroll-list": "press",
-    "miniwob.click-menu": "move",
-    "miniwob.click-menu-2": "move",
 }
 
 
@@ -694,3 +681,7 @@ def copy_paste(page: Page) -> None:
         page.act(op="press", text="SHIFT+TAB", repeat=2)
         page.press("CTRL+V")
     page.submit()
+
+
+# The hover, drag and chord solvers, in their own module; registered here, with the rest.
+import miniwob_gestures  # noqa: E402,F401

@@ -70,8 +70,14 @@ def test_the_typed_client_drags_hovers_chooses_and_presses(server, pages_url):
         assert page(chosen)["events"] == ["input:price-asc:true", "change:price-asc:true"]
         slid = browser.step(BrowserAction(op="drag", path=[(620, 68), (560, 68), (520, 68), (420, 68)]))
         assert page(slid)["max"] == 100
-        # A dropdown drawn and chosen from with the pointer and the keys.
-        browser.step(BrowserAction(op="click", x=180, y=68))
+        # A dropdown drawn and chosen from with the pointer and the keys. Drawn in the very
+        # picture of the click, under the server's default screenshots (`frame`): the popup is
+        # drawn just before the picture, which a frame the compositor already had would miss.
+        before = browser.step(BrowserAction(op="wait")).observation.screenshot
+        opened = browser.step(BrowserAction(op="click", x=180, y=68)).observation.screenshot
+        assert opened != before, "the open dropdown is in the click's picture"
+        again = browser.step(BrowserAction(op="wait")).observation.screenshot
+        assert again == opened, "and stays drawn while open"
         browser.step(BrowserAction(op="press", text="down", repeat=1))
         done = browser.step(BrowserAction(op="press", text="ENTER"))
         assert page(done)["sort"] == "price-desc"

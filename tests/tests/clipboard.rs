@@ -112,3 +112,30 @@ async fn a_copy_outlives_the_page_it_was_made_on() {
     assert_eq!(paste_into_to(&mut client).await["to"], "copy me please");
     harness.stop().await;
 }
+
+/// A middle click pastes Linux's primary selection, which the whole browser shares: A's text
+/// selected (no copy) was pasted by B's middle click. No middle click pastes, in B or in A.
+#[tokio::test]
+async fn a_middle_click_pastes_no_selection_of_another_session() {
+    let harness = harness(Isolation::Context).await;
+    let (mut a, _) = harness.open("editor.html").await;
+    let (mut b, _) = harness.open("editor.html").await;
+    step(&mut a, BrowserAction::click(100, 94)).await;
+    step(&mut a, BrowserAction::key(Key::CtrlA)).await;
+    let middle = |client_x, client_y| {
+        BrowserAction::click_with(
+            client_x,
+            client_y,
+            browserenv::models::MouseButton::Middle,
+            1,
+            browserenv::models::Modifiers::default(),
+        )
+    };
+    let in_b = page(&step(&mut b, middle(340, 94)).await);
+    assert_eq!(in_b["to"], "", "B pasted nothing of A's: {in_b}");
+    let in_a = page(&step(&mut a, middle(340, 94)).await);
+    assert_eq!(in_a["to"], "", "nor A its own selection: {in_a}");
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+    harness.stop().await;
+}

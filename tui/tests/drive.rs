@@ -35,13 +35,22 @@ fn typed(text: &str) -> Vec<Event> {
     text.chars().map(|c| key(KeyCode::Char(c))).collect()
 }
 
-fn click(column: u16, row: u16) -> Event {
-    Event::Mouse(MouseEvent {
-        kind: MouseEventKind::Down(MouseButton::Left),
-        column,
-        row,
-        modifiers: KeyModifiers::NONE,
+/// A left click: pressed and released at one cell (the UI sends it once the multi-click window
+/// closes).
+fn click(column: u16, row: u16) -> Vec<Event> {
+    [
+        MouseEventKind::Down(MouseButton::Left),
+        MouseEventKind::Up(MouseButton::Left),
+    ]
+    .map(|kind| {
+        Event::Mouse(MouseEvent {
+            kind,
+            column,
+            row,
+            modifiers: KeyModifiers::NONE,
+        })
     })
+    .to_vec()
 }
 
 /// Wait (generously: this is a functional check, not a timing one) for a frame that satisfies `done`.
@@ -156,7 +165,9 @@ async fn scripted_input_drives_the_page() {
     .unwrap();
     let (column, row) = picture.page_to_cell(200, 150).unwrap();
     let (x, y) = picture.cell_to_page(column, row).unwrap();
-    input_tx.send(click(column, row)).unwrap();
+    for event in click(column, row) {
+        input_tx.send(event).unwrap();
+    }
     let expected = format!("clicked {x},{y}");
     until(&mut frames, &expected, |f| title(f) == expected).await;
 
@@ -173,7 +184,9 @@ async fn scripted_input_drives_the_page() {
 
     // Click the input (page 250,115), type mode, then ENTER with `e`.
     let (column, row) = picture.page_to_cell(250, 115).unwrap();
-    input_tx.send(click(column, row)).unwrap();
+    for event in click(column, row) {
+        input_tx.send(event).unwrap();
+    }
     input_tx.send(key(KeyCode::Char('i'))).unwrap();
     for event in typed("tui works") {
         input_tx.send(event).unwrap();

@@ -113,6 +113,12 @@ fn help_overlay() {
     observed(&mut app, "", false);
     app.update(Msg::Key(KeyInput::Char('?')));
     insta::assert_snapshot!(screen(&mut app, true));
+    // On this terminal the help takes two pages: any key shows the next, then closes it.
+    app.update(Msg::Key(KeyInput::Char(' ')));
+    assert!(app.help);
+    insta::assert_snapshot!("help_overlay_page_2", screen(&mut app, true));
+    app.update(Msg::Key(KeyInput::Char(' ')));
+    assert!(!app.help);
 }
 
 #[test]
@@ -291,4 +297,21 @@ fn the_status_bar_is_readable_on_any_theme() {
             );
         }
     }
+}
+
+#[test]
+fn the_mark_and_the_held_modifiers_show_on_the_status_bar() {
+    let mut app = app();
+    observed(&mut app, "", false);
+    app.update(Msg::Key(KeyInput::Char('m')));
+    app.update(Msg::Key(KeyInput::Char('M')));
+    for c in "shift+alt".chars() {
+        app.update(Msg::Key(KeyInput::Char(c)));
+    }
+    app.update(Msg::Key(KeyInput::Enter));
+    let shown = screen(&mut app, true);
+    assert!(
+        shown.contains("x,y 400,300 │ mark 400,300 │ hold SHIFT+ALT"),
+        "{shown}"
+    );
 }

@@ -2,8 +2,10 @@
 //! and kitty 0.26 at 80x24, 120x40 and 200x60, plus half-blocks in xterm. Each run takes a window
 //! screenshot and checks that the picture region is the page (the observation's PNG, scaled as
 //! the UI scales it), then clicks a page pixel with xdotool and checks that the click the UI sent
-//! landed on it. Then 50 starts in a row in each terminal must all show the page, and tmux at
-//! 120x40 must show the catalog's product names and prices as text.
+//! landed on it. In xterm a mouse drag (xdotool's button held while it moves) must be recorded as
+//! one `drag` along the pointer's path and the pointer resting as one `move`. Then 50 starts in a
+//! row in each terminal must all show the page, and tmux at 120x40 must show the catalog's
+//! product names and prices as text.
 //!
 //! Similarity is the normalized cross-correlation (NCC) of grey levels between the window's
 //! picture region and the page as the UI scales it. Measured here: 0.999-1.000 for sixel, kitty
@@ -433,5 +435,81 @@ fn tmux_shows_the_catalogs_names_and_prices_as_text() {
             "not on the tmux screen as text: {missing:?}\n{screen}\n{}",
             std::fs::read_to_string(&log).unwrap_or_default()
         );
+    });
+}
+
+/// The first recorded step of `op` after `skip` of them, as the UI recorded it.
+fn recorded(dir: &Path, op: &str, skip: usize, timeout: Duration) -> serde_json::Value {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let steps = std::fs::read_to_string(dir.join("steps.jsonl")).unwrap_or_default();
+        let found = steps
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|step| step["action"]["op"] == op)
+            .nth(skip);
+        if let Some(step) = found {
+            return step["action"].clone();
+        }
+        assert!(Instant::now() < deadline, "no {op} was recorded: {steps}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A person's mouse in xterm (pixel reports): a drag (the button held while the pointer moves)
+/// is recorded as one `drag` along the pointer's path, and the pointer resting as one `move`.
+#[test]
+fn xterm_records_a_mouse_drag_and_a_hover() {
+    in_terminals(|display, served| {
+        let dir = support::artifacts("xterm-gestures");
+        let record = dir.join("recording");
+        let args = served.args(&["--record", record.to_str().unwrap()]);
+        let window = Window::open(display, Emulator::Xterm, (120, 40), &dir, &args);
+        let check = picture_on_screen(
+            display,
+            &window,
+            &served.page,
+            THRESHOLD,
+            Duration::from_secs(30),
+        );
+        assert!(check.score >= THRESHOLD, "the page is on screen");
+        let scale = f64::from(check.placement.width) / 800.0;
+        let screen = |(x, y): (u32, u32)| {
+            (
+                (check.origin.0 + (f64::from(x) * scale).round() as u32).to_string(),
+                (check.origin.1 + (f64::from(y) * scale).round() as u32).to_string(),
+            )
+        };
+        let to = |at: (u32, u32)| {
+            let (x, y) = screen(at);
+            display.xdotool(&["mousemove", "--window", &window.id, &x, &y]);
+            std::thread::sleep(Duration::from_millis(60));
+        };
+        // Blank background right of the heading: pressed at 500,80, through to 700,140.
+        to((500, 80));
+        display.xdotool(&["mousedown", "1"]);
+        for i in 1..=4 {
+            to((500 + 50 * i, 80 + 15 * i));
+        }
+        display.xdotool(&["mouseup", "1"]);
+        let drag = recorded(&record, "drag", 0, Duration::from_secs(30));
+        let path = drag["path"].as_array().unwrap().clone();
+        let tolerance = (1.0 / scale).ceil() as i64 + 1;
+        let near = |point: &serde_json::Value, (x, y): (i64, i64)| {
+            (point[0].as_i64().unwrap() - x).abs() <= tolerance
+                && (point[1].as_i64().unwrap() - y).abs() <= tolerance
+        };
+        assert!(path.len() >= 3, "{drag}");
+        assert!(near(&path[0], (500, 80)), "{drag}");
+        assert!(near(path.last().unwrap(), (700, 140)), "{drag}");
+        // The pointer comes to rest at 300,90: one move there.
+        to((280, 90));
+        to((300, 90));
+        let hover = recorded(&record, "move", 0, Duration::from_secs(30));
+        assert!(
+            near(&serde_json::json!([hover["x"], hover["y"]]), (300, 90)),
+            "{hover}"
+        );
+        eprintln!("xterm: drag {drag}, hover {hover}");
     });
 }

@@ -516,6 +516,8 @@ impl<L: Launcher> Environment<L> {
                     .and_then(|e| e.get("password"))
                     .and_then(Value::as_bool)
                     .unwrap_or(false));
+        // A paste or a drop into a plain field puts them in hidden (`Browser::know_secrets`).
+        episode.browser.know_secrets(&episode.secrets);
         let outcome = act(episode, &settings, &action.action).await;
         let settle_needed = !matches!(action.action, Action::Wait | Action::Finish { .. });
         if mark && matches!(action.action, Action::Select { .. }) {

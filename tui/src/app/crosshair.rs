@@ -1,10 +1,9 @@
-//! Pointing at the page: the crosshair the arrows move, mouse clicks and the wheel mapped
-//! through the picture, the zoom lens that follows the crosshair, and the grid and text-layer
+//! Pointing at the page: the crosshair the arrows move, the wheel, the zoom lens that follows the crosshair, and the grid and text-layer
 //! switches that change how the picture is drawn.
 
 use browserenv::models::BrowserAction;
 
-use super::{App, Effect, Mode};
+use super::{App, Effect};
 use crate::graphics::picture::{Region, PAGE_HEIGHT, PAGE_WIDTH, ZOOMS};
 
 /// Arrow keys move the crosshair this far; with Shift, `FAST_STEP`.
@@ -12,38 +11,11 @@ pub const STEP: i64 = 10;
 pub const FAST_STEP: i64 = 50;
 
 impl App {
-    /// A click at a terminal cell: the page pixel under it, if it is on the picture.
-    pub(super) fn on_click(&mut self, column: u16, row: u16) -> Vec<Effect> {
-        if self.help || !matches!(self.mode, Mode::Normal) {
-            return Vec::new();
-        }
-        match self.picture.and_then(|p| p.cell_to_page(column, row)) {
-            Some((x, y)) => self.click_at(x, y),
-            None => Vec::new(),
-        }
-    }
-
-    /// A click at a terminal pixel (SGR-Pixels), for terminals that report them.
-    pub(super) fn on_click_pixel(&mut self, x: u32, y: u32) -> Vec<Effect> {
-        if self.help || !matches!(self.mode, Mode::Normal) {
-            return Vec::new();
-        }
-        match self.picture.and_then(|p| p.pixel_to_page(x, y)) {
-            Some((x, y)) => self.click_at(x, y),
-            None => Vec::new(),
-        }
-    }
-
     pub(super) fn on_wheel(&mut self, direction: i64) -> Vec<Effect> {
         if self.help {
             return Vec::new();
         }
         self.step(BrowserAction::scroll(direction * self.scroll_step))
-    }
-
-    pub(super) fn click_at(&mut self, x: i64, y: i64) -> Vec<Effect> {
-        self.crosshair = (x, y);
-        self.step(BrowserAction::click(x, y))
     }
 
     pub(super) fn move_crosshair(&mut self, dx: i64, dy: i64) {

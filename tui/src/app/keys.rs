@@ -2,7 +2,7 @@
 //! `k <key>`, confirming a quit), the normal-mode bindings, and `BINDINGS`, their list for the
 //! help overlay. Keeping the handler and the list in one file keeps them in step.
 
-use browserenv::models::{BrowserAction, Key};
+use browserenv::models::{BrowserAction, Key, MouseButton};
 
 use super::crosshair::{FAST_STEP, STEP};
 use super::{App, Effect, KeyInput, LineKind, LinkState};
@@ -22,8 +22,13 @@ pub enum Mode {
 impl App {
     pub(super) fn on_key(&mut self, key: KeyInput) -> Vec<Effect> {
         if self.help {
-            // Any key closes the help; it never acts on the page.
-            self.help = false;
+            // Any key shows the help's next page, or closes it after the last; it never acts on
+            // the page.
+            self.help_page += 1;
+            if usize::from(self.help_page) >= help_pages(self.terminal.1) {
+                self.help = false;
+                self.help_page = 0;
+            }
             return Vec::new();
         }
         match self.mode.clone() {
@@ -91,10 +96,7 @@ impl App {
                 self.move_crosshair(fast(f), 0);
                 Vec::new()
             }
-            KeyInput::Enter => {
-                let (x, y) = self.crosshair;
-                self.click_at(x, y)
-            }
+            KeyInput::Enter => self.click_crosshair(MouseButton::Left, 1),
             KeyInput::PageDown => self.step(BrowserAction::scroll(self.scroll_step)),
             KeyInput::PageUp => self.step(BrowserAction::scroll(-self.scroll_step)),
             KeyInput::Tab if self.watch_mode && !self.in_control => vec![Effect::NextSession],
@@ -114,6 +116,15 @@ impl App {
                     Vec::new()
                 }
                 'e' => self.step(BrowserAction::key(Key::Enter)),
+                'd' => self.click_crosshair(MouseButton::Left, 2),
+                'D' => self.click_crosshair(MouseButton::Left, 3),
+                'x' => self.click_crosshair(MouseButton::Right, 1),
+                'X' => self.click_crosshair(MouseButton::Middle, 1),
+                'h' => self.hover_crosshair(),
+                'm' => self.mark(),
+                'v' => self.drag_from_mark(),
+                'M' => self.line(LineKind::Hold, String::new()),
+                'p' => self.line(LineKind::Press, String::new()),
                 'b' => self.step(BrowserAction::back()),
                 'w' => self.step(BrowserAction::wait()),
                 'f' => self.line(LineKind::Finish, String::new()),
@@ -160,15 +171,54 @@ impl App {
     }
 }
 
+/// The help's rows on a page of a terminal `height` rows high (the overlay's borders and a
+/// margin around it take four).
+pub fn help_rows(height: u16) -> usize {
+    usize::from(height.saturating_sub(4)).max(4)
+}
+
+/// How many pages the help takes on a terminal `height` rows high.
+pub fn help_pages(height: u16) -> usize {
+    BINDINGS.len().div_ceil(help_rows(height))
+}
+
 /// Every binding, for the help overlay (and docs/terminal-ui.md, "Keys").
 pub const BINDINGS: &[(&str, &str)] = &[
-    ("mouse click", "click that page pixel"),
+    (
+        "mouse click",
+        "click that page pixel (right, middle: their button)",
+    ),
+    (
+        "click again, twice",
+        "double / triple click (one step, count 2 / 3)",
+    ),
+    (
+        "Shift/Ctrl/Alt + click",
+        "click with the modifiers the terminal reports",
+    ),
+    (
+        "mouse drag",
+        "drag: the path followed, button held (≤64 points)",
+    ),
+    (
+        "mouse resting",
+        "hover: move there (where the terminal reports motion)",
+    ),
     (
         "wheel, j/u, PgDn/PgUp",
         "scroll down / up (--scroll-step px)",
     ),
     ("arrows (Shift: x5)", "move the crosshair 10 px (50 px)"),
     ("Enter", "click at the crosshair"),
+    ("d / D", "double / triple click at the crosshair"),
+    ("x / X", "right / middle click at the crosshair"),
+    ("h", "hover: move the pointer to the crosshair"),
+    (
+        "m, then v",
+        "mark the crosshair; drag from the mark to the crosshair",
+    ),
+    ("M", "hold SHIFT/CTRL/ALT/META for the next click or drag"),
+    ("p", "press a chord: SHIFT+TAB, PAGE_DOWN 3 (Tab completes)"),
     ("i or t", "type mode: text, Enter sends it"),
     ("e", "key ENTER"),
     ("Tab, Backspace, Ctrl+A", "key TAB / BACKSPACE / CTRL+A"),
@@ -176,19 +226,32 @@ pub const BINDINGS: &[(&str, &str)] = &[
         "k + key",
         "every action key: Enter Tab Esc Bksp a(CTRL+A) arrows",
     ),
+    (
+        "",
+        "an open dropdown: click an option, or k+arrows, k+Enter",
+    ),
     ("b / w", "back / wait"),
     ("s", "secret: type a named value, recorded as <secret:NAME>"),
     ("f", "finish (asks for an optional answer)"),
     ("r", "reset (asks for a URL); reconnect when disconnected"),
     (":", "command line, then Enter:"),
-    ("", "  click X Y · type TEXT · key NAME · scroll DY"),
-    ("", "  back · wait · finish [ANSWER] · reset [URL]"),
-    ("", "  grid · zoom [1|2|4] · text · help · quit"),
+    (
+        "",
+        "  click X Y [right|middle] [2|3] [SHIFT+CTRL] · move X Y",
+    ),
+    (
+        "",
+        "  drag X Y X Y ... · down X Y · up X Y · press CHORD [N]",
+    ),
+    ("", "  type TEXT · key NAME · scroll DY [DX [X Y]]"),
+    ("", "  select X Y LABEL · back · forward · goto URL · wait"),
+    ("", "  finish [ANSWER] · reset [URL] · grid · zoom [1|2|4]"),
+    ("", "  text · help · quit"),
     ("g", "grid lines every 100 px (50 / 25 px when zoomed)"),
     ("z", "zoom lens: 2x, 4x around the crosshair, then off"),
     (
         "T",
-        "text layer on/off (half-blocks: the page's text as characters)",
+        "text layer on/off (half-blocks: page text as characters)",
     ),
     (
         "R / n",

@@ -28,6 +28,10 @@ pub enum LineKind {
     SkipReason,
     /// Watch mode, handing back a session whose agent asked for a person: what to tell it.
     HandBackNote,
+    /// A key or chord to press (`p`), Tab completing its name.
+    Press,
+    /// The modifiers to hold for the next click or drag (`M`).
+    Hold,
 }
 
 impl LineKind {
@@ -46,6 +50,8 @@ impl LineKind {
             }
             LineKind::SkipReason => "skip this task, because> ".into(),
             LineKind::HandBackNote => "note for the agent> ".into(),
+            LineKind::Press => "press CHORD [N]> ".into(),
+            LineKind::Hold => "hold for the next click or drag (SHIFT+CTRL; empty: none)> ".into(),
         }
     }
 
@@ -53,6 +59,7 @@ impl LineKind {
     pub fn hint(&self) -> &'static str {
         match self {
             LineKind::Type => "  (Enter sends, Esc cancels)",
+            LineKind::Press => "  (Tab completes, Enter presses, Esc cancels)",
             LineKind::HandBackNote => {
                 "  (Enter sends it and hands back, Esc hands back without one)"
             }
@@ -115,6 +122,11 @@ impl App {
                 self.mode = Mode::Line { kind, text };
                 Vec::new()
             }
+            KeyInput::Tab if kind == LineKind::Press => {
+                let text = self.complete_chord(text);
+                self.mode = Mode::Line { kind, text };
+                Vec::new()
+            }
             _ => {
                 self.mode = Mode::Line { kind, text };
                 Vec::new()
@@ -133,6 +145,8 @@ impl App {
             }
             LineKind::Finish => self.step(BrowserAction::finish(text)),
             LineKind::Note => self.attach_note(text),
+            LineKind::Press => self.press_line(&text),
+            LineKind::Hold => self.hold(&text),
             LineKind::SkipReason => self.skip_with(text),
             LineKind::HandBackNote => {
                 let note = text.trim();

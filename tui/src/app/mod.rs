@@ -9,7 +9,9 @@
 //! - `link`: `Request` and its queue, `LinkState`, `Observed`: connect, observations, errors;
 //! - `keys`: `Mode` and what each key does in it, `BINDINGS` for the help;
 //! - `line`: `LineKind`, the one-line editors and what Enter does with their text;
-//! - `crosshair`: the crosshair, mouse clicks and the wheel, zoom, grid, text layer;
+//! - `crosshair`: the crosshair, the wheel, zoom, grid, text layer;
+//! - `pointer`: the mouse's gestures (clicks counted, drags, hover) and their keyboard ways;
+//! - `chords`: the chord prompt and its completion over the keyboard's list;
 //! - `tasks`: `TaskView`, the task list (N, S, the verdict), recording and notes;
 //! - `asks`: agents asking for a person: the badge's facts, the bell, the note at the hand-back;
 //! - `campaign`: collecting for a campaign (the lease, P / F, S with a reason, V);
@@ -17,11 +19,15 @@
 
 mod asks;
 mod campaign;
+mod chords;
 mod crosshair;
+#[cfg(test)]
+mod gesture_tests;
 mod keys;
 mod line;
 mod link;
 mod msg;
+mod pointer;
 mod tasks;
 #[cfg(test)]
 mod tests;
@@ -32,10 +38,11 @@ use crate::graphics::picture::{Region, View, PAGE_HEIGHT, PAGE_WIDTH};
 
 pub use campaign::{CampaignCall, CampaignReply, Collecting};
 pub use crosshair::{FAST_STEP, STEP};
-pub use keys::{Mode, BINDINGS};
+pub use keys::{help_pages, help_rows, Mode, BINDINGS};
 pub use line::LineKind;
 pub use link::{LinkState, Observed, Request};
-pub use msg::{Effect, KeyInput, Msg};
+pub use msg::{Effect, KeyInput, MouseKind, Msg, Spot};
+pub use pointer::{sample_path, straight_path, Gestures, HOVER_REST, MULTI_CLICK};
 pub use tasks::TaskView;
 
 /// Feedback line: what just happened, or what went wrong.
@@ -48,6 +55,8 @@ pub struct Notice {
 pub struct App {
     pub mode: Mode,
     pub help: bool,
+    /// The help's page on screen (a long help on a short terminal takes more than one).
+    pub help_page: u16,
     pub grid: bool,
     pub crosshair: (i64, i64),
     pub link: LinkState,
@@ -63,6 +72,9 @@ pub struct App {
     pub max_steps: Option<u64>,
     /// Where the picture is drawn and what it shows, set by the layout for mouse mapping.
     pub picture: Option<View>,
+    /// The pointer between terminal events: a held button, a click waiting for the next, the
+    /// mark and the modifiers held from the keyboard.
+    pub gestures: Gestures,
     /// The zoom lens: 1 (the whole page), 2 or 4.
     pub zoom: u8,
     /// The part of the page the lens shows when zoomed; it follows the crosshair.
@@ -107,6 +119,7 @@ impl App {
         App {
             mode: Mode::Normal,
             help: false,
+            help_page: 0,
             grid: false,
             crosshair: (PAGE_WIDTH / 2, PAGE_HEIGHT / 2),
             link: LinkState::Connecting,
@@ -118,6 +131,7 @@ impl App {
             scroll_step: 200,
             max_steps: None,
             picture: None,
+            gestures: Gestures::default(),
             zoom: 1,
             lens: Region::PAGE,
             text_layer: true,
@@ -182,11 +196,25 @@ impl App {
 
     pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
         match msg {
-            Msg::Key(key) => self.on_key(key),
-            Msg::Click { column, row } => self.on_click(column, row),
-            Msg::ClickPixel { x, y } => self.on_click_pixel(x, y),
+            // A click waiting for its double goes first: what the person did next comes after.
+            Msg::Key(key) => {
+                let mut effects = self.send_pending_click();
+                effects.extend(self.on_key(key));
+                effects
+            }
+            Msg::Mouse {
+                kind,
+                at,
+                modifiers,
+            } => self.on_mouse(kind, at, modifiers),
+            Msg::ClickDue(serial) => self.on_click_due(serial),
+            Msg::HoverDue(serial) => self.on_hover_due(serial),
             Msg::Paste(pasted) => self.on_paste(pasted),
-            Msg::Wheel(direction) => self.on_wheel(direction),
+            Msg::Wheel(direction) => {
+                let mut effects = self.send_pending_click();
+                effects.extend(self.on_wheel(direction));
+                effects
+            }
             Msg::Resize { width, height } => {
                 self.terminal = (width, height);
                 vec![Effect::Redraw]

@@ -1,23 +1,46 @@
 //! What goes into `App::update` and what comes out: `Msg` (every input and server event),
 //! `KeyInput` (keys as the UI understands them) and `Effect` (what the event loop is to do).
 
+use std::time::Duration;
+
+use browserenv::models::{Modifiers, MouseButton};
+
 use super::{Observed, Request};
+
+/// What the mouse did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MouseKind {
+    Down(MouseButton),
+    /// Moved with a button held.
+    Drag,
+    Up,
+    /// Moved with no button held (terminals that report motion).
+    Moved,
+}
+
+/// Where the mouse is: a terminal cell, or a terminal pixel (SGR-Pixels reports, 0-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spot {
+    Cell { column: u16, row: u16 },
+    Pixel { x: u32, y: u32 },
+}
 
 /// Everything the UI reacts to.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Msg {
     /// A key, already decoded by `input.rs`.
     Key(KeyInput),
-    /// A left click at a terminal cell.
-    Click {
-        column: u16,
-        row: u16,
+    /// The mouse: a button pressed, moved while held, released, or the pointer moving with none
+    /// held, at a terminal cell or pixel, with the modifiers the terminal reported.
+    Mouse {
+        kind: MouseKind,
+        at: Spot,
+        modifiers: Modifiers,
     },
-    /// A left click at a terminal pixel (SGR-Pixels mouse reports), 0-based.
-    ClickPixel {
-        x: u32,
-        y: u32,
-    },
+    /// The multi-click window of the click numbered so closed: it is sent with its count.
+    ClickDue(u64),
+    /// The pointer rested where hover number so left it: a `move` goes there.
+    HoverDue(u64),
     /// Pasted text (bracketed paste): goes into the open line editor.
     Paste(String),
     /// Wheel: +1 down, -1 up.
@@ -103,6 +126,11 @@ pub enum Effect {
     /// Re-encode the current picture (grid toggled or the picture's size changed).
     Redraw,
     Reconnect,
+    /// Feed `msg` back to `update` after `delay` (the multi-click window, the hover's rest).
+    After {
+        delay: Duration,
+        msg: Box<Msg>,
+    },
     /// Ask the campaign (`browserenv-tui collect`); the answer comes back as `Msg::Campaign`.
     Campaign(super::CampaignCall),
     Quit,

@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use browserenv::models::{BrowserAction, Key};
+use browserenv::models::{BrowserAction, Key, Modifiers, MouseButton};
 
 use super::*;
 use crate::graphics::picture::{Region, View};
 
-fn connected_app() -> App {
+pub(super) fn connected_app() -> App {
     let mut app = App::new("http://127.0.0.1:1/".into(), "test".into());
     app.picture = Some(View {
         cells: ratatui::layout::Rect::new(4, 1, 80, 30),
@@ -26,7 +26,7 @@ fn connected_app() -> App {
     app
 }
 
-fn observation(url: &str, done: bool) -> Msg {
+pub(super) fn observation(url: &str, done: bool) -> Msg {
     Msg::Observation(Observed {
         url: url.into(),
         title: "T".into(),
@@ -40,11 +40,11 @@ fn observation(url: &str, done: bool) -> Msg {
     })
 }
 
-fn key(app: &mut App, key: KeyInput) -> Vec<Effect> {
+pub(super) fn key(app: &mut App, key: KeyInput) -> Vec<Effect> {
     app.update(Msg::Key(key))
 }
 
-fn sent(effects: &[Effect]) -> Vec<BrowserAction> {
+pub(super) fn sent(effects: &[Effect]) -> Vec<BrowserAction> {
     effects
         .iter()
         .filter_map(|e| match e {
@@ -54,32 +54,60 @@ fn sent(effects: &[Effect]) -> Vec<BrowserAction> {
         .collect()
 }
 
-fn finish_step(app: &mut App) -> Vec<Effect> {
+/// The mouse at a terminal cell.
+pub(super) fn mouse(app: &mut App, kind: MouseKind, column: u16, row: u16) -> Vec<Effect> {
+    mouse_with(app, kind, column, row, Modifiers::NONE)
+}
+
+pub(super) fn mouse_with(
+    app: &mut App,
+    kind: MouseKind,
+    column: u16,
+    row: u16,
+    modifiers: Modifiers,
+) -> Vec<Effect> {
+    app.update(Msg::Mouse {
+        kind,
+        at: Spot::Cell { column, row },
+        modifiers,
+    })
+}
+
+/// What the model asked to get back later, delivered now (the event loop's timer run out).
+pub(super) fn run_out(app: &mut App, effects: Vec<Effect>) -> Vec<Effect> {
+    let mut out = Vec::new();
+    for effect in effects {
+        match effect {
+            Effect::After { msg, .. } => {
+                let later = app.update(*msg);
+                out.extend(run_out(app, later));
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// A left click at a cell (pressed and released), its multi-click window run out.
+pub(super) fn click(app: &mut App, column: u16, row: u16) -> Vec<Effect> {
+    let mut effects = mouse(app, MouseKind::Down(MouseButton::Left), column, row);
+    effects.extend(mouse(app, MouseKind::Up, column, row));
+    run_out(app, effects)
+}
+
+pub(super) fn finish_step(app: &mut App) -> Vec<Effect> {
     app.update(observation("http://127.0.0.1:1/", false))
 }
 
 #[test]
 fn a_click_on_the_picture_clicks_the_mapped_pixel() {
     let mut app = connected_app();
-    let effects = app.update(Msg::Click {
-        column: 43,
-        row: 16,
-    });
+    let effects = click(&mut app, 43, 16);
     assert_eq!(sent(&effects), vec![BrowserAction::click(395, 310)]);
     assert_eq!(app.crosshair, (395, 310));
     finish_step(&mut app);
-    assert!(
-        app.update(Msg::Click { column: 2, row: 16 }).is_empty(),
-        "on the ruler"
-    );
-    assert!(
-        app.update(Msg::Click {
-            column: 50,
-            row: 31
-        })
-        .is_empty(),
-        "below the picture"
-    );
+    assert!(click(&mut app, 2, 16).is_empty(), "on the ruler");
+    assert!(click(&mut app, 50, 31).is_empty(), "below the picture");
 }
 
 #[test]
@@ -312,23 +340,29 @@ fn a_lost_server_refuses_input_visibly_and_r_reconnects() {
 }
 
 #[test]
-fn help_shows_on_question_mark_and_any_key_closes_it() {
+fn help_shows_on_question_mark_and_any_key_pages_then_closes_it() {
     let mut app = connected_app();
+    // A terminal tall enough for the whole help: one page, any key closes it.
+    app.terminal = (100, BINDINGS.len() as u16 + 4);
     key(&mut app, KeyInput::Char('?'));
     assert!(app.help);
-    assert!(
-        app.update(Msg::Click {
-            column: 43,
-            row: 16
-        })
-        .is_empty(),
-        "no clicks under help"
-    );
+    assert!(click(&mut app, 43, 16).is_empty(), "no clicks under help");
     assert!(
         key(&mut app, KeyInput::Char('b')).is_empty(),
         "the key only closes help"
     );
     assert!(!app.help);
+    // A short one: a key per page, the last closes it, none acts on the page.
+    app.terminal = (100, 24);
+    let pages = help_pages(24);
+    assert!(pages >= 2);
+    key(&mut app, KeyInput::Char('?'));
+    for page in 1..pages {
+        assert!(key(&mut app, KeyInput::Char('b')).is_empty());
+        assert_eq!((app.help, usize::from(app.help_page)), (true, page));
+    }
+    assert!(key(&mut app, KeyInput::Char('b')).is_empty());
+    assert!(!app.help && app.help_page == 0);
 }
 
 #[test]
@@ -342,7 +376,7 @@ fn zoom_cycles_and_the_lens_follows_the_crosshair() {
         region: app.region(),
         ..p
     });
-    let effects = app.update(Msg::Click { column: 4, row: 1 });
+    let effects = click(&mut app, 4, 1);
     assert_eq!(sent(&effects), vec![BrowserAction::click(202, 155)]);
     finish_step(&mut app);
     for _ in 0..10 {

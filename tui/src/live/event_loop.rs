@@ -39,6 +39,8 @@ pub fn render<B: Backend>(
         app.region(),
     );
     app.picture = areas.picture;
+    // The help's pages follow the size drawn on.
+    app.terminal = (size.width, size.height);
     painter.resized(size);
     let pixels = painter.ready && !painter.graphics.is_text();
     if let Some(out) = out.as_deref_mut() {
@@ -252,6 +254,8 @@ async fn drive<B: Backend>(
     let mut text_feed: Option<TextFeed> = None;
     let (encoded_tx, mut encoded) = mpsc::channel::<(Wanted, Result<Encoded, String>)>(4);
     let mut tick = tokio::time::interval(Duration::from_millis(100));
+    // Messages the model asked to get back later (`Effect::After`).
+    let (later_tx, mut later) = mpsc::unbounded_channel::<Msg>();
     if let Err(err) = render(
         terminal,
         app,
@@ -352,6 +356,7 @@ async fn drive<B: Backend>(
                 TextEvent::Unavailable(reason) => Some(Msg::TextUnavailable(reason)),
             },
             Some(reply) = campaign_rx.recv() => Some(Msg::Campaign(reply)),
+            Some(msg) = later.recv() => Some(msg),
             _ = tick.tick(), if app.in_flight.is_some() => Some(Msg::Tick),
             _ = retry.tick(), if deferred => None,
             Some(error) = async {
@@ -371,6 +376,13 @@ async fn drive<B: Backend>(
                         }
                     }
                     Effect::Redraw => {}
+                    Effect::After { delay, msg } => {
+                        let later_tx = later_tx.clone();
+                        tokio::spawn(async move {
+                            tokio::time::sleep(delay).await;
+                            let _ = later_tx.send(*msg);
+                        });
+                    }
                     Effect::Reconnect => {
                         if let Some(recording) = recording.as_mut() {
                             recording.new_session();

@@ -2,13 +2,16 @@
 //!
 //! With SGR-Pixels mouse reporting on (mode 1016), crossterm's mouse "column" and "row" are the
 //! pointer's pixel position as reported, less one (crossterm takes them for 1-based cells): a
-//! click becomes `ClickPixel` at the pixel counted from 0, mapped to the exact page pixel.
+//! press, a drag's motion and a release come at the pixel counted from 0 (`Spot::Pixel`), mapped
+//! to the exact page pixel. Buttons and the modifiers the terminal reports go with them.
 
 use crossterm::event::{
     Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
 
-use crate::app::{KeyInput, Msg};
+use browserenv::models::{Modifier, Modifiers, MouseButton as PageButton};
+
+use crate::app::{KeyInput, MouseKind, Msg, Spot};
 
 /// `pixel_mouse`: mouse reports are pixels counted from this origin (see `Graphics`).
 pub fn to_msg(event: &Event, pixel_mouse: Option<u16>) -> Option<Msg> {
@@ -56,25 +59,52 @@ fn mouse_msg(mouse: &MouseEvent, pixel_mouse: Option<u16>) -> Option<Msg> {
         let reported = (u32::from(value) + 1) & 0xffff;
         reported.saturating_sub(origin.into())
     };
-    match (mouse.kind, pixel_mouse) {
-        (MouseEventKind::Down(MouseButton::Left), Some(origin)) => Some(Msg::ClickPixel {
+    let kind = match mouse.kind {
+        MouseEventKind::Down(button) => MouseKind::Down(page_button(button)),
+        MouseEventKind::Drag(_) => MouseKind::Drag,
+        MouseEventKind::Up(_) => MouseKind::Up,
+        MouseEventKind::Moved => MouseKind::Moved,
+        MouseEventKind::ScrollDown => return Some(Msg::Wheel(1)),
+        MouseEventKind::ScrollUp => return Some(Msg::Wheel(-1)),
+        MouseEventKind::ScrollLeft | MouseEventKind::ScrollRight => return None,
+    };
+    let at = match pixel_mouse {
+        Some(origin) => Spot::Pixel {
             x: pixel(mouse.column, origin),
             y: pixel(mouse.row, origin),
-        }),
-        _ => mouse_cells(mouse),
+        },
+        None => Spot::Cell {
+            column: mouse.column,
+            row: mouse.row,
+        },
+    };
+    Some(Msg::Mouse {
+        kind,
+        at,
+        modifiers: modifiers(mouse.modifiers),
+    })
+}
+
+fn page_button(button: MouseButton) -> PageButton {
+    match button {
+        MouseButton::Left => PageButton::Left,
+        MouseButton::Right => PageButton::Right,
+        MouseButton::Middle => PageButton::Middle,
     }
 }
 
-fn mouse_cells(mouse: &MouseEvent) -> Option<Msg> {
-    match mouse.kind {
-        MouseEventKind::Down(MouseButton::Left) => Some(Msg::Click {
-            column: mouse.column,
-            row: mouse.row,
-        }),
-        MouseEventKind::ScrollDown => Some(Msg::Wheel(1)),
-        MouseEventKind::ScrollUp => Some(Msg::Wheel(-1)),
-        _ => None,
-    }
+/// The modifiers a terminal reports with a mouse event, as the page's.
+fn modifiers(held: KeyModifiers) -> Modifiers {
+    [
+        (KeyModifiers::SHIFT, Modifier::Shift),
+        (KeyModifiers::CONTROL, Modifier::Ctrl),
+        (KeyModifiers::ALT, Modifier::Alt),
+        (KeyModifiers::SUPER, Modifier::Meta),
+        (KeyModifiers::META, Modifier::Meta),
+    ]
+    .into_iter()
+    .filter(|(bit, _)| held.contains(*bit))
+    .fold(Modifiers::NONE, |set, (_, modifier)| set.with(modifier))
 }
 
 #[cfg(test)]
@@ -129,40 +159,82 @@ mod tests {
     }
 
     #[test]
-    fn mouse_becomes_clicks_and_wheel() {
-        let mouse = |kind| {
+    fn mouse_becomes_presses_moves_releases_and_wheel() {
+        let mouse = |kind, modifiers| {
             Event::Mouse(MouseEvent {
                 kind,
                 column: 12,
                 row: 7,
-                modifiers: KeyModifiers::NONE,
+                modifiers,
+            })
+        };
+        let none = KeyModifiers::NONE;
+        let cell = Spot::Cell { column: 12, row: 7 };
+        let at = |kind, modifiers| {
+            Some(Msg::Mouse {
+                kind,
+                at: cell,
+                modifiers,
             })
         };
         assert_eq!(
-            to_msg_cells(&mouse(MouseEventKind::Down(MouseButton::Left))),
-            Some(Msg::Click { column: 12, row: 7 })
+            to_msg_cells(&mouse(MouseEventKind::Down(MouseButton::Left), none)),
+            at(MouseKind::Down(PageButton::Left), Modifiers::NONE)
         );
         assert_eq!(
-            to_msg_cells(&mouse(MouseEventKind::ScrollDown)),
+            to_msg_cells(&mouse(
+                MouseEventKind::Down(MouseButton::Right),
+                KeyModifiers::SHIFT | KeyModifiers::CONTROL
+            )),
+            at(
+                MouseKind::Down(PageButton::Right),
+                Modifiers::of(&[Modifier::Shift, Modifier::Ctrl])
+            )
+        );
+        assert_eq!(
+            to_msg_cells(&mouse(
+                MouseEventKind::Down(MouseButton::Middle),
+                KeyModifiers::ALT
+            )),
+            at(
+                MouseKind::Down(PageButton::Middle),
+                Modifiers::of(&[Modifier::Alt])
+            )
+        );
+        assert_eq!(
+            to_msg_cells(&mouse(MouseEventKind::Drag(MouseButton::Left), none)),
+            at(MouseKind::Drag, Modifiers::NONE)
+        );
+        assert_eq!(
+            to_msg_cells(&mouse(MouseEventKind::Up(MouseButton::Left), none)),
+            at(MouseKind::Up, Modifiers::NONE)
+        );
+        assert_eq!(
+            to_msg_cells(&mouse(MouseEventKind::Moved, none)),
+            at(MouseKind::Moved, Modifiers::NONE)
+        );
+        assert_eq!(
+            to_msg_cells(&mouse(MouseEventKind::ScrollDown, none)),
             Some(Msg::Wheel(1))
         );
         assert_eq!(
-            to_msg_cells(&mouse(MouseEventKind::ScrollUp)),
+            to_msg_cells(&mouse(MouseEventKind::ScrollUp, none)),
             Some(Msg::Wheel(-1))
         );
-        assert_eq!(to_msg_cells(&mouse(MouseEventKind::Moved)), None);
         // Pixel reports: xterm counts from 1 (crossterm's 12 is xterm's 13th pixel: 12 from 0),
         // kitty from 0 (crossterm's 12 is kitty's pixel 13).
+        let pixel = |x, y| {
+            Some(Msg::Mouse {
+                kind: MouseKind::Down(PageButton::Left),
+                at: Spot::Pixel { x, y },
+                modifiers: Modifiers::NONE,
+            })
+        };
+        let down = mouse(MouseEventKind::Down(MouseButton::Left), none);
+        assert_eq!(to_msg(&down, Some(1)), pixel(12, 7));
+        assert_eq!(to_msg(&down, Some(0)), pixel(13, 8));
         assert_eq!(
-            to_msg(&mouse(MouseEventKind::Down(MouseButton::Left)), Some(1)),
-            Some(Msg::ClickPixel { x: 12, y: 7 })
-        );
-        assert_eq!(
-            to_msg(&mouse(MouseEventKind::Down(MouseButton::Left)), Some(0)),
-            Some(Msg::ClickPixel { x: 13, y: 8 })
-        );
-        assert_eq!(
-            to_msg(&mouse(MouseEventKind::ScrollDown), Some(0)),
+            to_msg(&mouse(MouseEventKind::ScrollDown, none), Some(0)),
             Some(Msg::Wheel(1))
         );
         // kitty's pixel 0: crossterm's 0 - 1 wrapped.
@@ -172,7 +244,7 @@ mod tests {
             row: 4,
             modifiers: KeyModifiers::NONE,
         });
-        assert_eq!(to_msg(&edge, Some(0)), Some(Msg::ClickPixel { x: 0, y: 5 }));
+        assert_eq!(to_msg(&edge, Some(0)), pixel(0, 5));
         assert_eq!(
             to_msg_cells(&Event::Resize(200, 60)),
             Some(Msg::Resize {

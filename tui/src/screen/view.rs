@@ -12,7 +12,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, Wrap};
 use ratatui::Frame;
 
-use crate::app::{App, LinkState, Mode, BINDINGS};
+use crate::app::{help_pages, help_rows, App, LinkState, Mode, BINDINGS};
 use crate::graphics::Graphics;
 use crate::screen::layout::RULER_WIDTH;
 // Where things go on the screen: shared with the painter and mouse mapping (`crate::screen::layout`).
@@ -48,7 +48,7 @@ pub fn draw(frame: &mut Frame, app: &App, slot: &Slot, graphics: &Graphics) {
     draw_status(frame, app, areas.status);
     draw_line(frame, app, areas.line);
     if app.help {
-        draw_help(frame, frame.area());
+        draw_help(frame, frame.area(), app.help_page);
     } else if let Some(lines) = app.collect.as_ref().and_then(|c| c.progress.as_ref()) {
         draw_progress(frame, frame.area(), lines);
     }
@@ -293,6 +293,17 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         format!("x,y {},{}", app.crosshair.0, app.crosshair.1),
         on_bar(BAR_YELLOW).add_modifier(Modifier::BOLD),
     ));
+    // What the keyboard's next drag or click carries: the mark (`m`), the modifiers held (`M`).
+    if let Some((x, y)) = app.gestures.mark {
+        spans.push(Span::styled(format!(" │ mark {x},{y}"), on_bar(BAR_YELLOW)));
+    }
+    if !app.gestures.held.is_empty() {
+        let held: Vec<&str> = app.gestures.held.iter().map(|m| m.name()).collect();
+        spans.push(Span::styled(
+            format!(" │ hold {}", held.join("+")),
+            on_bar(BAR_YELLOW),
+        ));
+    }
     if app.zoom > 1 {
         spans.push(Span::styled(
             format!(" │ zoom {}x", app.zoom),
@@ -372,9 +383,13 @@ fn overlay(frame: &mut Frame, area: Rect, width: u16, height: u16) -> Rect {
     rect
 }
 
-fn draw_help(frame: &mut Frame, area: Rect) {
-    let rect = overlay(frame, area, 84, BINDINGS.len() as u16 + 4);
-    let rows = BINDINGS.iter().map(|(keys, what)| {
+fn draw_help(frame: &mut Frame, area: Rect, page: u16) {
+    let per_page = help_rows(area.height);
+    let pages = help_pages(area.height);
+    let page = usize::from(page).min(pages - 1);
+    let shown = &BINDINGS[page * per_page..BINDINGS.len().min((page + 1) * per_page)];
+    let rect = overlay(frame, area, 84, shown.len() as u16 + 2);
+    let rows = shown.iter().map(|(keys, what)| {
         Row::new(vec![
             Span::styled(*keys, Style::default().add_modifier(Modifier::BOLD)),
             Span::raw(*what),
@@ -387,9 +402,13 @@ fn draw_help(frame: &mut Frame, area: Rect) {
         .unwrap_or(10) as u16
         + 1;
     let table = Table::new(rows, [Constraint::Length(keys_width), Constraint::Min(10)]).block(
-        Block::default()
-            .borders(Borders::ALL)
-            .title(" browserenv — keys (any key closes) "),
+        Block::default().borders(Borders::ALL).title(if pages == 1 {
+            " browserenv — keys (any key closes) ".to_string()
+        } else if page + 1 < pages {
+            format!(" browserenv — keys {}/{pages} (any key: more) ", page + 1)
+        } else {
+            format!(" browserenv — keys {pages}/{pages} (any key closes) ")
+        }),
     );
     frame.render_widget(table, rect);
 }

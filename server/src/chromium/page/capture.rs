@@ -38,7 +38,16 @@ impl ChromiumBrowser {
     /// One capture of the current tab, as base64 PNG of the viewport.
     pub(in crate::chromium) async fn capture(&self) -> Result<String, PageError> {
         let frames_fit = !self.frames_misfit.load(Ordering::Relaxed);
-        if self.screenshots == Screenshots::Frame && self.renderer_answered && frames_fit {
+        // An open `<select>` is drawn by the gestures' world just before the picture
+        // (`dropdown.rs`), and the compositor has not shown it yet: a frame taken now would miss
+        // it (seen with the server's defaults: the shop's sort-by opened, the picture unchanged),
+        // so the page draws a frame for this picture.
+        let drawn_now = self.dropdown_open();
+        if self.screenshots == Screenshots::Frame
+            && self.renderer_answered
+            && frames_fit
+            && !drawn_now
+        {
             if let Some(png) = self.next_frame().await? {
                 return Ok(png);
             }

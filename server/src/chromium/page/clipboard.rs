@@ -14,6 +14,10 @@
 //!   clipboard and presses the keys under the same lock: the page gets its `paste` event and the
 //!   text inserted, as from a person's clipboard.
 //!
+//! - a middle click pastes nothing: it would paste Linux's primary selection, which the whole
+//!   browser shares and any selection fills (measured: a password shown, selected, pasted by a
+//!   middle click into a plain field).
+//!
 //! Nothing else reads the browser's clipboard: pages get no permission to (`navigator.clipboard`
 //! is refused its reads and writes by the headless shell).
 
@@ -22,9 +26,15 @@ use crate::chromium::*;
 /// The most characters a copy keeps.
 const MAX_CLIPBOARD_CHARS: usize = 262_144;
 
-/// What the episode copied last (shared by its tabs).
+/// What the episode copied last (shared by its tabs), and the episode's secrets as of the step
+/// (`Browser::know_secrets`): a paste into a field that is not secret pastes them hidden, else
+/// the agent copies a secret the page shows (an echo, CTRL+A on the page) into a plain field,
+/// changes it there and reads it back.
 #[derive(Debug, Clone, Default)]
-pub(in crate::chromium) struct Clipboard(Arc<Mutex<Option<String>>>);
+pub(in crate::chromium) struct Clipboard {
+    held: Arc<Mutex<Option<String>>>,
+    secrets: Arc<Mutex<browserenv::secrets::Secrets>>,
+}
 
 impl Clipboard {
     /// What the isolated world reported: `{"kind": "copy"|"cut", "text": ...}`.
@@ -32,13 +42,32 @@ impl Clipboard {
         let Ok(report) = serde_json::from_str::<Value>(payload) else {
             return;
         };
-        if let (Some(text), Ok(mut held)) = (report["text"].as_str(), self.0.lock()) {
+        if let (Some(text), Ok(mut held)) = (report["text"].as_str(), self.held.lock()) {
             *held = Some(crate::browser::first_chars(text, MAX_CLIPBOARD_CHARS));
         }
     }
 
+    pub(in crate::chromium) fn know(&self, secrets: &browserenv::secrets::Secrets) {
+        if let Ok(mut known) = self.secrets.lock() {
+            known.clone_from(secrets);
+        }
+    }
+
+    /// What a paste into a plain field pastes: the copy, the episode's secrets hidden in it.
+    fn text_hidden(&self) -> String {
+        self.hidden(&self.text())
+    }
+
+    /// `text` with the episode's secrets hidden (what goes into a plain field: a paste, a drop).
+    pub(in crate::chromium) fn hidden(&self, text: &str) -> String {
+        match self.secrets.lock() {
+            Ok(secrets) => secrets.hidden(text).into_owned(),
+            Err(_) => String::new(),
+        }
+    }
+
     pub(in crate::chromium) fn text(&self) -> String {
-        self.0
+        self.held
             .lock()
             .ok()
             .and_then(|held| held.clone())
@@ -70,12 +99,28 @@ impl ChromiumBrowser {
         chord: Chord,
         repeat: u8,
     ) -> Result<(), PageError> {
-        match clipboard_use(chord) {
+        let used = clipboard_use(chord);
+        if matches!(used, Some(ClipboardUse::Copy | ClipboardUse::Cut))
+            && self.focus_is_secret().await
+        {
+            // The browser copies nothing out of a password field; every secret field is one
+            // here (a password shown, a PIN drawn as discs, a field a person marked): else the
+            // agent pastes the secret into a plain field, changes it, and reads it back.
+            self.gestures("secretFocus(true)", false).await?;
+            let pressed = self.press_chord(chord, repeat).await;
+            let unset = self.gestures("secretFocus(false)", false).await;
+            return pressed.and(unset.map(|_| ()));
+        }
+        match used {
             None | Some(ClipboardUse::Copy) => self.press_chord(chord, repeat).await,
             Some(ClipboardUse::Paste) => {
+                let text = match self.focus_is_secret().await {
+                    true => self.clipboard.text(),
+                    false => self.clipboard.text_hidden(),
+                };
                 let host = self.host.clone();
                 let _turn = host.clipboard.lock().await;
-                self.write_clipboard(&self.clipboard.text()).await?;
+                self.write_clipboard(&text).await?;
                 self.press_chord(chord, repeat).await
             }
             Some(ClipboardUse::Cut) => {
@@ -87,6 +132,22 @@ impl ChromiumBrowser {
                 self.write_clipboard("").await?;
                 cut.and(unmarked.map(|_| ()))
             }
+        }
+    }
+
+    /// Whether the focused element is a secret field by the probe's rule; one that cannot be
+    /// read counts as one.
+    pub(in crate::chromium) async fn focus_is_secret(&mut self) -> bool {
+        self.secret_at(None).await
+    }
+
+    /// Whether the element at `at` (the focused one for none) is a secret field, as above.
+    pub(in crate::chromium) async fn secret_at(&mut self, at: Option<(i64, i64)>) -> bool {
+        use crate::browser::Browser;
+        match self.element(at, false).await {
+            Ok(Some(facts)) => facts.shown["password"] != false,
+            Ok(None) => false,
+            Err(_) => true,
         }
     }
 

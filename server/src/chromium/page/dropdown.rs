@@ -64,6 +64,19 @@ impl ChromiumBrowser {
         self.shown_dropdown().is_some()
     }
 
+    /// The drawn dropdown's box in picture pixels, to cover when its select is secret: its
+    /// highlighted row is the choice.
+    pub(in crate::chromium) fn dropdown_box(&self) -> Option<[i64; 4]> {
+        let [x, y, width, height] = self.shown_dropdown()?.frame;
+        let (left, top) = (x.floor(), y.floor());
+        Some([
+            left as i64,
+            top as i64,
+            (x + width - left).ceil() as i64,
+            (y + height - top).ceil() as i64,
+        ])
+    }
+
     fn hit(&self, at: Point) -> Option<Hit> {
         let dropdown = self.shown_dropdown()?;
         if !inside(&dropdown.frame, at) {

@@ -19,6 +19,9 @@
     writing: null,
     // The cut the server's own key press makes: the browser's cut, under the server's lock.
     ownCut: false,
+    // Set by the server around a copy or cut pressed in a secret field (the probe's rule, marks
+    // included): nothing is copied or cut, as the browser does in a password field.
+    secretFocus: false,
     // The dropdown drawn: its <select>, the highlighted option's index, its host element.
     select: null,
     highlight: -1,
@@ -59,6 +62,12 @@
       event.stopImmediatePropagation();
       return;
     }
+    if (st.secretFocus) {
+      event.clipboardData.clearData();
+      event.preventDefault();
+      event.stopImmediatePropagation();
+      return;
+    }
     const ownCut = event.type === 'cut' && st.ownCut;
     window.addEventListener(event.type, (last) => {
       const text = last.defaultPrevented
@@ -77,6 +86,20 @@
       }
     }, { once: true });
   };
+  // A middle click pastes Linux's primary selection, which the whole browser shares (other
+  // episodes' and sessions' too) and any selection fills (a password shown, selected): no paste
+  // comes from it. Blink pastes while it handles the button's release, after `mouseup`.
+  let middleUp = false;
+  window.addEventListener('mouseup', (event) => {
+    if (event.button !== 1) return;
+    middleUp = true;
+    setTimeout(() => { middleUp = false; }, 0);
+  }, true);
+  window.addEventListener('paste', (event) => {
+    if (!middleUp) return;
+    event.preventDefault();
+    event.stopImmediatePropagation();
+  }, true);
   window.addEventListener('copy', onClipboard, true);
   window.addEventListener('cut', onClipboard, true);
 
@@ -275,6 +298,10 @@
     },
     ownCut(on) {
       st.ownCut = on;
+      return true;
+    },
+    secretFocus(on) {
+      st.secretFocus = on;
       return true;
     },
     // The dropdown as it is now, drawn: `nav` ({key, repeat}) moves its highlight as keys pressed

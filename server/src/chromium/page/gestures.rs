@@ -176,7 +176,7 @@ impl ChromiumBrowser {
         self.mouse(&MouseEvent::moved(self.held_buttons, 0), at)
             .await?;
         self.pointer = None;
-        self.drag_started().await;
+        self.drag_started(at).await;
         Ok(())
     }
 
@@ -234,7 +234,7 @@ impl ChromiumBrowser {
                 self.to_page(first.x, first.y),
             );
             let far = (x - x0).abs() >= DRAG_THRESHOLD || (y - y0).abs() >= DRAG_THRESHOLD;
-            if far && self.drag_started().await {
+            if far && self.drag_started(point).await {
                 break;
             }
         }
@@ -264,8 +264,10 @@ impl ChromiumBrowser {
     }
 
     /// Whether the page started a drag-and-drop on the last move: DevTools reports it before it
-    /// answers the move. The drag is held until it is dropped.
-    async fn drag_started(&mut self) -> bool {
+    /// answers the move. The drag is held until it is dropped. A drag out of a secret field (its
+    /// selection) is cancelled, as the browser refuses one out of a password field: else the
+    /// agent drops a secret into a plain field, changes it and reads it back.
+    async fn drag_started(&mut self, at: Point) -> bool {
         let intercepted = self
             .current
             .gestures
@@ -280,6 +282,12 @@ impl ChromiumBrowser {
                 last
             });
         if let Some(data) = intercepted {
+            if self.focus_is_secret().await {
+                let _ = self
+                    .drag_event(DispatchDragEventType::DragCancel, at, &data, 0)
+                    .await;
+                return false;
+            }
             self.dragging = Some(Dragging {
                 data,
                 entered: false,
@@ -318,10 +326,16 @@ impl ChromiumBrowser {
     /// The drop at `at`, then the button's release there (what the page hears after a drop).
     async fn drop_at(&mut self, at: Point, mask: i64) -> Result<(), PageError> {
         self.drag_over(at, mask).await?;
-        let Some(dragging) = self.dragging.take() else {
+        let Some(Dragging { mut data, .. }) = self.dragging.take() else {
             return Ok(());
         };
-        self.drag_event(DispatchDragEventType::Drop, at, &dragging.data, mask)
+        // Dropped into a plain field, the episode's secrets go hidden, as a paste (`clipboard.rs`).
+        if !self.secret_at(Some((at.x, at.y))).await {
+            for item in &mut data.items {
+                item.data = self.clipboard.hidden(&item.data);
+            }
+        }
+        self.drag_event(DispatchDragEventType::Drop, at, &data, mask)
             .await?;
         let up = MouseEvent::button(false, MouseButton::Left, 1, self.held_buttons, mask);
         self.mouse(&up, at).await?;

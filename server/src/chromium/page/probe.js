@@ -394,9 +394,22 @@
     return { element, dx, dy, opaque };
   };
   // What a secret element holds, for the server alone (`Secrets::hold`): undefined for others.
-  const heldBy = (element) => (element && element.nodeType === 1 && isSecret(element)
-    ? { field: fieldNumber(element), value: cut(fieldValue(element), MAX_HELD_CHARS) }
-    : undefined);
+  // A secret <select> holds every option's value and label, a line each: hidden alike, no
+  // option is told from the others (hiding the chosen one alone showed it by elimination).
+  const everyOption = (el) => {
+    try {
+      return Array.from(el.options).flatMap((option) => [option.value, option.label]).join('\n');
+    } catch (error) {
+      return '';
+    }
+  };
+  const heldBy = (element) => {
+    if (!(element && element.nodeType === 1 && isSecret(element))) return undefined;
+    const value = element.tagName === 'SELECT'
+      ? `${fieldValue(element)}\n${everyOption(element)}`
+      : fieldValue(element);
+    return { field: fieldNumber(element), value: cut(value, MAX_HELD_CHARS) };
+  };
   // The input noted here and in same-origin frames since the last call, into secret fields
   // (those of this document's rule: `isSecret`, marks included), or through shadow roots that
   // cannot be seen into (opaque).
@@ -563,6 +576,15 @@
         }
       };
       findPasswords(document, 0, 0, 0);
+      // An open <select> that is secret: the dropdown the server draws for it shows its choice
+      // highlighted, so the server covers that too (`dropdown.rs`).
+      let secretDropdown = false;
+      try {
+        const open = nativeApply(nativeQuerySelector, document, ['select:open']);
+        secretDropdown = Boolean(open && isSecret(open));
+      } catch (error) {
+        secretDropdown = false;
+      }
       // For the server alone: what the focused secret field holds, and what input left in
       // secret fields during the step (`server/src/environment/observation.rs`).
       const held = heldBy(deepest(null, null).element);
@@ -579,6 +601,7 @@
         blocked,
         blockedMore,
         passwords,
+        secretDropdown,
         held,
         inputs,
       };

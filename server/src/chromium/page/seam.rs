@@ -263,6 +263,9 @@ impl Browser for ChromiumBrowser {
                         .collect()
                 })
                 .unwrap_or_default();
+            if value["secretDropdown"] == true {
+                facts.password_boxes.extend(self.dropdown_box());
+            }
             facts.held = held_secret(&value["held"]);
             let inputs = value["inputs"]
                 .as_array()
@@ -488,6 +491,10 @@ impl Browser for ChromiumBrowser {
 
     async fn zoom(&mut self, factor: f64) -> Result<(), PageError> {
         self.set_zoom(factor).await
+    }
+
+    fn know_secrets(&mut self, secrets: &browserenv::secrets::Secrets) {
+        self.clipboard.know(secrets);
     }
 
     fn is_alive(&self) -> bool {

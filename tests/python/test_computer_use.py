@@ -225,6 +225,23 @@ def test_anthropic_zoom_is_the_region_drawn_again_larger(computer):
     assert field.getextrema() == ((0, 0), (0, 0), (0, 0)), "the secret field is drawn black"
 
 
+def test_a_zoom_on_an_open_dropdown_shows_the_rows_a_click_hits(computer, pages_url):
+    """The headless shell paints its own popup (grey, rows of 24 pixels) into a whole redrawn
+    viewport, not into a clip: the zoom of an open dropdown is the drawn one (white, rows of 20),
+    where a click chooses."""
+    adapter = claude.AnthropicComputer(computer)
+    computer.reset(start_url=f"{pages_url}shop.html")
+    answer(adapter, member("left_click", coordinate=[180, 68]), member("key", text="Down"))
+    zoomed = answer(adapter, member("zoom", region=[90, 80, 270, 230]))[0]
+    image = next(block for block in zoomed["content"] if block["type"] == "image")
+    picture = Image.open(io.BytesIO(base64.b64decode(image["source"]["data"]))).convert("RGB")
+    scale = picture.width / 180
+    at = lambda x, y: picture.getpixel((round((x - 90) * scale), round((y - 80) * scale)))  # noqa: E731
+    red, _, blue = at(250, 81 + 20 + 10)
+    assert blue > 150 and red < 80, "the second row (one DOWN) is highlighted where it is drawn"
+    assert at(250, 81 + 2 * 20 + 10) == (255, 255, 255), "a drawn row is white, not the browser's grey"
+
+
 def test_anthropic_older_tools_and_refusals(computer):
     adapter = claude.AnthropicComputer(computer)
 

@@ -105,7 +105,29 @@ async fn a_clicked_dropdown_is_drawn_and_a_click_on_an_option_chooses_it() {
 
 #[tokio::test]
 async fn escape_or_a_click_elsewhere_closes_the_dropdown_and_keys_move_its_highlight() {
-    let harness = Harness::start(test_settings()).await;
+    keys_and_clicks_on_the_sort_by(Harness::start(test_settings()).await, "frame").await;
+}
+
+/// A redraw (`BROWSER_SCREENSHOTS=redraw`) also paints the headless shell's own popup, with rows
+/// of another height than the drawn one's: a picture with the dropdown open is still a frame, the
+/// rows where a click lands (the highlight of three DOWNs on the drawn 20-pixel row, the
+/// popup's white, not the browser's grey).
+#[tokio::test]
+async fn a_redrawing_server_pictures_the_drawn_dropdown_not_the_browser_s_own() {
+    use browserenv_server::chromium::{ChromiumConfig, Screenshots};
+    let chromium = ChromiumConfig {
+        screenshots: Screenshots::Redraw,
+        ..browserenv_tests::test_chromium()
+    };
+    let config = browserenv_server::ServerConfig {
+        settings: test_settings(),
+        ..Default::default()
+    };
+    let harness = Harness::start_with_browser(chromium, config).await;
+    keys_and_clicks_on_the_sort_by(harness, "redraw").await;
+}
+
+async fn keys_and_clicks_on_the_sort_by(harness: Harness, mode: &str) {
     let (mut client, first) = harness.open("shop.html").await;
     let before = Picture::from_base64(&first.observation.screenshot);
     step(&mut client, BrowserAction::click(180, 68)).await;
@@ -126,12 +148,17 @@ async fn escape_or_a_click_elsewhere_closes_the_dropdown_and_keys_move_its_highl
     // DOWN moves the highlight (skipping the disabled option), ENTER chooses; drawn meanwhile.
     step(&mut client, BrowserAction::click(180, 68)).await;
     let moved = step(&mut client, BrowserAction::press_repeat(chord("DOWN"), 3)).await;
-    let highlight = shot(&moved, "sort-down3");
+    let highlight = shot(&moved, &format!("sort-down3-{mode}"));
     // Rows: Relevance, low-high, high-low, Newest (disabled), Rating (group), Best rated.
     let [r, _, b] = highlight.rgb(260, 81 + 5 * 20 + 10);
     assert!(
         b > 150 && r < 80,
-        "Best rated is highlighted after three DOWNs"
+        "{mode}: Best rated is highlighted after three DOWNs"
+    );
+    assert_eq!(
+        highlight.rgb(200, 81 + 20 + 10),
+        [255, 255, 255],
+        "{mode}: the drawn popup's white row, not the browser's own grey one"
     );
     let chosen = step(&mut client, BrowserAction::press(chord("ENTER"))).await;
     assert_eq!(page(&chosen)["sort"], "rating");

@@ -38,16 +38,17 @@ impl ChromiumBrowser {
     /// One capture of the current tab, as base64 PNG of the viewport.
     pub(in crate::chromium) async fn capture(&self) -> Result<String, PageError> {
         let frames_fit = !self.frames_misfit.load(Ordering::Relaxed);
-        // An open `<select>` is drawn by the gestures' world just before the picture
-        // (`dropdown.rs`), and the compositor has not shown it yet: a frame taken now would miss
-        // it (seen with the server's defaults: the shop's sort-by opened, the picture unchanged),
-        // so the page draws a frame for this picture.
-        let drawn_now = self.dropdown_open();
-        if self.screenshots == Screenshots::Frame
-            && self.renderer_answered
-            && frames_fit
-            && !drawn_now
-        {
+        // An open `<select>` is pictured from a frame in either mode: the gestures' world draws
+        // its popup (`dropdown.rs`), whose rows are where a click chooses, while a redraw also
+        // paints the browser's own popup over it, with rows of another height (a click on the
+        // pictured option would choose its neighbour, and a secret select's cover would miss
+        // its lower rows). The frame must hold the drawing: the page presents it first.
+        let dropdown = self.dropdown_open();
+        let framed = self.screenshots == Screenshots::Frame || dropdown;
+        if framed && self.renderer_answered && frames_fit {
+            if dropdown {
+                self.presented().await?;
+            }
             if let Some(png) = self.next_frame().await? {
                 return Ok(png);
             }

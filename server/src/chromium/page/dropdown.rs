@@ -1,6 +1,8 @@
 //! Dropdowns a person can see. A click on a native `<select>` opens its popup in the headless
 //! shell too (keys move its highlight, ENTER chooses, ESCAPE closes, a click elsewhere closes),
-//! but the shell never draws it: the screenshot after the click was the one before. So after
+//! but its frames never show it: the screenshot after the click was the one before (a whole
+//! redrawn viewport paints it later, rows of its own height over anything drawn; `capture.rs`
+//! pictures an open dropdown from a frame for that reason). So after
 //! each input the isolated world (`gestures.js`) draws the open popup where a browser draws it
 //! (below the select, or above when there is more room there), its highlight where the keys
 //! moved it, in a closed shadow root in the top layer that the page's scripts cannot reach; a

@@ -5,7 +5,7 @@
 // - The episode's clipboard: what a copy or cut puts on it (the page's own data when its handler
 //   set some, else the selection) goes to the server through a binding only this world has; a
 //   copy never reaches the browser's clipboard, which other episodes on the browser paste from.
-// - The open dropdown: a native <select>'s popup, which the headless shell never draws, drawn
+// - The open dropdown: a native <select>'s popup, which the headless shell's frames never show, drawn
 //   where a browser draws it, in a closed shadow root in the top layer.
 // - Finding the <select> (or picker) under a point and the option a label names.
 (() => {

@@ -130,10 +130,29 @@ impl ChromiumBrowser {
     }
 
     async fn in_world(&self, expression: &str, gesture: bool) -> Result<Value, PageError> {
+        self.evaluate_in_world(expression, gesture, false).await
+    }
+
+    /// Once the page has presented the frames it owes: two animation frames in the isolated
+    /// world (the page's own `requestAnimationFrame` may be anything), the first drawing what
+    /// changed, the second after that frame went to the compositor.
+    pub(in crate::chromium) async fn presented(&self) -> Result<(), PageError> {
+        let twice =
+            "new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))";
+        self.evaluate_in_world(twice, false, true).await.map(drop)
+    }
+
+    async fn evaluate_in_world(
+        &self,
+        expression: &str,
+        gesture: bool,
+        awaited: bool,
+    ) -> Result<Value, PageError> {
         let mut params = EvaluateParams::new(expression);
         params.context_id = Some(self.world().await?);
         params.return_by_value = Some(true);
         params.user_gesture = Some(gesture);
+        params.await_promise = Some(awaited);
         let reply = self.exec(params).await?;
         if let Some(exception) = &reply.exception_details {
             return Err(PageError::ActionFailed(format!(

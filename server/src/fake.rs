@@ -38,6 +38,8 @@ pub struct FakeScript {
     pub enter_goes_to: Option<String>,
     /// What `evaluate` answers, in turn, the last one again once they run out (none: an error).
     pub evaluations: Vec<serde_json::Value>,
+    /// How long a load takes.
+    pub load_time: Duration,
 }
 
 #[derive(Default)]
@@ -130,6 +132,7 @@ impl Browser for FakeBrowser {
             tokio::time::sleep(timeout).await;
             return Err(PageError::PageLoadTimeout);
         }
+        tokio::time::sleep(self.script.load_time).await;
         Ok(())
     }
 

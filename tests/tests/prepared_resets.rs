@@ -193,3 +193,30 @@ async fn a_page_that_changed_since_it_was_prepared_or_another_start_is_loaded_af
     harness.stop().await;
     task.abort();
 }
+
+/// Resets back to back (a benchmark's, a client retrying) would each wait for the page loaded
+/// ahead just before them, longer than a load of their own: after an episode shorter than the
+/// last load nothing is loaded ahead, and an agent's episode brings it back.
+#[tokio::test]
+async fn resets_back_to_back_load_their_own_page() {
+    let (site, task) = site().await;
+    let harness = server(true).await;
+    let mut client = harness.client().await;
+    let start = format!("{site}/start");
+    client.reset(ResetOptions::new(&start)).await.unwrap();
+    // The first start was prepared for the next, whenever it comes.
+    client.reset(ResetOptions::new(&start)).await.unwrap();
+    for _ in 0..3 {
+        let next = client.reset(ResetOptions::new(&start)).await.unwrap();
+        assert!(!prepared(&next), "{:?}", next.observation.metadata);
+        assert_eq!(found(&next), "cookie=no storage=no");
+    }
+    // An episode: the one after it loaded ahead again.
+    reset_after_an_episode(&mut client, &start).await;
+    let after = reset_after_an_episode(&mut client, &start).await;
+    assert!(prepared(&after), "{:?}", after.observation.metadata);
+    assert_eq!(found(&after), "cookie=no storage=no");
+    client.close().await.unwrap();
+    harness.stop().await;
+    task.abort();
+}

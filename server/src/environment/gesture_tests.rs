@@ -4,6 +4,7 @@
 use super::*;
 use crate::fake::{FakeLauncher, FakeScript};
 use browserenv::models::{ActionSet, Chord, Key, Modifier, Modifiers, MouseButton};
+use std::time::Duration;
 
 fn settings(actions: ActionSet) -> EnvSettings {
     EnvSettings {

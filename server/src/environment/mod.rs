@@ -8,11 +8,12 @@ mod limits;
 mod miniwob;
 mod observation;
 pub mod outcome;
+mod reset;
 mod start_url;
 pub mod verification;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 
@@ -21,8 +22,8 @@ use browserenv::secrets::Secrets;
 use browserenv::text_layer::TextLayer;
 use browserenv_collect::tasks::{Task, TaskSet, Verdict};
 
-use crate::browser::{Browser, Handover, Launcher, PageError, Preparation};
-use crate::settings::{EnvSettings, SettleMode};
+use crate::browser::{Browser, Launcher, PageError};
+use crate::settings::EnvSettings;
 use limits::{action_limit, bounded, ELEMENT_TIMEOUT, VIEWPORT_CENTRE};
 use observation::{Done, Place, Timings};
 
@@ -188,6 +189,9 @@ pub struct Environment<L: Launcher> {
     miniwob: Option<Arc<crate::miniwob::MiniWob>>,
     /// Where the last reset started: the next one is prepared when it starts there too.
     last_start: Option<String>,
+    /// When the last reset ended, and how long the last one that loaded its page took
+    /// (`reset.rs`, `likely_again`).
+    last_reset: Option<(Instant, std::time::Duration)>,
 }
 
 impl<L: Launcher> Environment<L> {
@@ -204,6 +208,7 @@ impl<L: Launcher> Environment<L> {
             archive: Default::default(),
             miniwob: None,
             last_start: None,
+            last_reset: None,
         }
     }
 
@@ -274,201 +279,6 @@ impl<L: Launcher> Environment<L> {
 
     pub fn state(&self) -> BrowserState {
         self.state.clone()
-    }
-
-    /// Start a new episode. Keyword arguments as on the wire: `start_url` (required), `episode_id`,
-    /// `seed` (fixes the clock and `Math.random` of an episode replayed from an archive; a live
-    /// page has none), `task_id`, `archive` (docs/archives.md); unknown ones are ignored.
-    pub async fn reset(&mut self, kwargs: &Map<String, Value>) -> Result<StepResult, EnvError> {
-        let started = Instant::now();
-        let miniwob_task = miniwob::task_named(self.miniwob.as_ref(), kwargs)?;
-        let task = match miniwob_task {
-            Some(_) => None,
-            None => self.task_for(kwargs)?,
-        };
-        let miniwob_seed = match miniwob_task {
-            Some(_) => Some(miniwob::seed(kwargs)?),
-            None => None,
-        };
-        let archive = match &self.archives {
-            Some(archives) => archives
-                .plan(
-                    kwargs,
-                    task.as_ref().map(|(task, _)| task),
-                    self.tasks.as_ref().and_then(|c| c.folder.as_deref()),
-                )
-                .await
-                .map_err(EnvError::Refused)?,
-            None => None,
-        };
-        if let (Some((task, _)), Some(crate::archive::Plan::Replay { .. })) =
-            (&miniwob_task, &archive)
-        {
-            return Err(EnvError::MiniWobFromArchive(task.id.clone()));
-        }
-        // The page a task starts on: its own.
-        let own_start = match (&miniwob_task, &task) {
-            (Some((task, url)), _) => Some((task.id.clone(), url.clone())),
-            (None, Some((task, url))) => Some((task.id.clone(), url.clone())),
-            (None, None) => None,
-        };
-        // A task starts where it says: starting it anywhere else (where it ends, a page of the
-        // agent's own that shows the expected text) would earn its reward without doing it.
-        let start_url = match (kwargs.get("start_url"), &own_start) {
-            (Some(Value::String(url)), Some((task, task_start))) => {
-                let asked = check_start_url(url)?;
-                if asked != check_start_url(task_start)? {
-                    return Err(EnvError::TaskStartsElsewhere {
-                        task: task.clone(),
-                        start: task_start.to_string(),
-                    });
-                }
-                asked
-            }
-            (Some(Value::String(url)), _) => check_start_url(url)?,
-            (None | Some(Value::Null), Some((_, task_start))) => check_start_url(task_start)?,
-            // An archive starts where its recording did.
-            (None | Some(Value::Null), None)
-                if archive.as_ref().is_some_and(|a| a.start_url().is_some()) =>
-            {
-                check_start_url(
-                    archive
-                        .as_ref()
-                        .and_then(|a| a.start_url())
-                        .unwrap_or_default(),
-                )?
-            }
-            _ => return Err(EnvError::NoStartUrl),
-        };
-        check_not_the_server(&start_url, self.settings.server_port)?;
-        let episode_id = match kwargs.get("episode_id") {
-            None | Some(Value::Null) => uuid::Uuid::new_v4().to_string(),
-            Some(Value::String(id)) => id.clone(),
-            Some(other) => other.to_string(),
-        };
-        // The seed closes the previous episode first; bad input above has not touched it. Its
-        // browser may serve the next episode in a fresh context (`Launcher::renew`).
-        self.text = None;
-        let browser_started = Instant::now();
-        let previous = match self.episode.take() {
-            Some(mut previous) => {
-                // The episode that ended leaves its archive with its secrets hidden.
-                if self.archive.end() {
-                    previous.browser.stop_archive().await;
-                }
-                self.archive.store(&previous.secrets);
-                Some(previous.browser)
-            }
-            None => None,
-        };
-        let mut browser = next_browser(&*self.launcher, previous).await?;
-        // The page loaded ahead in it (`Browser::prepare_next`), when this reset starts there
-        // and loads nothing its own way before the page (an archive's work does), and the page
-        // loaded ahead is what a load now would give: not a MiniWoB++ task's, whose documents
-        // run on a clock seeded per episode from their first script and at its zoom.
-        let preparable = archive.is_none()
-            && miniwob_task.is_none()
-            && self.settings.prepared_resets
-            && self.settings.settle == SettleMode::Adaptive;
-        let handover = browser
-            .take_prepared(preparable.then_some(start_url.as_str()))
-            .await;
-        if handover == Handover::Spoiled {
-            // Another page was loaded ahead in it, or the page changed since: not this episode's
-            // to start in.
-            browser = next_browser(&*self.launcher, Some(browser)).await?;
-        }
-        let prepared = handover == Handover::Prepared;
-        self.state = BrowserState {
-            episode_id: Some(episode_id),
-            step_count: 0,
-        };
-        let mut episode = Episode {
-            browser,
-            done: false,
-            pointer: None,
-            task: task.map(|(task, _)| task),
-            answer: None,
-            verdict: None,
-            secrets: Secrets::default(),
-            miniwob: None,
-        };
-        let mut timings = Timings {
-            browser: Some(browser_started.elapsed()),
-            ..Timings::default()
-        };
-        if let (Some(plan), Some(archives)) = (archive, &self.archives) {
-            let episode_id = self.state.episode_id.clone().unwrap_or_default();
-            let seed = kwargs.get("seed").and_then(seed_of);
-            let work = archives.work(plan, &episode_id, start_url.as_str(), seed);
-            if let Err(err) = episode.browser.start_archive(work.clone()).await {
-                episode.browser.close().await;
-                return Err(EnvError::ArchiveFailed(err.to_string()));
-            }
-            self.archive.begin(work);
-        }
-        if let (Some((task, url)), Some(seed)) = (miniwob_task, miniwob_seed) {
-            match miniwob::MiniWobEpisode::prepare(&mut episode.browser, task, url, seed).await {
-                Ok(prepared) => episode.miniwob = Some(prepared),
-                Err(err) => {
-                    episode.browser.close().await;
-                    return Err(err);
-                }
-            }
-        }
-        let action_started = Instant::now();
-        let load = if prepared {
-            Ok(())
-        } else {
-            bounded(
-                self.settings.page_load_timeout + Duration::from_secs(5),
-                PageError::PageLoadTimeout,
-                episode
-                    .browser
-                    .goto(start_url.as_str(), self.settings.page_load_timeout),
-            )
-            .await
-        };
-        if let (Ok(()), Some(miniwob)) = (&load, &mut episode.miniwob) {
-            if let Err(err) = miniwob.start(&mut episode.browser).await {
-                episode.browser.close().await;
-                return Err(err);
-            }
-        }
-        timings.action = action_started.elapsed();
-        self.text = None;
-        let done = Done {
-            error: load.err(),
-            settle: true,
-            timings,
-            started,
-            element: None,
-            secret_field: false,
-            typed: None,
-        };
-        let mut result = self.observe(&mut episode, done).await;
-        if prepared {
-            result
-                .observation
-                .metadata
-                .insert("prepared".into(), json!(true));
-        }
-        // The next episode's page, loaded ahead while this one runs: a session that starts again
-        // where it started last (a trainer's loop) will likely do so once more.
-        let again = self
-            .last_start
-            .as_deref()
-            .is_none_or(|last| last == start_url.as_str());
-        if preparable && again && result.observation.error.is_empty() {
-            episode.browser.prepare_next(Preparation {
-                url: start_url.to_string(),
-                load_timeout: self.settings.page_load_timeout,
-                settle_bound: self.settings.action_wait,
-            });
-        }
-        self.last_start = Some(start_url.to_string());
-        self.episode = Some(episode);
-        Ok(result)
     }
 
     /// One action. `mark_secret`: a person marked it as a secret (the focused field holds a
@@ -727,30 +537,6 @@ async fn act<B: crate::browser::Browser>(
             bounded(limit, PageError::PageLoadTimeout, load).await
         }
     }
-}
-
-/// The browser for the next episode: `previous`'s renewed (a fresh context on the same browser,
-/// opened ahead), else a launched one.
-async fn next_browser<L: Launcher>(
-    launcher: &L,
-    previous: Option<L::Browser>,
-) -> Result<L::Browser, EnvError> {
-    let renewed = match previous {
-        Some(previous) => launcher.renew(previous).await,
-        None => None,
-    };
-    match renewed {
-        Some(browser) => Ok(browser),
-        None => launcher.launch().await.map_err(|err| {
-            tracing::error!("browser launch failed: {err:#}");
-            EnvError::BrowserFailed(format!("{err:#}"))
-        }),
-    }
-}
-
-/// A reset's `seed`: an integer (OpenEnv's clients send one or none); anything else is no seed.
-fn seed_of(seed: &Value) -> Option<u64> {
-    seed.as_u64().or_else(|| seed.as_i64().map(|n| n as u64))
 }
 
 #[cfg(test)]

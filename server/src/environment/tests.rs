@@ -5,6 +5,7 @@ use crate::browser::Incidents;
 use crate::fake::{FakeLauncher, FakeScript};
 use crate::settings::SettleMode;
 use browserenv::models::Key;
+use std::time::Duration;
 
 fn settings() -> EnvSettings {
     EnvSettings {
@@ -434,6 +435,22 @@ fn was_prepared(result: &StepResult) -> bool {
     result.observation.metadata.get("prepared") == Some(&json!(true))
 }
 
+/// A reset after an episode (a tenth of a second, longer than the fake's reset).
+async fn reset_after_an_episode<L: Launcher>(env: &mut Environment<L>, url: &str) -> StepResult {
+    if env.state().episode_id.is_some() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    env.reset(&kwargs(url)).await.unwrap()
+}
+
+fn prepares(launcher: &FakeLauncher) -> usize {
+    launcher
+        .calls()
+        .iter()
+        .filter(|call| call.starts_with("prepare "))
+        .count()
+}
+
 #[tokio::test]
 async fn a_reset_takes_the_page_prepared_for_its_start_and_nothing_else() {
     let (mut env, launcher) = env(FakeScript::default());
@@ -446,32 +463,59 @@ async fn a_reset_takes_the_page_prepared_for_its_start_and_nothing_else() {
             .count()
     };
     // The session's first start is prepared for the next episode.
-    assert!(!was_prepared(&env.reset(&kwargs(a)).await.unwrap()));
+    assert!(!was_prepared(&reset_after_an_episode(&mut env, a).await));
     assert_eq!(gotos(&launcher, a), 1);
     // The same start again: the page loaded ahead, nothing loaded on the reset.
-    let again = env.reset(&kwargs(a)).await.unwrap();
+    let again = reset_after_an_episode(&mut env, a).await;
     assert!(was_prepared(&again));
     assert_eq!(gotos(&launcher, a), 1);
     assert_eq!(again.observation.url, a);
     // Another start: the page prepared is let go (another fresh browser), the start is loaded,
     // and nothing is prepared after a start that changed.
     let launched = launcher.launched();
-    let other = env.reset(&kwargs(b)).await.unwrap();
+    let other = reset_after_an_episode(&mut env, b).await;
     assert!(!was_prepared(&other));
     assert_eq!(gotos(&launcher, b), 1);
     assert_eq!(launcher.launched(), launched + 2, "the prepared one let go");
-    let prepares = |launcher: &FakeLauncher| {
-        launcher
-            .calls()
-            .iter()
-            .filter(|call| call.starts_with("prepare "))
-            .count()
-    };
     assert_eq!(prepares(&launcher), 2);
     // Repeated, it is prepared again.
-    assert!(!was_prepared(&env.reset(&kwargs(b)).await.unwrap()));
-    assert!(was_prepared(&env.reset(&kwargs(b)).await.unwrap()));
+    assert!(!was_prepared(&reset_after_an_episode(&mut env, b).await));
+    assert!(was_prepared(&reset_after_an_episode(&mut env, b).await));
     assert_eq!(gotos(&launcher, b), 2);
+}
+
+/// Resets back to back would each wait for the page loaded ahead just before them: after an
+/// episode shorter than its reset nothing is loaded ahead; a longer one brings it back.
+#[tokio::test]
+async fn resets_back_to_back_load_their_own_page() {
+    let (mut env, launcher) = env(FakeScript {
+        load_time: Duration::from_millis(30),
+        ..FakeScript::default()
+    });
+    let a = "https://a.example/";
+    env.reset(&kwargs(a)).await.unwrap();
+    assert_eq!(
+        prepares(&launcher),
+        1,
+        "a session's first start is prepared"
+    );
+    assert!(was_prepared(&env.reset(&kwargs(a)).await.unwrap()));
+    assert_eq!(
+        prepares(&launcher),
+        1,
+        "not after an episode shorter than its reset"
+    );
+    for _ in 0..3 {
+        assert!(!was_prepared(&env.reset(&kwargs(a)).await.unwrap()));
+    }
+    assert_eq!(prepares(&launcher), 1);
+    assert!(!was_prepared(&reset_after_an_episode(&mut env, a).await));
+    assert_eq!(
+        prepares(&launcher),
+        2,
+        "after a longer episode it is prepared again"
+    );
+    assert!(was_prepared(&reset_after_an_episode(&mut env, a).await));
 }
 
 #[tokio::test]

@@ -547,7 +547,7 @@ fn write_atif(
             steps.push(atif_step(index + 1, step, row, frames, report)?);
         }
         report.rows += steps.len();
-        let record = episodes.get(id.as_str());
+        let record = episodes.get(id.as_str()).copied();
         let episode = Episode::of(&id, &episodes, review);
         let left_out = recorded.len() - kept.len();
         let mut document = json!({
@@ -562,31 +562,10 @@ fn write_atif(
             },
             "steps": steps,
             "final_metrics": {"total_steps": recorded.len()},
-            "extra": {
-                "source_schema": browserenv_collect::trajectory::SCHEMA,
-                "episode_id": id,
-                "task": kept[0].task.clone().unwrap_or_default(),
-                "start_url": record.map(|e| e.start_url.clone()).unwrap_or_default(),
-                "started": record.map(|e| e.started.clone()).unwrap_or_default(),
-                "ended": record.map(|e| e.ended.clone()).unwrap_or_default(),
-                "answer": record.and_then(|e| e.answer.clone()).unwrap_or_default(),
-                "reward": record.and_then(|e| e.reward),
-                "outcome": episode.outcome,
-                "recorded_outcome": episode.recorded_outcome,
-                "quality": episode.quality,
-                "reviewer": episode.reviewer,
-                "person": episode.person,
-                "archive": frames.archives.get(&id).cloned().unwrap_or_default(),
-            },
+            "extra": atif_extra(&id, kept[0], record, episode, frames),
         });
         if left_out > 0 {
-            let marks: Vec<&str> = selection.drop_marked.iter().map(|m| m.label()).collect();
-            document["notes"] = json!(format!(
-                "{left_out} of the {} recorded steps were left out (marked {}); \
-                 final_metrics.total_steps counts them, extra.step numbers the recorded steps",
-                recorded.len(),
-                marks.join(" or ")
-            ));
+            document["notes"] = json!(left_out_note(left_out, recorded.len(), selection));
         }
         report.trajectories += 1;
         let path = frames.out.join(format!(
@@ -598,6 +577,43 @@ fn write_atif(
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())
+}
+
+/// An ATIF document's `extra`: the recording's fields of the episode (`first`: its first step
+/// kept) and the review's labels.
+fn atif_extra(
+    id: &str,
+    first: &StepRecord,
+    record: Option<&EpisodeRecord>,
+    episode: Episode,
+    frames: &Frames,
+) -> Value {
+    json!({
+        "source_schema": browserenv_collect::trajectory::SCHEMA,
+        "episode_id": id,
+        "task": first.task.clone().unwrap_or_default(),
+        "start_url": record.map(|e| e.start_url.clone()).unwrap_or_default(),
+        "started": record.map(|e| e.started.clone()).unwrap_or_default(),
+        "ended": record.map(|e| e.ended.clone()).unwrap_or_default(),
+        "answer": record.and_then(|e| e.answer.clone()).unwrap_or_default(),
+        "reward": record.and_then(|e| e.reward),
+        "outcome": episode.outcome,
+        "recorded_outcome": episode.recorded_outcome,
+        "quality": episode.quality,
+        "reviewer": episode.reviewer,
+        "person": episode.person,
+        "archive": frames.archives.get(id).cloned().unwrap_or_default(),
+    })
+}
+
+/// Why an ATIF document has fewer steps than its episode recorded.
+fn left_out_note(left_out: usize, recorded: usize, selection: &Selection) -> String {
+    let marks: Vec<&str> = selection.drop_marked.iter().map(|m| m.label()).collect();
+    format!(
+        "{left_out} of the {recorded} recorded steps were left out (marked {}); \
+         final_metrics.total_steps counts them, extra.step numbers the recorded steps",
+        marks.join(" or ")
+    )
 }
 
 fn atif_step(

@@ -397,51 +397,27 @@ impl Viewer {
             Layout::vertical(halves).areas(pictures)
         };
 
+        let mut state = ListState::default().with_selected(Some(self.selected));
+        frame.render_stateful_widget(self.step_list(), list_area, &mut state);
+        frame.render_widget(Paragraph::new(self.step_details()), header);
+        self.draw_pictures(frame, before_area, after_area);
+
+        frame.render_widget(Paragraph::new(self.notice_line()), notice_area);
+        let help = if self.editing.is_some() {
+            "Enter save the note  Esc cancel"
+        } else {
+            HELP
+        };
+        frame.render_widget(Paragraph::new(Line::from(help)), bottom);
+    }
+
+    /// The steps, one a line, under a title that counts them, their episodes and the marked.
+    fn step_list(&self) -> List<'static> {
         let items: Vec<ListItem> = self
             .recording
             .steps
             .iter()
-            .map(|s| {
-                let id: String = s.episode_id.chars().take(8).collect();
-                let what = crate::command::describe_recorded(&s.action);
-                // Two columns before the id: the mark, and ✎ for a note (recorded or edited).
-                let (symbol, colour) = match self.review.mark(s) {
-                    Some(Mark::Good) => ("✓", Color::Green),
-                    Some(Mark::Wrong) => ("✗", Color::Red),
-                    Some(Mark::Redundant) => ("≡", Color::Yellow),
-                    None => (" ", Color::Reset),
-                };
-                let noted = if self.review.note(s).is_some() {
-                    "✎ "
-                } else {
-                    "  "
-                };
-                let id_style = match self.review.quality(&s.episode_id) {
-                    Some(Quality::Good) => Style::default().fg(Color::Green),
-                    Some(Quality::Bad) => Style::default().fg(Color::Red),
-                    Some(Quality::Unsure) => Style::default().fg(Color::Yellow),
-                    None => Style::default(),
-                };
-                let mut spans = vec![
-                    Span::styled(
-                        symbol,
-                        Style::default().fg(colour).add_modifier(Modifier::BOLD),
-                    ),
-                    Span::raw(noted),
-                    Span::styled(id, id_style),
-                    Span::raw(format!(" #{:<2} {what}", s.step)),
-                ];
-                if !s.error.is_empty() {
-                    spans.push(Span::styled(
-                        format!(" {}", s.error),
-                        Style::default().fg(Color::Red),
-                    ));
-                }
-                if s.done {
-                    spans.push(Span::styled(" done", Style::default().fg(Color::Yellow)));
-                }
-                ListItem::new(Line::from(spans))
-            })
+            .map(|s| self.step_item(s))
             .collect();
         let marked = self
             .recording
@@ -454,46 +430,92 @@ impl Viewer {
             self.recording.steps.len(),
             self.recording.episodes.len()
         );
-        let list = List::new(items)
+        List::new(items)
             .block(Block::default().borders(Borders::ALL).title(title))
             .highlight_style(
                 Style::default()
                     .bg(Color::Blue)
                     .add_modifier(Modifier::BOLD),
-            );
-        let mut state = ListState::default().with_selected(Some(self.selected));
-        frame.render_stateful_widget(list, list_area, &mut state);
+            )
+    }
 
-        let details = match self.step() {
-            Some(s) => vec![
-                Line::from(format!("{} → {}", s.url, s.next_url)),
-                Line::from(format!(
-                    "action {}  error {:?}  reward {}  {} ms",
-                    s.action,
-                    s.error,
-                    s.reward.map_or("-".to_string(), |r| r.to_string()),
-                    s.latency_ms.round(),
-                )),
-                Line::from(
-                    s.element
-                        .as_ref()
-                        .map(|e| {
-                            format!(
-                                "element {} {:?} {:?}",
-                                e["tag"].as_str().unwrap_or(""),
-                                e["role"].as_str().unwrap_or(""),
-                                e["name"].as_str().unwrap_or("")
-                            )
-                        })
-                        .unwrap_or_default(),
-                ),
-                self.step_review_line(s),
-                self.episode_review_line(&s.episode_id),
-            ],
-            None => vec![Line::from("This recording has no steps.")],
+    fn step_item(&self, s: &StepRecord) -> ListItem<'static> {
+        let id: String = s.episode_id.chars().take(8).collect();
+        let what = crate::command::describe_recorded(&s.action);
+        // Two columns before the id: the mark, and ✎ for a note (recorded or edited).
+        let (symbol, colour) = match self.review.mark(s) {
+            Some(Mark::Good) => ("✓", Color::Green),
+            Some(Mark::Wrong) => ("✗", Color::Red),
+            Some(Mark::Redundant) => ("≡", Color::Yellow),
+            None => (" ", Color::Reset),
         };
-        frame.render_widget(Paragraph::new(details), header);
+        let noted = if self.review.note(s).is_some() {
+            "✎ "
+        } else {
+            "  "
+        };
+        let id_style = match self.review.quality(&s.episode_id) {
+            Some(Quality::Good) => Style::default().fg(Color::Green),
+            Some(Quality::Bad) => Style::default().fg(Color::Red),
+            Some(Quality::Unsure) => Style::default().fg(Color::Yellow),
+            None => Style::default(),
+        };
+        let mut spans = vec![
+            Span::styled(
+                symbol,
+                Style::default().fg(colour).add_modifier(Modifier::BOLD),
+            ),
+            Span::raw(noted),
+            Span::styled(id, id_style),
+            Span::raw(format!(" #{:<2} {what}", s.step)),
+        ];
+        if !s.error.is_empty() {
+            spans.push(Span::styled(
+                format!(" {}", s.error),
+                Style::default().fg(Color::Red),
+            ));
+        }
+        if s.done {
+            spans.push(Span::styled(" done", Style::default().fg(Color::Yellow)));
+        }
+        ListItem::new(Line::from(spans))
+    }
 
+    /// The header: the selected step's pages, action, element and reviews.
+    fn step_details(&self) -> Vec<Line<'static>> {
+        let Some(s) = self.step() else {
+            return vec![Line::from("This recording has no steps.")];
+        };
+        vec![
+            Line::from(format!("{} → {}", s.url, s.next_url)),
+            Line::from(format!(
+                "action {}  error {:?}  reward {}  {} ms",
+                s.action,
+                s.error,
+                s.reward.map_or("-".to_string(), |r| r.to_string()),
+                s.latency_ms.round(),
+            )),
+            Line::from(
+                s.element
+                    .as_ref()
+                    .map(|e| {
+                        format!(
+                            "element {} {:?} {:?}",
+                            e["tag"].as_str().unwrap_or(""),
+                            e["role"].as_str().unwrap_or(""),
+                            e["name"].as_str().unwrap_or("")
+                        )
+                    })
+                    .unwrap_or_default(),
+            ),
+            self.step_review_line(s),
+            self.episode_review_line(&s.episode_id),
+        ]
+    }
+
+    /// The before and after panels, with their pictures' cells (pixel pictures are written
+    /// after the frame, by `draw`).
+    fn draw_pictures(&mut self, frame: &mut Frame, before_area: Rect, after_area: Rect) {
         let panel = |area: Rect, title: &str| {
             let block = Block::default()
                 .borders(Borders::ALL)
@@ -511,16 +533,7 @@ impl Viewer {
             } else if let Some((view, cells)) = slot.cells() {
                 crate::screen::view::draw_cells(frame, view, cells);
             }
-            // Pixel pictures are written after the frame (`draw`).
         }
-
-        frame.render_widget(Paragraph::new(self.notice_line()), notice_area);
-        let help = if self.editing.is_some() {
-            "Enter save the note  Esc cancel"
-        } else {
-            HELP
-        };
-        frame.render_widget(Paragraph::new(Line::from(help)), bottom);
     }
 
     /// The note editor, else the last change's notice, else the first problem found.

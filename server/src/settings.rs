@@ -1,6 +1,7 @@
 //! Environment settings with the seed's names, defaults and ranges. They are read from the
-//! environment variables of the same name or from CLI flags (see `cli.rs`), and validated once at
-//! start: an invalid value stops the server with a message naming the setting.
+//! environment variables of the same name or from CLI flags (see `cli/flags.rs`), and validated
+//! once at start (`cli/config.rs`): an invalid value stops the server with a message naming the
+//! setting.
 
 use std::time::Duration;
 

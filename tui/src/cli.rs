@@ -121,6 +121,7 @@ pub enum TasksCommand {
     },
 }
 
+/// Hand the command to its room.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let Cli { command, flags } = cli;
     match command {
@@ -129,24 +130,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             flags.server.as_ref().context("watch needs --server URL")?;
             crate::live::start::run(&flags, Mode::Watch(session)).await
         }
-        Some(Command::Collect) => {
-            flags.token.as_ref().context(
-                "collect needs your own --token (browserenv-server campaign add-person)",
-            )?;
-            flags
-                .server
-                .as_ref()
-                .context("collect needs --server URL: the server runs the campaign")?;
-            crate::live::start::run(&flags, Mode::Collect).await
-        }
-        Some(Command::Review) => {
-            let server = flags.server.as_ref().context("review needs --server URL")?;
-            let token = flags
-                .token
-                .clone()
-                .context("review needs your own --token (browserenv-server campaign add-person)")?;
-            campaign_review::run(server, token, flags.graphics).await
-        }
+        Some(Command::Collect) => collect(&flags).await,
+        Some(Command::Review) => review(&flags).await,
         Some(Command::Export {
             dir,
             format,
@@ -204,4 +189,27 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             task_files::snapshot_command(&asked).await
         }
     }
+}
+
+/// `collect`: the campaign's server, as the person the token names.
+async fn collect(flags: &Flags) -> anyhow::Result<()> {
+    flags
+        .token
+        .as_ref()
+        .context("collect needs your own --token (browserenv-server campaign add-person)")?;
+    flags
+        .server
+        .as_ref()
+        .context("collect needs --server URL: the server runs the campaign")?;
+    crate::live::start::run(flags, Mode::Collect).await
+}
+
+/// `review`: the campaign's demonstrations, as the person the token names.
+async fn review(flags: &Flags) -> anyhow::Result<()> {
+    let server = flags.server.as_ref().context("review needs --server URL")?;
+    let token = flags
+        .token
+        .clone()
+        .context("review needs your own --token (browserenv-server campaign add-person)")?;
+    campaign_review::run(server, token, flags.graphics).await
 }

@@ -23,50 +23,39 @@ pub fn parse_command(line: &str) -> Result<Command, String> {
         .split_once(char::is_whitespace)
         .map(|(verb, rest)| (verb, rest.trim()))
         .unwrap_or((line, ""));
-    let number = |text: &str, what: &str| -> Result<i64, String> {
-        text.parse()
-            .map_err(|_| format!("{what} must be a whole number, got {text:?}"))
-    };
+    match verb.to_ascii_lowercase().as_str() {
+        "reset" => Ok(Command::Reset((!rest.is_empty()).then(|| rest.to_string()))),
+        "grid" => Ok(Command::Grid),
+        "zoom" if rest.is_empty() => Ok(Command::Zoom(None)),
+        "zoom" => {
+            let zoom = rest
+                .trim_end_matches(['x', 'X'])
+                .parse::<u8>()
+                .map_err(|_| format!("usage: zoom [1|2|4], got {rest:?}"))?;
+            Ok(Command::Zoom(Some(zoom)))
+        }
+        "text" => Ok(Command::Text),
+        "help" | "?" => Ok(Command::Help),
+        "quit" | "q" => Ok(Command::Quit),
+        "" => Err(USAGE.into()),
+        _ => parse_action(verb, rest).map(Command::Action),
+    }
+}
+
+/// A command that is a browser action: `verb` and the `rest` of the line after it.
+fn parse_action(verb: &str, rest: &str) -> Result<BrowserAction, String> {
     let words: Vec<&str> = rest.split_whitespace().collect();
-    let point =
-        |x: &str, y: &str| -> Result<(i64, i64), String> { Ok((number(x, "X")?, number(y, "Y")?)) };
-    let action = match verb.to_ascii_lowercase().as_str() {
-        "click" => click(&words, &number)?,
+    Ok(match verb.to_ascii_lowercase().as_str() {
+        "click" => click(&words)?,
         "type" => {
             if rest.is_empty() {
                 return Err("usage: type TEXT".into());
             }
             BrowserAction::type_text(rest)
         }
-        "key" => {
-            let name = rest.to_ascii_uppercase();
-            let key = Key::from_name(&name).ok_or_else(|| {
-                let names: Vec<_> = Key::ALL.iter().map(|k| k.name()).collect();
-                format!(
-                    "unknown key {rest:?}; one of {} (or press CHORD)",
-                    names.join(" ")
-                )
-            })?;
-            BrowserAction::key(key)
-        }
-        "press" => {
-            let (chord, repeat) = match words.as_slice() {
-                [chord] => (*chord, 1),
-                [chord, n] => (*chord, number(n, "N")?),
-                _ => return Err("usage: press CHORD [N] (e.g. SHIFT+TAB, PAGE_DOWN 3)".into()),
-            };
-            let chord = Chord::parse(chord).map_err(|e| format!("press: {}", e.0))?;
-            BrowserAction::press_repeat(chord, u8::try_from(repeat).unwrap_or(u8::MAX))
-        }
-        "scroll" => match words.as_slice() {
-            [dy] => BrowserAction::scroll(number(dy, "DY")?),
-            [dy, dx] => BrowserAction::scroll_at_pointer(number(dx, "DX")?, number(dy, "DY")?),
-            [dy, dx, x, y] => {
-                let (x, y) = point(x, y)?;
-                BrowserAction::scroll_at(x, y, number(dx, "DX")?, number(dy, "DY")?)
-            }
-            _ => return Err("usage: scroll DY [DX [X Y]]".into()),
-        },
+        "key" => key(rest)?,
+        "press" => press(&words)?,
+        "scroll" => scroll(&words)?,
         "move" | "hover" => match words.as_slice() {
             [x, y] => {
                 let (x, y) = point(x, y)?;
@@ -74,66 +63,109 @@ pub fn parse_command(line: &str) -> Result<Command, String> {
             }
             _ => return Err("usage: move X Y".into()),
         },
-        "drag" => {
-            if words.len() < 4 || !words.len().is_multiple_of(2) {
-                return Err("usage: drag X Y X Y [X Y ...] (a path of points)".into());
-            }
-            let path = words
-                .chunks(2)
-                .map(|pair| point(pair[0], pair[1]))
-                .collect::<Result<Vec<_>, _>>()?;
-            BrowserAction::drag(path)
-        }
-        "down" | "up" => {
-            let (x, y, button) = match words.as_slice() {
-                [x, y] => (x, y, MouseButton::Left),
-                [x, y, b] => (x, y, button(b)?),
-                _ => return Err(format!("usage: {verb} X Y [left|right|middle]")),
-            };
-            let (x, y) = point(x, y)?;
-            if verb.eq_ignore_ascii_case("down") {
-                BrowserAction::mouse_down(x, y, button)
-            } else {
-                BrowserAction::mouse_up(x, y, button)
-            }
-        }
-        "select" => match words.as_slice() {
-            [x, y, _, ..] => {
-                let (x, y) = point(x, y)?;
-                let label = rest
-                    .splitn(3, char::is_whitespace)
-                    .nth(2)
-                    .unwrap_or("")
-                    .trim();
-                BrowserAction::select(x, y, label)
-            }
-            _ => return Err("usage: select X Y LABEL".into()),
-        },
+        "drag" => drag(&words)?,
+        "down" | "up" => down_or_up(verb, &words)?,
+        "select" => select(&words, rest)?,
         "back" => BrowserAction::back(),
         "forward" => BrowserAction::forward(),
         "goto" if !rest.is_empty() => BrowserAction::goto(rest),
         "goto" => return Err("usage: goto URL".into()),
         "wait" => BrowserAction::wait(),
         "finish" => BrowserAction::finish(rest),
-        "reset" => {
-            return Ok(Command::Reset((!rest.is_empty()).then(|| rest.to_string())));
-        }
-        "grid" => return Ok(Command::Grid),
-        "zoom" if rest.is_empty() => return Ok(Command::Zoom(None)),
-        "zoom" => {
-            let zoom = rest
-                .trim_end_matches(['x', 'X'])
-                .parse::<u8>()
-                .map_err(|_| format!("usage: zoom [1|2|4], got {rest:?}"))?;
-            return Ok(Command::Zoom(Some(zoom)));
-        }
-        "text" => return Ok(Command::Text),
-        "help" | "?" => return Ok(Command::Help),
-        "quit" | "q" => return Ok(Command::Quit),
-        "" => return Err(USAGE.into()),
         other => return Err(format!("unknown command {other:?}; {USAGE}")),
+    })
+}
+
+fn number(text: &str, what: &str) -> Result<i64, String> {
+    text.parse()
+        .map_err(|_| format!("{what} must be a whole number, got {text:?}"))
+}
+
+fn point(x: &str, y: &str) -> Result<(i64, i64), String> {
+    Ok((number(x, "X")?, number(y, "Y")?))
+}
+
+/// `key NAME`: one of `Key::ALL`, by name.
+fn key(rest: &str) -> Result<BrowserAction, String> {
+    let name = rest.to_ascii_uppercase();
+    let key = Key::from_name(&name).ok_or_else(|| {
+        let names: Vec<_> = Key::ALL.iter().map(|k| k.name()).collect();
+        format!(
+            "unknown key {rest:?}; one of {} (or press CHORD)",
+            names.join(" ")
+        )
+    })?;
+    Ok(BrowserAction::key(key))
+}
+
+/// `press CHORD [N]`.
+fn press(words: &[&str]) -> Result<BrowserAction, String> {
+    let (chord, repeat) = match words {
+        [chord] => (*chord, 1),
+        [chord, n] => (*chord, number(n, "N")?),
+        _ => return Err("usage: press CHORD [N] (e.g. SHIFT+TAB, PAGE_DOWN 3)".into()),
     };
-    Ok(Command::Action(action))
+    let chord = Chord::parse(chord).map_err(|e| format!("press: {}", e.0))?;
+    Ok(BrowserAction::press_repeat(
+        chord,
+        u8::try_from(repeat).unwrap_or(u8::MAX),
+    ))
+}
+
+/// `scroll DY [DX [X Y]]`: without a point, where the pointer is (or the page's middle).
+fn scroll(words: &[&str]) -> Result<BrowserAction, String> {
+    Ok(match words {
+        [dy] => BrowserAction::scroll(number(dy, "DY")?),
+        [dy, dx] => BrowserAction::scroll_at_pointer(number(dx, "DX")?, number(dy, "DY")?),
+        [dy, dx, x, y] => {
+            let (x, y) = point(x, y)?;
+            BrowserAction::scroll_at(x, y, number(dx, "DX")?, number(dy, "DY")?)
+        }
+        _ => return Err("usage: scroll DY [DX [X Y]]".into()),
+    })
+}
+
+/// `drag X Y X Y [X Y ...]`: a path of at least two points.
+fn drag(words: &[&str]) -> Result<BrowserAction, String> {
+    if words.len() < 4 || !words.len().is_multiple_of(2) {
+        return Err("usage: drag X Y X Y [X Y ...] (a path of points)".into());
+    }
+    let path = words
+        .chunks(2)
+        .map(|pair| point(pair[0], pair[1]))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(BrowserAction::drag(path))
+}
+
+/// `down X Y [BUTTON]` and `up X Y [BUTTON]` (`verb` says which).
+fn down_or_up(verb: &str, words: &[&str]) -> Result<BrowserAction, String> {
+    let (x, y, button) = match words {
+        [x, y] => (x, y, MouseButton::Left),
+        [x, y, b] => (x, y, button(b)?),
+        _ => return Err(format!("usage: {verb} X Y [left|right|middle]")),
+    };
+    let (x, y) = point(x, y)?;
+    Ok(if verb.eq_ignore_ascii_case("down") {
+        BrowserAction::mouse_down(x, y, button)
+    } else {
+        BrowserAction::mouse_up(x, y, button)
+    })
+}
+
+/// `select X Y LABEL`: the label is the rest of the line, spaces and all.
+fn select(words: &[&str], rest: &str) -> Result<BrowserAction, String> {
+    match words {
+        [x, y, _, ..] => {
+            let (x, y) = point(x, y)?;
+            let label = rest
+                .splitn(3, char::is_whitespace)
+                .nth(2)
+                .unwrap_or("")
+                .trim();
+            Ok(BrowserAction::select(x, y, label))
+        }
+        _ => Err("usage: select X Y LABEL".into()),
+    }
 }
 
 /// A recorded action (a step's JSON) described, or its op and why it cannot be read.
@@ -154,10 +186,7 @@ fn button(word: &str) -> Result<MouseButton, String> {
 }
 
 /// `click X Y [right|middle] [2|3] [SHIFT+CTRL...]`, the optional words in any order.
-fn click(
-    words: &[&str],
-    number: &dyn Fn(&str, &str) -> Result<i64, String>,
-) -> Result<BrowserAction, String> {
+fn click(words: &[&str]) -> Result<BrowserAction, String> {
     let [x, y, options @ ..] = words else {
         return Err(
             "usage: click X Y [right|middle] [2|3] [SHIFT+CTRL...] (page pixels, 0..799 0..599)"

@@ -108,66 +108,75 @@ impl App {
                 self.notice = None;
                 Vec::new()
             }
-            KeyInput::Char(c) => match c {
-                'i' | 't' => self.line(LineKind::Type, String::new()),
-                ':' => self.line(LineKind::Command, String::new()),
-                'k' => {
-                    self.mode = Mode::KeyPrefix;
-                    Vec::new()
-                }
-                'e' => self.step(BrowserAction::key(Key::Enter)),
-                'd' => self.click_crosshair(MouseButton::Left, 2),
-                'D' => self.click_crosshair(MouseButton::Left, 3),
-                'x' => self.click_crosshair(MouseButton::Right, 1),
-                'X' => self.click_crosshair(MouseButton::Middle, 1),
-                'h' => self.hover_crosshair(),
-                'm' => self.mark(),
-                'v' => self.drag_from_mark(),
-                'M' => self.line(LineKind::Hold, String::new()),
-                'p' => self.line(LineKind::Press, String::new()),
-                'b' => self.step(BrowserAction::back()),
-                'w' => self.step(BrowserAction::wait()),
-                'f' => self.line(LineKind::Finish, String::new()),
-                'c' if self.watch_mode => self.toggle_control(),
-                'r' => {
-                    if let LinkState::Lost(_) = self.link {
-                        self.link = LinkState::Connecting;
-                        self.notice("reconnecting...");
-                        return vec![Effect::Reconnect];
-                    }
-                    if self.collecting() {
-                        return self.restart_task();
-                    }
-                    let current = self
-                        .observed
-                        .as_ref()
-                        .map(|o| o.url.clone())
-                        .unwrap_or_else(|| self.start_url.clone());
-                    self.line(LineKind::Reset, current)
-                }
-                'j' => self.step(BrowserAction::scroll(self.scroll_step)),
-                'u' => self.step(BrowserAction::scroll(-self.scroll_step)),
-                'g' => self.toggle_grid(),
-                'z' => self.set_zoom(None),
-                'T' => self.toggle_text(),
-                'R' => self.toggle_recording(),
-                'n' => self.line(LineKind::Note, String::new()),
-                's' => self.line(LineKind::SecretName, String::new()),
-                'N' if self.collecting() => self.ask_next_task(),
-                'S' if self.collecting() => self.ask_skip_reason(),
-                'N' => self.advance_task(false),
-                'S' => self.advance_task(true),
-                'P' => self.mark_demonstration(true),
-                'F' => self.mark_demonstration(false),
-                'V' => self.toggle_progress(),
-                '?' => {
-                    self.help = true;
-                    Vec::new()
-                }
-                'q' => self.quit(),
-                _ => Vec::new(),
-            },
+            KeyInput::Char(c) => self.on_char(c),
         }
+    }
+
+    /// A character key in normal mode.
+    fn on_char(&mut self, c: char) -> Vec<Effect> {
+        match c {
+            'i' | 't' => self.line(LineKind::Type, String::new()),
+            ':' => self.line(LineKind::Command, String::new()),
+            'k' => {
+                self.mode = Mode::KeyPrefix;
+                Vec::new()
+            }
+            'e' => self.step(BrowserAction::key(Key::Enter)),
+            'd' => self.click_crosshair(MouseButton::Left, 2),
+            'D' => self.click_crosshair(MouseButton::Left, 3),
+            'x' => self.click_crosshair(MouseButton::Right, 1),
+            'X' => self.click_crosshair(MouseButton::Middle, 1),
+            'h' => self.hover_crosshair(),
+            'm' => self.mark(),
+            'v' => self.drag_from_mark(),
+            'M' => self.line(LineKind::Hold, String::new()),
+            'p' => self.line(LineKind::Press, String::new()),
+            'b' => self.step(BrowserAction::back()),
+            'w' => self.step(BrowserAction::wait()),
+            'f' => self.line(LineKind::Finish, String::new()),
+            'c' if self.watch_mode => self.toggle_control(),
+            'r' => self.reset_or_reconnect(),
+            'j' => self.step(BrowserAction::scroll(self.scroll_step)),
+            'u' => self.step(BrowserAction::scroll(-self.scroll_step)),
+            'g' => self.toggle_grid(),
+            'z' => self.set_zoom(None),
+            'T' => self.toggle_text(),
+            'R' => self.toggle_recording(),
+            'n' => self.line(LineKind::Note, String::new()),
+            's' => self.line(LineKind::SecretName, String::new()),
+            'N' if self.collecting() => self.ask_next_task(),
+            'S' if self.collecting() => self.ask_skip_reason(),
+            'N' => self.advance_task(false),
+            'S' => self.advance_task(true),
+            'P' => self.mark_demonstration(true),
+            'F' => self.mark_demonstration(false),
+            'V' => self.toggle_progress(),
+            '?' => {
+                self.help = true;
+                Vec::new()
+            }
+            'q' => self.quit(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// `r`: reconnect a lost link; else start the task over (collecting) or ask for the URL to
+    /// reset to (the page on screen filled in).
+    fn reset_or_reconnect(&mut self) -> Vec<Effect> {
+        if let LinkState::Lost(_) = self.link {
+            self.link = LinkState::Connecting;
+            self.notice("reconnecting...");
+            return vec![Effect::Reconnect];
+        }
+        if self.collecting() {
+            return self.restart_task();
+        }
+        let current = self
+            .observed
+            .as_ref()
+            .map(|o| o.url.clone())
+            .unwrap_or_else(|| self.start_url.clone());
+        self.line(LineKind::Reset, current)
     }
 }
 

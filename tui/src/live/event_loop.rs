@@ -3,81 +3,28 @@
 //! tests drive it with `TestBackend` and scripted input.
 
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt};
 use ratatui::backend::Backend;
-use ratatui::layout::Rect;
 use ratatui::Terminal;
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Interval;
 
-use crate::app::{App, Effect, Msg};
+use crate::app::{App, CampaignReply, Effect, Msg};
 use crate::graphics::Graphics;
+use crate::live::frame::{log_graphics, log_picture, report};
 use crate::live::recording::ActiveRecording;
-use crate::net::connection::{self, LinkEvent};
+use crate::net::connection::{self, ControlWish, Link, LinkEvent};
 use crate::net::sessions::{spawn_text_fetcher, Sessions, TextEvent, TextWanted};
 use crate::output::Output;
 use crate::screen::input;
-use crate::screen::layout::layout;
 use crate::screen::painter::{Encoded, Painter, Wanted};
-use crate::screen::view::draw;
 
-/// Draw one frame. With `out` (a real terminal) the frame is one synchronized update and pixel
-/// pictures are written after the cells; without it (a test backend) only cells are drawn.
-pub fn render<B: Backend>(
-    terminal: &mut Terminal<B>,
-    app: &mut App,
-    painter: &mut Painter,
-    mut out: Option<&mut dyn Write>,
-) -> anyhow::Result<()> {
-    let size = screen(terminal)?;
-    let areas = layout(
-        Rect::new(0, 0, size.width, size.height),
-        &painter.graphics,
-        !app.tasks.is_empty(),
-        app.region(),
-    );
-    app.picture = areas.picture;
-    // The help's pages follow the size drawn on.
-    app.terminal = (size.width, size.height);
-    painter.resized(size);
-    let pixels = painter.ready && !painter.graphics.is_text();
-    if let Some(out) = out.as_deref_mut() {
-        // Synchronized update (mode 2026): the terminal shows the frame whole.
-        out.write_all(b"\x1b[?2026h")?;
-    }
-    let visible = !app.overlay_open();
-    if pixels && painter.slot.needs_clear(visible, app.picture) {
-        // A pixel picture that went away or moved leaves its pixels where no cell changes.
-        terminal
-            .clear()
-            .map_err(|err| anyhow::anyhow!("clear: {err:?}"))?;
-        painter.slot.forget_screen();
-    }
-    terminal
-        .draw(|frame| draw(frame, app, &painter.slot, &painter.graphics))
-        .map_err(|err| anyhow::anyhow!("draw: {err:?}"))?;
-    if let Some(out) = out {
-        if pixels {
-            let passthrough = painter.graphics.passthrough;
-            painter
-                .slot
-                .draw_pixels(out, visible, app.picture, passthrough)?;
-        }
-        out.write_all(b"\x1b[?2026l")?;
-        out.flush()?;
-    }
-    Ok(())
-}
-
-/// The size the UI draws on: the terminal's (after following a resize), or a fixed viewport's.
-pub fn screen<B: Backend>(terminal: &mut Terminal<B>) -> anyhow::Result<ratatui::layout::Size> {
-    terminal
-        .autoresize()
-        .map_err(|err| anyhow::anyhow!("terminal size: {err:?}"))?;
-    Ok(terminal.get_frame().area().as_size())
-}
+// Frames under the names the loop's users (the tests, the benchmark) know them by.
+pub use crate::live::frame::{render, screen, FrameReport};
 
 /// The live session Tab goes to from `current` (`asks::next_after`: one asking for a person first).
 async fn next_session(sessions: &Sessions, current: Option<&str>) -> anyhow::Result<String> {
@@ -132,34 +79,6 @@ pub struct LoopOptions {
     pub typed_secrets: Option<browserenv_server::archive::TypedSecrets>,
 }
 
-/// The UI's state as of a drawn frame.
-#[derive(Debug, Clone)]
-pub struct FrameReport {
-    pub observed: Option<crate::app::Observed>,
-    pub link: crate::app::LinkState,
-    pub in_flight: bool,
-    /// Watch mode: the person in control of the watched session (None: its agent).
-    pub controller: Option<String>,
-    /// Watch mode: this UI holds control.
-    pub in_control: bool,
-    /// The picture on screen belongs to the latest screenshot.
-    pub picture_current: bool,
-    /// The picture on screen carries the text layer.
-    pub text_shown: bool,
-    pub notice: Option<crate::app::Notice>,
-    /// Where the picture is and what it shows.
-    pub picture: Option<crate::graphics::picture::View>,
-    pub graphics: Option<Graphics>,
-    /// Collect mode: the lease in hand, whether its episode waits for the mark, what was saved.
-    pub collect: Option<crate::app::Collecting>,
-    /// The task of the current episode.
-    pub task: Option<String>,
-    /// Watch mode: the watched session's agent asks for a person.
-    pub asking: Option<crate::asks::Ask>,
-    /// How many times the terminal's bell rang so far.
-    pub bells: u64,
-}
-
 /// The text layer's fetcher for the current link, started when text is first wanted.
 struct TextFeed {
     wants: tokio::sync::watch::Sender<Option<TextWanted>>,
@@ -185,10 +104,11 @@ pub async fn run<B: Backend>(
     outcome
 }
 
+/// Set the loop up (the model's mode, the link, the painter), draw the first frame, then run it.
 async fn drive<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
-    mut input_events: impl Stream<Item = crossterm::event::Event> + Unpin,
+    input_events: impl Stream<Item = crossterm::event::Event> + Unpin,
     options: LoopOptions,
     recording: &mut Option<ActiveRecording>,
 ) -> anyhow::Result<Exit> {
@@ -196,341 +116,515 @@ async fn drive<B: Backend>(
         server,
         token,
         graphics,
-        mut out,
+        out,
         frames,
         recorder: _,
         watch,
         collect,
-        mut stop,
+        stop,
         typed_secrets,
     } = options;
-    app.watch_mode = watch.is_some();
-    if collect {
-        app.collect = Some(crate::app::Collecting::default());
-    }
+    enter_mode(app, watch, collect);
     // The campaign's answers (one call at a time, made off the loop).
-    let (campaign_tx, mut campaign_rx) = mpsc::unbounded_channel::<crate::app::CampaignReply>();
-    app.watching = watch.clone().flatten();
+    let (campaign_tx, campaign) = mpsc::unbounded_channel::<CampaignReply>();
     let sessions = Sessions::new(&server, token.clone())?;
-    let watch_mode = app.watch_mode;
-    let open_link = |session: &Option<String>| match watch_mode {
-        true => crate::live::watching::watch(server.clone(), token.clone(), session.clone()),
-        false => connection::connect(server.clone(), token.clone(), typed_secrets.clone()),
+    let dial = Dial {
+        server,
+        token,
+        typed_secrets,
+        watch: app.watch_mode,
     };
-    // The name a person who takes control is shown by, to the agent and to other watchers.
-    let person = crate::review::default_reviewer(None).unwrap_or_else(|| "a person".into());
-    let (mut painter, mut probing) = match graphics {
+    let (painter, probing) = match graphics {
         GraphicsSource::Ready(graphics) => (Painter::new(graphics), None),
         GraphicsSource::Probing(receiver) => (Painter::pending(), Some(receiver)),
     };
     app.text_picture = painter.graphics.is_text();
-    let mut bells = 0u64;
-    let report = |app: &App, painter: &Painter, bells: u64| {
-        if let Some(frames) = &frames {
-            let _ = frames.send(FrameReport {
-                observed: app.observed.clone(),
-                link: app.link.clone(),
-                in_flight: app.in_flight.is_some(),
-                controller: app.controller.clone(),
-                in_control: app.in_control,
-                picture_current: painter.slot.current(),
-                text_shown: painter.slot.current() && painter.slot.text_shown(),
-                notice: app.notice.clone(),
-                picture: painter.slot.shown_view(),
-                graphics: painter.ready.then(|| painter.graphics.clone()),
-                collect: app.collect.clone(),
-                task: app.task().map(|t| t.id.clone()),
-                asking: app.asking.clone(),
-                bells,
-            });
-        }
-    };
-    let mut link = open_link(&app.watching);
-    let mut link_alive = true;
-    // The episode on screen: named by the UI at reset, or by the watched session's frames.
-    let mut episode: Option<String> = None;
-    // The episode and step of the screenshot on screen.
-    let mut shown_for: Option<(String, u64)> = None;
-    let mut text_feed: Option<TextFeed> = None;
-    let (encoded_tx, mut encoded) = mpsc::channel::<(Wanted, Result<Encoded, String>)>(4);
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let link = dial.open(&app.watching);
+    let (encoded_tx, encoded) = mpsc::channel::<(Wanted, Result<Encoded, String>)>(4);
+    let tick = tokio::time::interval(Duration::from_millis(100));
     // Messages the model asked to get back later (`Effect::After`).
-    let (later_tx, mut later) = mpsc::unbounded_channel::<Msg>();
-    if let Err(err) = render(
+    let (later_tx, later) = mpsc::unbounded_channel::<Msg>();
+    let mut live = Live {
         terminal,
         app,
-        &mut painter,
-        out.as_mut().map(|o| o as &mut dyn Write),
-    ) {
+        recording,
+        out,
+        frames,
+        dial,
+        sessions,
+        person: crate::review::default_reviewer(None).unwrap_or_else(|| "a person".into()),
+        painter,
+        bells: 0,
+        link,
+        link_alive: true,
+        episode: None,
+        shown_for: None,
+        text_feed: None,
+        encoded: encoded_tx,
+        later: later_tx,
+        campaign: campaign_tx,
+        deferred: false,
+    };
+    if let Err(err) = live.render() {
         return terminal_gone(err);
     }
-    // A frame not drawn because the one before was still on its way (a slow link) is drawn on
-    // a later tick, once the terminal has taken the one before.
-    let mut deferred = false;
-    let mut retry = tokio::time::interval(Duration::from_millis(50));
-    loop {
-        let msg = tokio::select! {
+    let sources = Sources {
+        input: input_events,
+        stop,
+        probing,
+        encoded,
+        campaign,
+        later,
+        tick,
+        retry: tokio::time::interval(Duration::from_millis(50)),
+    };
+    live.run(sources).await
+}
+
+/// Drive and watch mode, or collect (for the server's campaign): what the model shows and does.
+fn enter_mode(app: &mut App, watch: Option<Option<String>>, collect: bool) {
+    app.watch_mode = watch.is_some();
+    if collect {
+        app.collect = Some(crate::app::Collecting::default());
+    }
+    app.watching = watch.flatten();
+}
+
+/// How a link is opened: to drive a session of the UI's own, or to watch one.
+struct Dial {
+    server: String,
+    token: Option<String>,
+    typed_secrets: Option<browserenv_server::archive::TypedSecrets>,
+    watch: bool,
+}
+
+impl Dial {
+    fn open(&self, session: &Option<String>) -> Link {
+        let (server, token) = (self.server.clone(), self.token.clone());
+        match self.watch {
+            true => crate::live::watching::watch(server, token, session.clone()),
+            false => connection::connect(server, token, self.typed_secrets.clone()),
+        }
+    }
+}
+
+/// What woke the loop.
+enum Wake {
+    /// The loop ends: `stop` fired or the input ended.
+    End(Exit),
+    /// The terminal's probe answered (an error: it gave up).
+    Graphics(Result<Graphics, oneshot::error::RecvError>),
+    Input(crossterm::event::Event),
+    /// From the link (None: it ended).
+    Link(Option<LinkEvent>),
+    /// A picture encoding finished.
+    Encoded(Wanted, Result<Encoded, String>),
+    Text(TextEvent),
+    /// A message for the model as it is (a campaign's answer, a later message, a tick, a
+    /// recorder's error).
+    Msg(Msg),
+    /// Time to draw the frame deferred behind a slow terminal.
+    Retry,
+}
+
+/// What the loop waits on besides the link, the text feed and the recorder's errors (those
+/// belong to `Live`, which replaces them).
+struct Sources<I> {
+    input: I,
+    stop: Option<std::pin::Pin<Box<dyn std::future::Future<Output = Exit> + Send>>>,
+    probing: Option<oneshot::Receiver<Graphics>>,
+    encoded: mpsc::Receiver<(Wanted, Result<Encoded, String>)>,
+    campaign: mpsc::UnboundedReceiver<CampaignReply>,
+    later: mpsc::UnboundedReceiver<Msg>,
+    /// The spinner's tick, only while a request is in flight.
+    tick: Interval,
+    /// Only while a frame is deferred.
+    retry: Interval,
+}
+
+impl<I: Stream<Item = crossterm::event::Event> + Unpin> Sources<I> {
+    /// Wait for whichever source speaks first.
+    async fn wake<B: Backend>(&mut self, live: &mut Live<'_, B>) -> Wake {
+        let Sources {
+            input,
+            stop,
+            probing,
+            encoded,
+            campaign,
+            later,
+            tick,
+            retry,
+        } = self;
+        let Live {
+            app,
+            recording,
+            link,
+            link_alive,
+            text_feed,
+            deferred,
+            ..
+        } = live;
+        tokio::select! {
             exit = async { stop.as_mut().expect("guarded").await }, if stop.is_some() => {
-                return Ok(exit);
+                Wake::End(exit)
             }
             graphics = async { probing.as_mut().expect("guarded").await }, if probing.is_some() => {
-                probing = None;
-                if let Ok(graphics) = graphics {
-                    log_graphics(&graphics);
-                    if let (Some(out), true) = (out.as_mut(), graphics.pixel_mouse) {
-                        // SGR-Pixels: clicks land on the exact page pixel under the pointer.
-                        let _ = out.write_all(b"\x1b[?1016h");
-                    }
-                    app.text_picture = graphics.is_text();
-                    painter.set_graphics(graphics);
-                } else {
-                    painter.set_graphics(Graphics::halfblocks());
-                }
-                None
+                *probing = None;
+                Wake::Graphics(graphics)
             }
-            event = input_events.next() => match event {
-                Some(event) => {
-                    if matches!(event, crossterm::event::Event::Resize(..)) {
-                        // A new size may come with a new font size (kitty's zoom keys).
-                        painter.graphics.resized(crate::screen::terminal::window_size());
-                    }
-                    input::to_msg(&event, painter.graphics.pixel_mouse.then_some(painter.graphics.pixel_origin))
-                }
-                None => return Ok(Exit::InputClosed),
+            event = input.next() => match event {
+                Some(event) => Wake::Input(event),
+                None => Wake::End(Exit::InputClosed),
             },
-            event = link.events.recv(), if link_alive => match event {
-                Some(LinkEvent::Msg(Msg::Following(session))) => {
-                    // Another session: another recording session, another text layer.
-                    if app.watching.as_ref() != Some(&session) {
-                        if let Some(recording) = recording.as_mut() {
-                            recording.new_session();
-                        }
-                        text_feed = None;
-                        episode = None;
-                    }
-                    Some(Msg::Following(session))
-                }
-                Some(LinkEvent::Msg(msg)) => Some(msg),
-                Some(LinkEvent::Picture { image, png, step }) => {
-                    shown_for = episode.clone().map(|episode| (episode, step));
-                    painter.slot.set_picture(image, png);
-                    None
-                }
-                Some(LinkEvent::Reply { request, actor, result, latency_ms, episode_id }) => {
-                    if request.is_reset() || app.watch_mode {
-                        episode = episode_id.clone();
-                    }
-                    if let (Some(recording), true) = (&recording, app.recording) {
-                        recording.reply(request, actor, result, latency_ms, episode_id);
-                    }
-                    None
-                }
-                None => {
-                    link_alive = false;
-                    None
-                }
-            },
-            Some((wanted, result)) = encoded.recv() => {
-                let before = painter.slot.shown_view();
-                painter.slot.encoded(wanted, result);
-                if let Some(view) = painter.slot.shown_view().filter(|v| Some(*v) != before) {
-                    log_picture(&painter.graphics, &view);
-                }
-                None
-            }
+            event = link.events.recv(), if *link_alive => Wake::Link(event),
+            Some((wanted, result)) = encoded.recv() => Wake::Encoded(wanted, result),
             Some(event) = async {
                 match text_feed.as_mut() {
                     Some(feed) => feed.events.recv().await,
                     None => std::future::pending().await,
                 }
-            } => match event {
-                TextEvent::Layer(layer) => {
-                    // Only the layer of the screenshot on screen: one read for the step before
-                    // (still in flight when the new screenshot came) is dropped.
-                    let read_for = layer.episode_id.clone().map(|episode| (episode, layer.step));
-                    if read_for.is_some() && read_for == shown_for {
-                        painter.slot.set_text(Some(Arc::new(layer)));
-                    }
-                    None
-                }
-                TextEvent::Unavailable(reason) => Some(Msg::TextUnavailable(reason)),
-            },
-            Some(reply) = campaign_rx.recv() => Some(Msg::Campaign(reply)),
-            Some(msg) = later.recv() => Some(msg),
-            _ = tick.tick(), if app.in_flight.is_some() => Some(Msg::Tick),
-            _ = retry.tick(), if deferred => None,
+            } => Wake::Text(event),
+            Some(reply) = campaign.recv() => Wake::Msg(Msg::Campaign(reply)),
+            Some(msg) = later.recv() => Wake::Msg(msg),
+            _ = tick.tick(), if app.in_flight.is_some() => Wake::Msg(Msg::Tick),
+            _ = retry.tick(), if *deferred => Wake::Retry,
             Some(error) = async {
                 match recording.as_mut() {
                     Some(recording) => recording.errors.recv().await,
                     None => std::future::pending().await,
                 }
-            } => Some(Msg::RecorderError(error)),
-        };
-        let mut pending: Vec<Msg> = msg.into_iter().collect();
-        while let Some(msg) = pending.pop() {
-            for effect in app.update(msg) {
-                match effect {
-                    Effect::Send(request) => {
-                        if link.requests.send(request).await.is_err() {
-                            pending.push(Msg::Disconnected("the connection ended".into()));
-                        }
-                    }
-                    Effect::Redraw => {}
-                    Effect::After { delay, msg } => {
-                        let later_tx = later_tx.clone();
-                        tokio::spawn(async move {
-                            tokio::time::sleep(delay).await;
-                            let _ = later_tx.send(*msg);
-                        });
-                    }
-                    Effect::Reconnect => {
-                        if let Some(recording) = recording.as_mut() {
-                            recording.new_session();
-                        }
-                        link = open_link(&app.watching);
-                        link_alive = true;
-                        text_feed = None;
-                    }
-                    Effect::Note(note) => {
-                        if let Some(recording) = &recording {
-                            recording.note(note);
-                        }
-                    }
-                    Effect::Record(false) => {
-                        if let Some(recording) = recording.as_mut() {
-                            recording.end();
-                        }
-                    }
-                    Effect::Record(true) => {}
-                    Effect::Take | Effect::HandBack { .. } => {
-                        let wish = match effect {
-                            Effect::HandBack { note } => {
-                                crate::net::connection::ControlWish::Release(note)
-                            }
-                            _ => crate::net::connection::ControlWish::Take(person.clone()),
-                        };
-                        let sent = match &link.control {
-                            Some(control) => control.send(wish).await.is_ok(),
-                            None => false,
-                        };
-                        if !sent {
-                            pending.push(Msg::Disconnected("the connection ended".into()));
-                        }
-                    }
-                    Effect::Bell => {
-                        bells += 1;
-                        // BEL: the terminal beeps or flashes, as its owner set it up. A test
-                        // backend has no terminal to ring; the count in the report stands for it.
-                        if let Some(out) = out.as_mut() {
-                            let _ = out.write_all(b"\x07");
-                        }
-                    }
-                    Effect::NextSession => {
-                        match next_session(&sessions, app.watching.as_deref()).await {
-                            Ok(next) => {
-                                if let Some(recording) = recording.as_mut() {
-                                    recording.new_session();
-                                }
-                                app.watching = Some(next);
-                                link = open_link(&app.watching);
-                                link_alive = true;
-                                text_feed = None;
-                            }
-                            Err(err) => pending.push(Msg::RecorderError(err.to_string())),
-                        }
-                    }
-                    Effect::Campaign(call) => {
-                        let (sessions, done) = (sessions.clone(), campaign_tx.clone());
-                        tokio::spawn(async move {
-                            let _ = done.send(crate::net::campaign::call(&sessions, call).await);
-                        });
-                    }
-                    Effect::Quit => return Ok(Exit::Quit),
+            } => Wake::Msg(Msg::RecorderError(error)),
+        }
+    }
+}
+
+/// The loop's state between wakes: where it draws, what it is linked to, what is on screen.
+struct Live<'a, B: Backend> {
+    terminal: &'a mut Terminal<B>,
+    app: &'a mut App,
+    recording: &'a mut Option<ActiveRecording>,
+    out: Option<Output>,
+    frames: Option<mpsc::UnboundedSender<FrameReport>>,
+    dial: Dial,
+    sessions: Sessions,
+    /// The name a person who takes control is shown by, to the agent and to other watchers.
+    person: String,
+    painter: Painter,
+    /// How many times the terminal's bell rang.
+    bells: u64,
+    link: Link,
+    link_alive: bool,
+    /// The episode on screen: named by the UI at reset, or by the watched session's frames.
+    episode: Option<String>,
+    /// The episode and step of the screenshot on screen.
+    shown_for: Option<(String, u64)>,
+    text_feed: Option<TextFeed>,
+    encoded: mpsc::Sender<(Wanted, Result<Encoded, String>)>,
+    later: mpsc::UnboundedSender<Msg>,
+    campaign: mpsc::UnboundedSender<CampaignReply>,
+    /// A frame not drawn because the one before was still on its way (a slow link) is drawn on
+    /// a later tick, once the terminal has taken the one before.
+    deferred: bool,
+}
+
+impl<B: Backend> Live<'_, B> {
+    /// Take one wake at a time: let the model take what it brought and draw what follows,
+    /// until the loop ends.
+    async fn run<I>(mut self, mut sources: Sources<I>) -> anyhow::Result<Exit>
+    where
+        I: Stream<Item = crossterm::event::Event> + Unpin,
+    {
+        loop {
+            let msg = match sources.wake(&mut self).await {
+                Wake::End(exit) => return Ok(exit),
+                Wake::Graphics(graphics) => {
+                    self.graphics_known(graphics);
+                    None
                 }
+                Wake::Input(event) => self.on_input(&event),
+                Wake::Link(event) => self.on_link(event),
+                Wake::Encoded(wanted, result) => {
+                    self.on_encoded(wanted, result);
+                    None
+                }
+                Wake::Text(event) => self.on_text(event),
+                Wake::Msg(msg) => Some(msg),
+                Wake::Retry => None,
+            };
+            if let ControlFlow::Break(exit) = self.update(msg).await {
+                return Ok(exit);
+            }
+            if let ControlFlow::Break(exit) = self.frame()? {
+                return Ok(exit);
             }
         }
-        // The text layer of the page on screen, when the picture can carry it.
-        if let (true, Some((episode, step))) = (
-            app.wants_text() && painter.ready && painter.slot.has_image(),
-            shown_for.as_ref(),
-        ) {
-            let feed = text_feed.get_or_insert_with(|| {
-                let (wants, events) = spawn_text_fetcher(sessions.clone(), app.watching.clone());
-                TextFeed { wants, events }
-            });
-            let want = TextWanted {
-                episode_id: episode.clone(),
-                step: *step,
-            };
-            feed.wants.send_if_modified(|current| {
-                let changed = current.as_ref() != Some(&want);
-                *current = Some(want);
-                changed
-            });
+    }
+
+    fn render(&mut self) -> anyhow::Result<()> {
+        let out = self.out.as_mut().map(|o| o as &mut dyn Write);
+        render(self.terminal, self.app, &mut self.painter, out)
+    }
+
+    fn graphics_known(&mut self, graphics: Result<Graphics, oneshot::error::RecvError>) {
+        let Ok(graphics) = graphics else {
+            self.painter.set_graphics(Graphics::halfblocks());
+            return;
+        };
+        log_graphics(&graphics);
+        if let (Some(out), true) = (self.out.as_mut(), graphics.pixel_mouse) {
+            // SGR-Pixels: clicks land on the exact page pixel under the pointer.
+            let _ = out.write_all(b"\x1b[?1016h");
         }
-        let size = screen(terminal)?;
-        if let Some(job) = painter.job(app, size) {
-            let done = encoded_tx.clone();
+        self.app.text_picture = graphics.is_text();
+        self.painter.set_graphics(graphics);
+    }
+
+    fn on_input(&mut self, event: &crossterm::event::Event) -> Option<Msg> {
+        let graphics = &mut self.painter.graphics;
+        if matches!(event, crossterm::event::Event::Resize(..)) {
+            // A new size may come with a new font size (kitty's zoom keys).
+            graphics.resized(crate::screen::terminal::window_size());
+        }
+        input::to_msg(event, graphics.pixel_mouse.then_some(graphics.pixel_origin))
+    }
+
+    fn on_link(&mut self, event: Option<LinkEvent>) -> Option<Msg> {
+        match event {
+            Some(LinkEvent::Msg(Msg::Following(session))) => {
+                // Another session: another recording session, another text layer.
+                if self.app.watching.as_ref() != Some(&session) {
+                    if let Some(recording) = self.recording.as_mut() {
+                        recording.new_session();
+                    }
+                    self.text_feed = None;
+                    self.episode = None;
+                }
+                Some(Msg::Following(session))
+            }
+            Some(LinkEvent::Msg(msg)) => Some(msg),
+            Some(LinkEvent::Picture { image, png, step }) => {
+                self.shown_for = self.episode.clone().map(|episode| (episode, step));
+                self.painter.slot.set_picture(image, png);
+                None
+            }
+            Some(LinkEvent::Reply {
+                request,
+                actor,
+                result,
+                latency_ms,
+                episode_id,
+            }) => {
+                if request.is_reset() || self.app.watch_mode {
+                    self.episode = episode_id.clone();
+                }
+                if let (Some(recording), true) = (&self.recording, self.app.recording) {
+                    recording.reply(request, actor, result, latency_ms, episode_id);
+                }
+                None
+            }
+            None => {
+                self.link_alive = false;
+                None
+            }
+        }
+    }
+
+    fn on_encoded(&mut self, wanted: Wanted, result: Result<Encoded, String>) {
+        let before = self.painter.slot.shown_view();
+        self.painter.slot.encoded(wanted, result);
+        if let Some(view) = self
+            .painter
+            .slot
+            .shown_view()
+            .filter(|v| Some(*v) != before)
+        {
+            log_picture(&self.painter.graphics, &view);
+        }
+    }
+
+    fn on_text(&mut self, event: TextEvent) -> Option<Msg> {
+        match event {
+            TextEvent::Layer(layer) => {
+                // Only the layer of the screenshot on screen: one read for the step before
+                // (still in flight when the new screenshot came) is dropped.
+                let read_for = layer
+                    .episode_id
+                    .clone()
+                    .map(|episode| (episode, layer.step));
+                if read_for.is_some() && read_for == self.shown_for {
+                    self.painter.slot.set_text(Some(Arc::new(layer)));
+                }
+                None
+            }
+            TextEvent::Unavailable(reason) => Some(Msg::TextUnavailable(reason)),
+        }
+    }
+
+    /// Let the model take `msg`, carry out the effects it asks for, and let it take what those
+    /// bring back in turn (the latest first).
+    async fn update(&mut self, msg: Option<Msg>) -> ControlFlow<Exit> {
+        let mut pending: Vec<Msg> = msg.into_iter().collect();
+        while let Some(msg) = pending.pop() {
+            for effect in self.app.update(msg) {
+                pending.extend(self.apply(effect).await?);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Carry out one effect; what it brings back for the model, if anything.
+    async fn apply(&mut self, effect: Effect) -> ControlFlow<Exit, Option<Msg>> {
+        let reply = match effect {
+            Effect::Send(request) => self
+                .link
+                .requests
+                .send(request)
+                .await
+                .err()
+                .map(|_| ended()),
+            Effect::Redraw | Effect::Record(true) => None,
+            Effect::After { delay, msg } => {
+                let later = self.later.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    let _ = later.send(*msg);
+                });
+                None
+            }
+            Effect::Reconnect => {
+                self.relink();
+                None
+            }
+            Effect::Note(note) => {
+                if let Some(recording) = &self.recording {
+                    recording.note(note);
+                }
+                None
+            }
+            Effect::Record(false) => {
+                if let Some(recording) = self.recording.as_mut() {
+                    recording.end();
+                }
+                None
+            }
+            Effect::Take => self.wish(ControlWish::Take(self.person.clone())).await,
+            Effect::HandBack { note } => self.wish(ControlWish::Release(note)).await,
+            Effect::Bell => {
+                self.ring();
+                None
+            }
+            Effect::NextSession => self.follow_next_session().await,
+            Effect::Campaign(call) => {
+                let (sessions, done) = (self.sessions.clone(), self.campaign.clone());
+                tokio::spawn(async move {
+                    let _ = done.send(crate::net::campaign::call(&sessions, call).await);
+                });
+                None
+            }
+            Effect::Quit => return ControlFlow::Break(Exit::Quit),
+        };
+        ControlFlow::Continue(reply)
+    }
+
+    /// A new link (for `app.watching` when watching): a new recording session, no text layer yet.
+    fn relink(&mut self) {
+        if let Some(recording) = self.recording.as_mut() {
+            recording.new_session();
+        }
+        self.link = self.dial.open(&self.app.watching);
+        self.link_alive = true;
+        self.text_feed = None;
+    }
+
+    /// Ask the watched session's control for `wish`; a link that cannot carry it has ended.
+    async fn wish(&mut self, wish: ControlWish) -> Option<Msg> {
+        let sent = match &self.link.control {
+            Some(control) => control.send(wish).await.is_ok(),
+            None => false,
+        };
+        (!sent).then(ended)
+    }
+
+    fn ring(&mut self) {
+        self.bells += 1;
+        // BEL: the terminal beeps or flashes, as its owner set it up. A test backend has no
+        // terminal to ring; the count in the report stands for it.
+        if let Some(out) = self.out.as_mut() {
+            let _ = out.write_all(b"\x07");
+        }
+    }
+
+    /// Tab in watch mode: watch the next live session.
+    async fn follow_next_session(&mut self) -> Option<Msg> {
+        match next_session(&self.sessions, self.app.watching.as_deref()).await {
+            Ok(next) => {
+                self.app.watching = Some(next);
+                self.relink();
+                None
+            }
+            Err(err) => Some(Msg::RecorderError(err.to_string())),
+        }
+    }
+
+    /// After a wake: ask for what the screen needs next, then draw the frame (unless the
+    /// terminal has not taken the one before) and report it.
+    fn frame(&mut self) -> anyhow::Result<ControlFlow<Exit>> {
+        self.want_text();
+        let size = screen(self.terminal)?;
+        if let Some(job) = self.painter.job(self.app, size) {
+            let done = self.encoded.clone();
             tokio::task::spawn_blocking(move || {
                 let _ = done.blocking_send(job.run());
             });
         }
-        if out.as_ref().is_some_and(|o| o.backlog() > 0) {
-            deferred = true;
-            continue;
+        if self.out.as_ref().is_some_and(|o| o.backlog() > 0) {
+            self.deferred = true;
+            return Ok(ControlFlow::Continue(()));
         }
-        deferred = false;
-        if let Err(err) = render(
-            terminal,
-            app,
-            &mut painter,
-            out.as_mut().map(|o| o as &mut dyn Write),
-        ) {
-            return terminal_gone(err);
+        self.deferred = false;
+        if let Err(err) = self.render() {
+            return terminal_gone(err).map(ControlFlow::Break);
         }
-        report(app, &painter, bells);
+        self.report();
+        Ok(ControlFlow::Continue(()))
     }
+
+    /// The text layer of the page on screen, when the picture can carry it.
+    fn want_text(&mut self) {
+        let carried = self.app.wants_text() && self.painter.ready && self.painter.slot.has_image();
+        let Some((episode, step)) = self.shown_for.as_ref().filter(|_| carried) else {
+            return;
+        };
+        let feed = self.text_feed.get_or_insert_with(|| {
+            let (wants, events) =
+                spawn_text_fetcher(self.sessions.clone(), self.app.watching.clone());
+            TextFeed { wants, events }
+        });
+        let want = TextWanted {
+            episode_id: episode.clone(),
+            step: *step,
+        };
+        feed.wants.send_if_modified(|current| {
+            let changed = current.as_ref() != Some(&want);
+            *current = Some(want);
+            changed
+        });
+    }
+
+    fn report(&self) {
+        if let Some(frames) = &self.frames {
+            report(frames, self.app, &self.painter, self.bells);
+        }
+    }
+}
+
+/// What the model is told when the link cannot take what it sends.
+fn ended() -> Msg {
+    Msg::Disconnected("the connection ended".into())
 }
 
 /// Drawing failed: the terminal is gone (closed, hung up). The UI ends as if its input had.
 fn terminal_gone(err: anyhow::Error) -> anyhow::Result<Exit> {
     tracing::warn!("cannot draw any more, ending: {err:#}");
     Ok(Exit::InputClosed)
-}
-
-/// What the terminal said and what was chosen, for `--log` (the terminal tests read it).
-fn log_graphics(graphics: &Graphics) {
-    tracing::info!(
-        "graphics: {} ({}); terminal {}, cell {}x{} px{}, sixel limit {:?}, pixel mouse {}",
-        graphics.name(),
-        graphics.reason,
-        graphics.terminal,
-        graphics.cell.0,
-        graphics.cell.1,
-        if graphics.cell_known {
-            ""
-        } else {
-            " (estimated)"
-        },
-        graphics.sixel_max,
-        graphics.pixel_mouse,
-    );
-}
-
-/// Where the picture is, for `--log` (the terminal tests find it on screen with this).
-fn log_picture(graphics: &Graphics, view: &crate::graphics::picture::View) {
-    tracing::info!(
-        "picture: {} at cell {},{} size {}x{} cells, {}x{} px, region {},{} {}x{}",
-        graphics.name(),
-        view.cells.x,
-        view.cells.y,
-        view.cells.width,
-        view.cells.height,
-        view.pixels.0,
-        view.pixels.1,
-        view.region.x,
-        view.region.y,
-        view.region.width,
-        view.region.height,
-    );
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use browserenv::{Client, ClientError, ResetOptions, StepResult};
+use browserenv_server::archive::TypedSecrets;
 use image::DynamicImage;
 use tokio::sync::mpsc;
 
@@ -53,142 +54,187 @@ pub struct Link {
 
 /// Connect in the background; the first event is `Connected` or `Disconnected`. A secret the
 /// person types is also told to `typed_secrets` (an embedded server's archives hide it).
-pub fn connect(
-    server: String,
-    token: Option<String>,
-    typed_secrets: Option<browserenv_server::archive::TypedSecrets>,
-) -> Link {
-    let (request_tx, mut requests) = mpsc::channel::<Request>(32);
+pub fn connect(server: String, token: Option<String>, typed_secrets: Option<TypedSecrets>) -> Link {
+    let (request_tx, requests) = mpsc::channel::<Request>(32);
     let (event_tx, events) = mpsc::channel::<LinkEvent>(32);
-    tokio::spawn(async move {
-        let send = |msg: Msg| {
-            let event_tx = event_tx.clone();
-            async move { event_tx.send(LinkEvent::Msg(msg)).await.is_ok() }
-        };
-        let mut client = match Client::connect_with_token(&server, token.as_deref()).await {
-            Ok(client) => client,
-            Err(err) => {
-                send(Msg::Disconnected(err.to_string())).await;
-                return;
-            }
-        };
-        if !send(Msg::Connected).await {
-            return;
-        }
-        // Servers other than ours may not report the step in metadata: count it here too.
-        let mut steps = 0u64;
-        loop {
-            // Between requests, notice a server that goes away instead of waiting for the next key.
-            let request = tokio::select! {
-                request = requests.recv() => match request {
-                    Some(request) => request,
-                    None => break,
-                },
-                lost = client.closed() => {
-                    send(Msg::Disconnected(lost.to_string())).await;
-                    return;
-                }
-            };
-            let started = Instant::now();
-            // The UI names its episodes, so its recordings carry the ids the server used.
-            let episode_id = request.is_reset().then(|| uuid::Uuid::new_v4().to_string());
-            let reply = match &request {
-                Request::Reset(url) => {
-                    let id = episode_id.clone().unwrap_or_default();
-                    client
-                        .reset(ResetOptions::new(url.clone()).episode_id(id))
-                        .await
-                }
-                Request::ResetTask(_) | Request::ResetLease { .. } => {
-                    let mut kwargs = serde_json::Map::new();
-                    match &request {
-                        Request::ResetLease { lease, .. } => {
-                            kwargs.insert("campaign_lease".into(), lease.clone().into())
-                        }
-                        Request::ResetTask(task) => {
-                            kwargs.insert("task_id".into(), task.clone().into())
-                        }
-                        _ => unreachable!("a task reset"),
-                    };
-                    kwargs.insert(
-                        "episode_id".into(),
-                        episode_id.clone().unwrap_or_default().into(),
-                    );
-                    client.reset_with(kwargs).await
-                }
-                Request::Secret { action, .. } => {
-                    if let Some(secrets) = &typed_secrets {
-                        if let Some(text) = browserenv::secrets::typed_text(&action.action) {
-                            secrets.add(&text);
-                        }
-                    }
-                    client.step(action.clone()).await
-                }
-                Request::Step(action) => client.step(action.clone()).await,
-            };
-            let latency = started.elapsed();
-            match reply {
-                Ok(result) => {
-                    steps = if request.is_reset() { 0 } else { steps + 1 };
-                    let (image, png) = decode_off_loop(&result).await.unzip();
-                    let observed = observation(&result, steps, latency);
-                    let step = match &observed {
-                        Msg::Observation(observed) => observed.step,
-                        _ => steps,
-                    };
-                    let reply = LinkEvent::Reply {
-                        request,
-                        actor: None,
-                        result,
-                        latency_ms: latency.as_secs_f64() * 1000.0,
-                        episode_id,
-                    };
-                    if event_tx.send(reply).await.is_err()
-                        || event_tx
-                            .send(LinkEvent::Picture { image, png, step })
-                            .await
-                            .is_err()
-                        || !send(observed).await
-                    {
-                        return;
-                    }
-                }
-                Err(ClientError::Server(frame)) if !frame.code.closes_session() => {
-                    let msg = Msg::ServerError {
-                        code: frame.code.to_string(),
-                        message: frame.message,
-                    };
-                    if !send(msg).await {
-                        return;
-                    }
-                }
-                Err(ClientError::InvalidAction(errors)) => {
-                    let message = errors
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join("; ");
-                    let msg = Msg::ServerError {
-                        code: "INVALID_ACTION".into(),
-                        message,
-                    };
-                    if !send(msg).await {
-                        return;
-                    }
-                }
-                Err(err) => {
-                    send(Msg::Disconnected(err.to_string())).await;
-                    return;
-                }
-            }
-        }
-        // The UI is gone: end the session politely.
-        let _ = tokio::time::timeout(Duration::from_secs(2), client.close()).await;
-    });
+    tokio::spawn(serve(server, token, typed_secrets, requests, event_tx));
     Link {
         requests: request_tx,
         events,
         control: None,
+    }
+}
+
+/// The link's task: connect, then carry out the UI's requests in order and report each reply,
+/// until the UI or the server goes away.
+async fn serve(
+    server: String,
+    token: Option<String>,
+    typed_secrets: Option<TypedSecrets>,
+    mut requests: mpsc::Receiver<Request>,
+    events: mpsc::Sender<LinkEvent>,
+) {
+    let mut client = match Client::connect_with_token(&server, token.as_deref()).await {
+        Ok(client) => client,
+        Err(err) => {
+            tell(&events, Msg::Disconnected(err.to_string())).await;
+            return;
+        }
+    };
+    if !tell(&events, Msg::Connected).await {
+        return;
+    }
+    // Servers other than ours may not report the step in metadata: count it here too.
+    let mut steps = 0u64;
+    loop {
+        // Between requests, notice a server that goes away instead of waiting for the next key.
+        let request = tokio::select! {
+            request = requests.recv() => match request {
+                Some(request) => request,
+                None => break,
+            },
+            lost = client.closed() => {
+                tell(&events, Msg::Disconnected(lost.to_string())).await;
+                return;
+            }
+        };
+        let started = Instant::now();
+        // The UI names its episodes, so its recordings carry the ids the server used.
+        let episode_id = request.is_reset().then(|| uuid::Uuid::new_v4().to_string());
+        let reply = perform(&mut client, &request, &episode_id, &typed_secrets).await;
+        let latency = started.elapsed();
+        let told = match reply {
+            Ok(result) => {
+                steps = if request.is_reset() { 0 } else { steps + 1 };
+                let replied = Replied {
+                    request,
+                    result,
+                    latency,
+                    episode_id,
+                };
+                report(&events, replied, steps).await
+            }
+            Err(err) => report_error(&events, err).await,
+        };
+        if !told {
+            return;
+        }
+    }
+    // The UI is gone: end the session politely.
+    let _ = tokio::time::timeout(Duration::from_secs(2), client.close()).await;
+}
+
+/// Send the UI a message; false once no one is listening.
+async fn tell(events: &mpsc::Sender<LinkEvent>, msg: Msg) -> bool {
+    events.send(LinkEvent::Msg(msg)).await.is_ok()
+}
+
+/// Carry out one request on the server (a reset under the episode id the UI chose).
+async fn perform(
+    client: &mut Client,
+    request: &Request,
+    episode_id: &Option<String>,
+    typed_secrets: &Option<TypedSecrets>,
+) -> Result<StepResult, ClientError> {
+    match request {
+        Request::Reset(url) => {
+            let id = episode_id.clone().unwrap_or_default();
+            client
+                .reset(ResetOptions::new(url.clone()).episode_id(id))
+                .await
+        }
+        Request::ResetTask(_) | Request::ResetLease { .. } => {
+            let mut kwargs = serde_json::Map::new();
+            match request {
+                Request::ResetLease { lease, .. } => {
+                    kwargs.insert("campaign_lease".into(), lease.clone().into())
+                }
+                Request::ResetTask(task) => kwargs.insert("task_id".into(), task.clone().into()),
+                _ => unreachable!("a task reset"),
+            };
+            kwargs.insert(
+                "episode_id".into(),
+                episode_id.clone().unwrap_or_default().into(),
+            );
+            client.reset_with(kwargs).await
+        }
+        Request::Secret { action, .. } => {
+            if let Some(secrets) = typed_secrets {
+                if let Some(text) = browserenv::secrets::typed_text(&action.action) {
+                    secrets.add(&text);
+                }
+            }
+            client.step(action.clone()).await
+        }
+        Request::Step(action) => client.step(action.clone()).await,
+    }
+}
+
+/// A request the server answered.
+struct Replied {
+    request: Request,
+    result: StepResult,
+    latency: Duration,
+    episode_id: Option<String>,
+}
+
+/// Report a reply: the whole of it for the recorder, then the decoded screenshot, then the
+/// observation's facts (`steps`: the step as counted here). False once no one is listening.
+async fn report(events: &mpsc::Sender<LinkEvent>, replied: Replied, steps: u64) -> bool {
+    let Replied {
+        request,
+        result,
+        latency,
+        episode_id,
+    } = replied;
+    let (image, png) = decode_off_loop(&result).await.unzip();
+    let observed = observation(&result, steps, latency);
+    let step = match &observed {
+        Msg::Observation(observed) => observed.step,
+        _ => steps,
+    };
+    let reply = LinkEvent::Reply {
+        request,
+        actor: None,
+        result,
+        latency_ms: latency.as_secs_f64() * 1000.0,
+        episode_id,
+    };
+    events.send(reply).await.is_ok()
+        && events
+            .send(LinkEvent::Picture { image, png, step })
+            .await
+            .is_ok()
+        && tell(events, observed).await
+}
+
+/// Report a request that failed: a refusal the session survives as a server error, anything
+/// else as the end of the link. False when the link ends (or no one is listening).
+async fn report_error(events: &mpsc::Sender<LinkEvent>, err: ClientError) -> bool {
+    match err {
+        ClientError::Server(frame) if !frame.code.closes_session() => {
+            let msg = Msg::ServerError {
+                code: frame.code.to_string(),
+                message: frame.message,
+            };
+            tell(events, msg).await
+        }
+        ClientError::InvalidAction(errors) => {
+            let message = errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
+            let msg = Msg::ServerError {
+                code: "INVALID_ACTION".into(),
+                message,
+            };
+            tell(events, msg).await
+        }
+        err => {
+            tell(events, Msg::Disconnected(err.to_string())).await;
+            false
+        }
     }
 }
 

@@ -13,7 +13,8 @@ use browserenv_collect::solutions::Solution;
 use browserenv_collect::tasks::{Task, TaskSet};
 use browserenv_server::archive::ArchiveConfig;
 use browserenv_server::environment::TaskCatalog;
-use browserenv_server::ServerConfig;
+use browserenv_server::site::SiteHandle;
+use browserenv_server::{ServerConfig, ServerHandle};
 use serde_json::{json, Map};
 
 use crate::output::printable;
@@ -102,61 +103,8 @@ pub async fn snapshot(asked: &Snapshot) -> anyhow::Result<SnapshotReport> {
         Some(file) => browserenv_collect::solutions::load(file).map_err(anyhow::Error::msg)?,
         None => Vec::new(),
     };
-    if asked
-        .out
-        .read_dir()
-        .is_ok_and(|mut entries| entries.next().is_some())
-    {
-        anyhow::bail!(
-            "{} is not empty: a pack is written into a new folder",
-            asked.out.display()
-        );
-    }
-    std::fs::create_dir_all(&asked.out)
-        .with_context(|| format!("cannot make {}", asked.out.display()))?;
-    let config = ServerConfig {
-        archive: ArchiveConfig {
-            record_into: Some(asked.out.clone()),
-            ..ArchiveConfig::default()
-        },
-        ..ServerConfig::default()
-    };
-    let (server, site, base) = match &asked.base_url {
-        Some(base) => {
-            let base = url::Url::parse(base).with_context(|| format!("--task-base-url {base}"))?;
-            let catalog = TaskCatalog {
-                tasks: tasks.clone(),
-                base_url: Some(base.clone()),
-                folder: None,
-            };
-            let launcher = browserenv_server::chromium::ChromiumLauncher::new(
-                browserenv_server::chromium::ChromiumConfig {
-                    executable: asked.chromium.clone(),
-                    ..Default::default()
-                },
-            );
-            let config = ServerConfig {
-                tasks: Some(std::sync::Arc::new(catalog)),
-                ..config
-            };
-            (
-                browserenv_server::start(launcher, config).await?,
-                None,
-                base,
-            )
-        }
-        None => {
-            let started = crate::net::embedded::start_embedded(
-                asked.site.clone(),
-                asked.chromium.clone(),
-                config,
-                Some(tasks.clone()),
-            )
-            .await?;
-            let base = url::Url::parse(&started.site.url(""))?;
-            (started.server, Some(started.site), base)
-        }
-    };
+    new_pack_folder(&asked.out)?;
+    let (server, site, base) = start_archiving(asked, &tasks).await?;
     let run = run_tasks(&server.base_url(), &tasks, &solutions).await;
     // The server's stop writes what its archives still hold.
     server.stop().await?;
@@ -167,22 +115,7 @@ pub async fn snapshot(asked: &Snapshot) -> anyhow::Result<SnapshotReport> {
             *file = packed_as_wacz(&asked.out, id, file, &tasks, &base)?;
         }
     }
-    let mut lines = Vec::new();
-    for task in &tasks.tasks {
-        let archive = archived
-            .iter()
-            .find(|(id, _)| id == &task.id)
-            .map(|(_, file)| file.clone());
-        let packed = Task {
-            start_url: task
-                .resolve_start_url(Some(&base))
-                .map_err(anyhow::Error::msg)?,
-            archive,
-            ..task.clone()
-        };
-        lines.push(serde_json::to_string(&packed)?);
-    }
-    write_new(&asked.out.join(PACK_TASKS), &(lines.join("\n") + "\n"))?;
+    write_pack_tasks(&asked.out, &tasks, &archived, &base)?;
     if let Some(file) = &solutions_file {
         let text = std::fs::read_to_string(file)?;
         write_new(&asked.out.join(PACK_SOLUTIONS), &text)?;
@@ -194,6 +127,94 @@ pub async fn snapshot(asked: &Snapshot) -> anyhow::Result<SnapshotReport> {
     // The pack is checked as the server will load it.
     TaskCatalog::load(&asked.out.join(PACK_TASKS), None).map_err(anyhow::Error::msg)?;
     Ok(report)
+}
+
+/// Make the pack's folder; one that holds anything already is refused.
+fn new_pack_folder(out: &Path) -> anyhow::Result<()> {
+    if out
+        .read_dir()
+        .is_ok_and(|mut entries| entries.next().is_some())
+    {
+        anyhow::bail!(
+            "{} is not empty: a pack is written into a new folder",
+            out.display()
+        );
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("cannot make {}", out.display()))
+}
+
+/// A server that archives what its pages load into the pack's folder, serving the tasks from
+/// `--task-base-url` or from the embedded demo site (kept up until it is dropped); with the
+/// base URL the tasks' start URLs resolve against.
+async fn start_archiving(
+    asked: &Snapshot,
+    tasks: &TaskSet,
+) -> anyhow::Result<(ServerHandle, Option<SiteHandle>, url::Url)> {
+    let config = ServerConfig {
+        archive: ArchiveConfig {
+            record_into: Some(asked.out.clone()),
+            ..ArchiveConfig::default()
+        },
+        ..ServerConfig::default()
+    };
+    let Some(base) = &asked.base_url else {
+        let started = crate::net::embedded::start_embedded(
+            asked.site.clone(),
+            asked.chromium.clone(),
+            config,
+            Some(tasks.clone()),
+        )
+        .await?;
+        let base = url::Url::parse(&started.site.url(""))?;
+        return Ok((started.server, Some(started.site), base));
+    };
+    let base = url::Url::parse(base).with_context(|| format!("--task-base-url {base}"))?;
+    let catalog = TaskCatalog {
+        tasks: tasks.clone(),
+        base_url: Some(base.clone()),
+        folder: None,
+    };
+    let launcher = browserenv_server::chromium::ChromiumLauncher::new(
+        browserenv_server::chromium::ChromiumConfig {
+            executable: asked.chromium.clone(),
+            ..Default::default()
+        },
+    );
+    let config = ServerConfig {
+        tasks: Some(std::sync::Arc::new(catalog)),
+        ..config
+    };
+    Ok((
+        browserenv_server::start(launcher, config).await?,
+        None,
+        base,
+    ))
+}
+
+/// The pack's task file: each task with its archive (`archived`: task id and file) and its
+/// start URL as it resolved against `base`.
+fn write_pack_tasks(
+    out: &Path,
+    tasks: &TaskSet,
+    archived: &[(String, String)],
+    base: &url::Url,
+) -> anyhow::Result<()> {
+    let mut lines = Vec::new();
+    for task in &tasks.tasks {
+        let archive = archived
+            .iter()
+            .find(|(id, _)| id == &task.id)
+            .map(|(_, file)| file.clone());
+        let packed = Task {
+            start_url: task
+                .resolve_start_url(Some(base))
+                .map_err(anyhow::Error::msg)?,
+            archive,
+            ..task.clone()
+        };
+        lines.push(serde_json::to_string(&packed)?);
+    }
+    write_new(&out.join(PACK_TASKS), &(lines.join("\n") + "\n"))
 }
 
 /// The task's archive `file` (in `out`) made a WACZ beside it (its page: the task's start page),

@@ -14,7 +14,7 @@ use unicode_width::UnicodeWidthChar;
 
 use browserenv::text_layer::{RunKind, TextRun};
 
-use crate::graphics::picture::View;
+use crate::graphics::picture::{Region, View};
 
 /// A run's text as placed on the picture's cells (column and row from its top-left).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,108 +80,170 @@ pub fn place(runs: &[TextRun], view: &View) -> Vec<Placed> {
             .total_cmp(&runs[b].middle())
             .then(runs[a].x.cmp(&runs[b].x))
     });
-    let mut occupancy = Occupancy {
-        width: columns,
-        height: rows,
-        taken: vec![false; usize::from(columns) * usize::from(rows)],
-    };
-    let mut ends: Vec<Option<LineEnd>> = vec![None; usize::from(rows)];
-    let region = view.region;
-    let cell_columns = f64::from(view.pixels.0) / f64::from(view.cell.0.max(1));
-    let cell_rows = f64::from(view.pixels.1) / f64::from(view.cell.1.max(1));
-    let to_column = |x: f64| (x - region.x as f64) * cell_columns / region.width as f64;
-    let to_row = |y: f64| (y - region.y as f64) * cell_rows / region.height as f64;
-    let mut placed = Vec::new();
-    for index in order {
-        let run = &runs[index];
-        let mut chars: Vec<(char, u16)> = run
-            .text
-            .chars()
-            .filter_map(|c| {
-                let width = c.width()? as u16;
-                (width > 0).then_some((if c.is_control() { ' ' } else { c }, width))
-            })
-            .collect();
-        if chars.is_empty() {
-            continue;
+    let mut layer = Layer::new(view);
+    order
+        .into_iter()
+        .filter_map(|index| layer.place(index, &runs[index]))
+        .collect()
+}
+
+/// A layout under way: the cells taken, where each row's line ends, and how page pixels map
+/// to cells.
+struct Layer {
+    columns: u16,
+    rows: u16,
+    occupancy: Occupancy,
+    ends: Vec<Option<LineEnd>>,
+    region: Region,
+    /// Cells across and down the picture (fractions: its last column and row may be partial).
+    cell_columns: f64,
+    cell_rows: f64,
+}
+
+impl Layer {
+    fn new(view: &View) -> Layer {
+        let (columns, rows) = (view.cells.width, view.cells.height);
+        Layer {
+            columns,
+            rows,
+            occupancy: Occupancy {
+                width: columns,
+                height: rows,
+                taken: vec![false; usize::from(columns) * usize::from(rows)],
+            },
+            ends: vec![None; usize::from(rows)],
+            region: view.region,
+            cell_columns: f64::from(view.pixels.0) / f64::from(view.cell.0.max(1)),
+            cell_rows: f64::from(view.pixels.1) / f64::from(view.cell.1.max(1)),
         }
-        let row = to_row(run.middle()).floor();
+    }
+
+    fn to_column(&self, x: f64) -> f64 {
+        (x - self.region.x as f64) * self.cell_columns / self.region.width as f64
+    }
+
+    fn to_row(&self, y: f64) -> f64 {
+        (y - self.region.y as f64) * self.cell_rows / self.region.height as f64
+    }
+
+    /// Place one run (`index` in the layer), or nothing when no part of it can show.
+    fn place(&mut self, index: usize, run: &TextRun) -> Option<Placed> {
+        let chars = visible_chars(&run.text);
+        if chars.is_empty() {
+            return None;
+        }
+        let row = self.to_row(run.middle()).floor();
         let (left, right) = (f64::from(run.x), f64::from(run.right()));
-        if row < 0.0 || row >= f64::from(rows) || right <= region.x as f64 {
-            continue;
+        if row < 0.0 || row >= f64::from(self.rows) || right <= self.region.x as f64 {
+            return None;
         }
-        // The lens may cut off the run's start: drop the characters left of it.
-        let start = to_column(left);
-        let (mut chars, start) = if start < 0.0 {
-            let cut = (region.x as f64 - left) / (right - left).max(1.0);
-            let drop = (cut * chars.len() as f64).ceil() as usize;
-            (chars.split_off(drop.min(chars.len())), 0.0)
-        } else {
-            (chars, start)
-        };
-        if start >= f64::from(columns) || chars.is_empty() {
-            continue;
+        let (mut chars, start) = self.cut_at_lens(chars, left, right);
+        if start >= f64::from(self.columns) || chars.is_empty() {
+            return None;
         }
-        let mut row = row as u16;
-        let mut column = start.floor() as u16;
-        // On the same line as the previous run on this row: keep reading order, and a space
-        // where the page shows one.
-        if let Some(end) = ends[usize::from(row)] {
-            let same_line = (end.page_middle - run.middle()).abs() < f64::from(run.height) / 2.0
-                && left >= end.page_right - 2.0;
-            if same_line && end.column >= column {
-                let gap = left - end.page_right > f64::from(run.size) * 0.2;
-                column = end.column + u16::from(gap);
-            }
-        }
-        let width = |chars: &[(char, u16)]| chars.iter().map(|(_, w)| w).sum::<u16>();
-        // Clip at the picture's right edge, in one pass (a page may have lines of any length).
-        let room = u32::from(columns.saturating_sub(column));
-        let mut used = 0u32;
-        let fits = chars
-            .iter()
-            .take_while(|(_, w)| {
-                used += u32::from(*w);
-                used <= room
-            })
-            .count();
-        chars.truncate(fits);
+        let row = row as u16;
+        let column = self.after_line_end(row, start.floor() as u16, run);
+        clip(&mut chars, self.columns.saturating_sub(column));
         if chars.is_empty() {
-            continue;
+            return None;
         }
-        // Another line already there: the nearest free row, else as much as is free.
-        let wanted = width(&chars);
-        let candidates = [Some(row), row.checked_add(1), row.checked_sub(1)];
-        match candidates
-            .into_iter()
-            .flatten()
-            .find(|&r| occupancy.free(r, column, wanted))
-        {
-            Some(free) => row = free,
-            None => {
-                while !chars.is_empty() && !occupancy.free(row, column, width(&chars)) {
-                    chars.pop();
-                }
-                if chars.is_empty() {
-                    continue;
-                }
-            }
-        }
-        let wanted = width(&chars);
-        occupancy.take(row, column, wanted);
-        ends[usize::from(row)] = Some(LineEnd {
+        let row = self.free_row(row, column, &mut chars)?;
+        let wanted = cells_wide(&chars);
+        self.occupancy.take(row, column, wanted);
+        self.ends[usize::from(row)] = Some(LineEnd {
             column: column + wanted,
             page_right: right,
             page_middle: run.middle(),
         });
-        placed.push(Placed {
+        Some(Placed {
             column,
             row,
             chars,
             run: index,
-        });
+        })
     }
-    placed
+
+    /// The lens may cut off the run's start: drop the characters left of it. The characters
+    /// left, and the column they start at.
+    fn cut_at_lens(
+        &self,
+        mut chars: Vec<(char, u16)>,
+        left: f64,
+        right: f64,
+    ) -> (Vec<(char, u16)>, f64) {
+        let start = self.to_column(left);
+        if start < 0.0 {
+            let cut = (self.region.x as f64 - left) / (right - left).max(1.0);
+            let drop = (cut * chars.len() as f64).ceil() as usize;
+            (chars.split_off(drop.min(chars.len())), 0.0)
+        } else {
+            (chars, start)
+        }
+    }
+
+    /// On the same line as the previous run on this row: keep reading order, and a space
+    /// where the page shows one. The column the run starts at.
+    fn after_line_end(&self, row: u16, column: u16, run: &TextRun) -> u16 {
+        let Some(end) = self.ends[usize::from(row)] else {
+            return column;
+        };
+        let left = f64::from(run.x);
+        let same_line = (end.page_middle - run.middle()).abs() < f64::from(run.height) / 2.0
+            && left >= end.page_right - 2.0;
+        if same_line && end.column >= column {
+            let gap = left - end.page_right > f64::from(run.size) * 0.2;
+            return end.column + u16::from(gap);
+        }
+        column
+    }
+
+    /// Another line already there: the nearest free row, else as much as is free on `row`
+    /// (`chars` cut to it; None when nothing is).
+    fn free_row(&self, row: u16, column: u16, chars: &mut Vec<(char, u16)>) -> Option<u16> {
+        let wanted = cells_wide(chars);
+        let candidates = [Some(row), row.checked_add(1), row.checked_sub(1)];
+        if let Some(free) = candidates
+            .into_iter()
+            .flatten()
+            .find(|&r| self.occupancy.free(r, column, wanted))
+        {
+            return Some(free);
+        }
+        while !chars.is_empty() && !self.occupancy.free(row, column, cells_wide(chars)) {
+            chars.pop();
+        }
+        (!chars.is_empty()).then_some(row)
+    }
+}
+
+/// The characters of a run that take cells, with their widths (a control character shows as a
+/// space).
+fn visible_chars(text: &str) -> Vec<(char, u16)> {
+    text.chars()
+        .filter_map(|c| {
+            let width = c.width()? as u16;
+            (width > 0).then_some((if c.is_control() { ' ' } else { c }, width))
+        })
+        .collect()
+}
+
+fn cells_wide(chars: &[(char, u16)]) -> u16 {
+    chars.iter().map(|(_, w)| w).sum::<u16>()
+}
+
+/// Clip at the picture's right edge (`room` cells left), in one pass (a page may have lines of
+/// any length).
+fn clip(chars: &mut Vec<(char, u16)>, room: u16) {
+    let room = u32::from(room);
+    let mut used = 0u32;
+    let fits = chars
+        .iter()
+        .take_while(|(_, w)| {
+            used += u32::from(*w);
+            used <= room
+        })
+        .count();
+    chars.truncate(fits);
 }
 
 /// The cells a run's box covers (rows it covers for at least 40% of their height), as

@@ -221,8 +221,31 @@ fn badge(text: impl Into<String>, fg: Color, bg: Color) -> Span<'static> {
     )
 }
 
+/// The status bar: the link and who drives, the step, what the next input carries, the page.
 fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
-    let on_bar = |fg: Color| Style::default().fg(fg).bg(BAR_BG);
+    let mut spans = link_spans(app);
+    spans.extend(step_spans(app));
+    spans.extend(input_spans(app));
+    if let Some(observed) = &app.observed {
+        spans.push(bar(" │ "));
+        spans.push(Span::styled(
+            observed.url.clone(),
+            on_bar(BAR_FG).add_modifier(Modifier::UNDERLINED),
+        ));
+        if !observed.title.is_empty() {
+            spans.push(bar(format!(" — {}", observed.title)));
+        }
+    }
+    let bar = Paragraph::new(Line::from(spans)).style(Style::default().fg(BAR_FG).bg(BAR_BG));
+    frame.render_widget(bar, area);
+}
+
+fn on_bar(fg: Color) -> Style {
+    Style::default().fg(fg).bg(BAR_BG)
+}
+
+/// The link's state, the session watched and who drives it, who asks for a person, recording.
+fn link_spans(app: &App) -> Vec<Span<'static>> {
     let mut spans = Vec::new();
     match &app.link {
         LinkState::Connecting => spans.push(Span::styled(" connecting ", on_bar(BAR_YELLOW))),
@@ -269,6 +292,13 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         spans.push(badge(" ● REC ", WHITE, ALERT_BG));
         spans.push(bar(" "));
     }
+    spans
+}
+
+/// The spinner while a request is in flight, and the step on screen: its number, whether it
+/// ended the episode, its error, how long it took.
+fn step_spans(app: &App) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
     if app.in_flight.is_some() {
         let spinner = SPINNER[app.spinner % SPINNER.len()];
         spans.push(Span::styled(format!("{spinner} "), on_bar(BAR_CYAN)));
@@ -289,10 +319,16 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         }
         spans.push(bar(format!("{} ms │ ", observed.latency.as_millis())));
     }
-    spans.push(Span::styled(
+    spans
+}
+
+/// The crosshair and what the next input carries or shows: the mark, the modifiers held, the
+/// zoom, the grid and text layers, the actions queued.
+fn input_spans(app: &App) -> Vec<Span<'static>> {
+    let mut spans = vec![Span::styled(
         format!("x,y {},{}", app.crosshair.0, app.crosshair.1),
         on_bar(BAR_YELLOW).add_modifier(Modifier::BOLD),
-    ));
+    )];
     // What the keyboard's next drag or click carries: the mark (`m`), the modifiers held (`M`).
     if let Some((x, y)) = app.gestures.mark {
         spans.push(Span::styled(format!(" │ mark {x},{y}"), on_bar(BAR_YELLOW)));
@@ -322,18 +358,7 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
             on_bar(BAR_CYAN),
         ));
     }
-    if let Some(observed) = &app.observed {
-        spans.push(bar(" │ "));
-        spans.push(Span::styled(
-            observed.url.clone(),
-            on_bar(BAR_FG).add_modifier(Modifier::UNDERLINED),
-        ));
-        if !observed.title.is_empty() {
-            spans.push(bar(format!(" — {}", observed.title)));
-        }
-    }
-    let bar = Paragraph::new(Line::from(spans)).style(Style::default().fg(BAR_FG).bg(BAR_BG));
-    frame.render_widget(bar, area);
+    spans
 }
 
 fn draw_line(frame: &mut Frame, app: &App, area: Rect) {

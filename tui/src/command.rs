@@ -7,6 +7,9 @@ pub enum Command {
     Action(BrowserAction),
     /// `reset` alone goes back to the start URL.
     Reset(Option<String>),
+    /// `task ID`: a new episode of a task the server knows (its `--tasks`, or `--miniwob`'s
+    /// `miniwob.click-test`), by its id.
+    Task(String),
     Grid,
     /// `zoom` cycles; `zoom N` sets 1, 2 or 4.
     Zoom(Option<u8>),
@@ -15,7 +18,7 @@ pub enum Command {
     Quit,
 }
 
-const USAGE: &str = "commands: click X Y [right|middle] [2|3] [SHIFT+CTRL...] | type TEXT | key NAME | press CHORD [N] | scroll DY [DX [X Y]] | move X Y | drag X Y X Y ... | down X Y [BUTTON] | up X Y [BUTTON] | select X Y LABEL | back | forward | goto URL | wait | finish [ANSWER] | reset [URL] | grid | zoom [1|2|4] | text | help | quit";
+const USAGE: &str = "commands: click X Y [right|middle] [2|3] [SHIFT+CTRL...] | type TEXT | key NAME | press CHORD [N] | scroll DY [DX [X Y]] | move X Y | drag X Y X Y ... | down X Y [BUTTON] | up X Y [BUTTON] | select X Y LABEL | back | forward | goto URL | wait | finish [ANSWER] | reset [URL] | task ID | grid | zoom [1|2|4] | text | help | quit";
 
 pub fn parse_command(line: &str) -> Result<Command, String> {
     let line = line.trim();
@@ -25,6 +28,10 @@ pub fn parse_command(line: &str) -> Result<Command, String> {
         .unwrap_or((line, ""));
     match verb.to_ascii_lowercase().as_str() {
         "reset" => Ok(Command::Reset((!rest.is_empty()).then(|| rest.to_string()))),
+        "task" => match rest.split_whitespace().collect::<Vec<_>>().as_slice() {
+            [id] => Ok(Command::Task(id.to_string())),
+            _ => Err("usage: task ID (a task of the server's, e.g. miniwob.click-test)".into()),
+        },
         "grid" => Ok(Command::Grid),
         "zoom" if rest.is_empty() => Ok(Command::Zoom(None)),
         "zoom" => {
@@ -338,6 +345,16 @@ mod tests {
             parse_command("reset https://a.example/").unwrap(),
             Command::Reset(Some("https://a.example/".into()))
         );
+        assert_eq!(
+            parse_command("task miniwob.click-test").unwrap(),
+            Command::Task("miniwob.click-test".into())
+        );
+        assert!(parse_command("task")
+            .unwrap_err()
+            .contains("usage: task ID"));
+        assert!(parse_command("task a b")
+            .unwrap_err()
+            .contains("usage: task ID"));
         assert_eq!(parse_command("grid").unwrap(), Command::Grid);
         assert_eq!(parse_command("zoom").unwrap(), Command::Zoom(None));
         assert_eq!(parse_command("zoom 4x").unwrap(), Command::Zoom(Some(4)));

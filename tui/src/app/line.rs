@@ -189,6 +189,7 @@ impl App {
                     let url = url.unwrap_or_else(|| self.start_url.clone());
                     self.request(Request::Reset(url))
                 }
+                Ok(Command::Task(id)) => self.request(Request::ResetTask(id)),
                 Ok(Command::Grid) => self.toggle_grid(),
                 Ok(Command::Zoom(zoom)) => self.set_zoom(zoom),
                 Ok(Command::Text) => self.toggle_text(),

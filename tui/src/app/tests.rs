@@ -265,6 +265,21 @@ fn command_line_runs_exact_actions_and_reports_mistakes() {
 }
 
 #[test]
+fn the_task_command_starts_an_episode_of_a_task_the_server_knows() {
+    let mut app = connected_app();
+    key(&mut app, KeyInput::Char(':'));
+    for c in "task miniwob.click-test".chars() {
+        key(&mut app, KeyInput::Char(c));
+    }
+    assert_eq!(
+        key(&mut app, KeyInput::Enter),
+        vec![Effect::Send(Request::ResetTask(
+            "miniwob.click-test".into()
+        ))]
+    );
+}
+
+#[test]
 fn input_during_a_step_is_queued_and_sent_in_order() {
     let mut app = connected_app();
     key(&mut app, KeyInput::Char('b'));

@@ -253,9 +253,9 @@ async fn decode_off_loop(result: &StepResult) -> Option<(Arc<DynamicImage>, Arc<
     }
 }
 
-fn observation(result: &StepResult, counted: u64, latency: Duration) -> Msg {
-    let metadata = &result.observation.metadata;
-    let verdict = metadata.get("verdict").map(|verdict| {
+/// A `--tasks` task's verdict: passed, and which parts of its check failed.
+fn task_verdict(metadata: &serde_json::Map<String, serde_json::Value>) -> Option<(bool, String)> {
+    metadata.get("verdict").map(|verdict| {
         let passed = verdict
             .get("passed")
             .and_then(|p| p.as_bool())
@@ -273,7 +273,30 @@ fn observation(result: &StepResult, counted: u64, latency: Duration) -> Msg {
             _ => format!("the {} checks failed", failed.join(", ")),
         };
         (passed, why)
-    });
+    })
+}
+
+/// A MiniWoB++ task's verdict, its page's own once it says done: passed with a positive raw
+/// reward (the observation's `reward`), and the page's reason, if any.
+fn page_verdict(metadata: &serde_json::Map<String, serde_json::Value>) -> Option<(bool, String)> {
+    let miniwob = metadata.get("miniwob")?;
+    if miniwob.get("done").and_then(|done| done.as_bool()) != Some(true) {
+        return None;
+    }
+    let raw = miniwob
+        .get("raw_reward")
+        .and_then(|r| r.as_f64())
+        .unwrap_or(0.0);
+    let reason = miniwob
+        .get("reason")
+        .and_then(|r| r.as_str())
+        .unwrap_or_default();
+    Some((raw > 0.0, reason.to_string()))
+}
+
+fn observation(result: &StepResult, counted: u64, latency: Duration) -> Msg {
+    let metadata = &result.observation.metadata;
+    let verdict = task_verdict(metadata).or_else(|| page_verdict(metadata));
     Msg::Observation(Observed {
         reward: result.reward,
         verdict,
@@ -319,6 +342,21 @@ mod tests {
             Msg::Observation(observed) => observed.verdict,
             _ => unreachable!("an observation"),
         }
+    }
+
+    #[test]
+    fn a_miniwob_page_s_verdict_is_the_task_s_once_it_says_done() {
+        let page = |miniwob: serde_json::Value| {
+            let mut metadata = serde_json::Map::new();
+            metadata.insert("miniwob".into(), miniwob);
+            super::page_verdict(&metadata)
+        };
+        let done =
+            serde_json::json!({"done": true, "raw_reward": 1.0, "reward": 0.98, "reason": null});
+        assert_eq!(page(done), Some((true, String::new())));
+        let wrong = serde_json::json!({"done": true, "raw_reward": -1.0, "reason": "wrong button"});
+        assert_eq!(page(wrong), Some((false, "wrong button".into())));
+        assert_eq!(page(serde_json::json!({"done": false})), None);
     }
 
     #[test]

@@ -26,7 +26,11 @@ fn ms(elapsed: Duration) -> f64 {
     elapsed.as_secs_f64() * 1000.0
 }
 
+/// Run by `make test` on its own before the other end-to-end tests: run after them, a click
+/// measured 53-54 ms against 23 alone for its first two rounds (the same build, the same
+/// machine; seen after tests/tests/peers.rs), a state of the machine the ratio does not cancel.
 #[tokio::test]
+#[ignore = "make test runs it first: cargo test -p browserenv-tests --test perf_smoke -- --ignored"]
 async fn the_server_stays_within_twice_the_raw_cdp_floor() {
     // The binary's defaults: a spare context per session, the adaptive settle, frames of the
     // compositor.

@@ -61,7 +61,7 @@ miniwob: chromium toolchain venv
 ## make runs as root: others may not raise a priority). A failed step, or Ctrl-C, stops the image's
 ## build too.
 ## The perf smoke (tests/tests/perf_smoke.rs, a click against its raw-CDP floor) runs first, on
-## its own: after the other end-to-end tests it measured a click at twice its time alone.
+## its own: no other end-to-end test beside it.
 ## Four Rust tests at a time: each end-to-end test runs its own Chromium, and on two cores more in
 ## parallel only adds contention (same wall time, slower steps, closer to the timeouts); `cargo
 ## test` also builds target/debug/browserenv-server for the Python tests.
@@ -77,7 +77,7 @@ test: chromium terminals deploytools docker toolchain archivetools replayweb
 	run $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/python/test_install.py; \
 	run cargo fmt --all -- --check; \
 	run cargo clippy --workspace --all-targets -- -D warnings; \
-	run cargo test -p browserenv-tests --test perf_smoke -- --ignored; \
+	run cargo test --workspace --test perf_smoke -- --ignored; \
 	run cargo test --workspace -- --test-threads 4; \
 	run env BROWSERENV_IMAGE=browserenv-image-not-built-yet MCP2_PYTHON=$(MCP2_VENV)/bin/python \
 	  $(VENV)/bin/python -m pytest tests/python -q \

@@ -187,6 +187,10 @@ fn settings() -> EnvSettings {
         max_steps: 200,
         explicit_wait: Duration::from_millis(200),
         page_load_timeout: Duration::from_secs(30),
+        // The full Chromium beside three other tests and make test's image build: a step's
+        // bounds generous, so a slow moment is not an ended episode (CI once ended one here).
+        action_timeout: Duration::from_secs(30),
+        screenshot_timeout: Duration::from_secs(30),
         // A page loaded ahead for a session's next episode (tests/tests/prepared_resets.rs
         // checks it finds nothing of the one before) fetches the site's resources when its
         // spare context is ready: these tests count the site's fetches to tell the HTTP cache's
@@ -297,7 +301,13 @@ async fn until_title(client: &mut Client, done: impl Fn(&str) -> bool) -> StepRe
     let deadline = Instant::now() + Duration::from_secs(40);
     loop {
         let result = client.step(BrowserAction::wait()).await.unwrap();
-        let stop = done(&title(&result)) || result.done || !result.observation.error.is_empty();
+        // Every caller goes on in the episode: one that ended says why here.
+        assert!(
+            !result.done,
+            "the episode ended: {:?} {:?}",
+            result.observation.error, result.observation.metadata
+        );
+        let stop = done(&title(&result)) || !result.observation.error.is_empty();
         if stop || Instant::now() > deadline {
             return result;
         }
@@ -308,7 +318,10 @@ async fn until_title(client: &mut Client, done: impl Fn(&str) -> bool) -> StepRe
 /// Click the check page's link to `/auth/page`; the first observation that shows where it led
 /// (the page's title, or an error).
 async fn to_protected_page(client: &mut Client) -> StepResult {
-    let clicked = client.step(BrowserAction::click(200, 50)).await.unwrap();
+    let clicked = client
+        .step(BrowserAction::click(200, 50))
+        .await
+        .unwrap_or_else(|err| panic!("the click on the check page's link: {err}"));
     // The answer can take a round more than the click's settle: a challenge answered from the
     // auth cache, a refusal reported when the navigation ends.
     let shown = |result: &StepResult| {
@@ -349,6 +362,7 @@ async fn check_in_new_episode(client: &mut Client, site: &Site) -> HashMap<Strin
         "{:?}",
         first.observation.metadata
     );
+    assert!(!first.done, "{:?}", first.observation.metadata);
     let checked = if title(&first).starts_with("check: ") {
         first
     } else {

@@ -1,8 +1,9 @@
 //! The perf smoke: 10 resets, 20 scroll steps and 20 clicks on the server at its defaults, beside
 //! the same actions on raw CDP (`browserenv_tests::raw_cdp`: the same Chromium and flags, nothing
 //! of ours) in the same process, taken in turns. It fails when the server takes more than twice
-//! the floor in all, or a click more than three times its own (its median over 20, in each of up
-//! to three rounds): ratios within one run, so a busy machine slows both sides alike. The DevTools bridge's 40 ms delayed ACKs (Nagle's algorithm on
+//! the floor in all, or a click more than 5.5 times its own (its median over 20, in each of up
+//! to three rounds; `MAX_CLICK_RATIO` says why so many): ratios within one run, so a busy machine
+//! slows both sides alike. The DevTools bridge's 40 ms delayed ACKs (Nagle's algorithm on
 //! its socket) made the whole 3-4x; a click that waited a fixed 40 ms for a navigation that did
 //! not come was 3.4x its floor (a press and release, then the next frame), where the settle's two
 //! frames and the capture's make it about 2.3x. The bench (`make bench`) has the figures; this
@@ -19,16 +20,19 @@ use browserenv_tests::{chromium_path, Harness};
 
 /// How many times the floor the server may take, in all.
 const MAX_RATIO: f64 = 2.0;
-/// How many times its floor a click may take.
-const MAX_CLICK_RATIO: f64 = 3.0;
+/// How many times its floor a click may take. On this project's 2-core machine the ratio is
+/// bimodal: 2.2-2.5x (a click 23 ms on a floor of 10), or for stretches of ten seconds and more
+/// 4.4-4.9x (54 ms on 12: two frames more for our side, the floor slower too; fresh contexts do
+/// not leave it). A fixed 40 ms wait after the click, the regression this guards against, adds
+/// 4x the floor: 6.3x in the first mode, 7.8x in the second.
+const MAX_CLICK_RATIO: f64 = 5.5;
 
 fn ms(elapsed: Duration) -> f64 {
     elapsed.as_secs_f64() * 1000.0
 }
 
-/// Run by `make test` on its own before the other end-to-end tests: run after them, a click
-/// measured 53-54 ms against 23 alone for its first two rounds (the same build, the same
-/// machine; seen after tests/tests/peers.rs), a state of the machine the ratio does not cancel.
+/// Run by `make test` on its own before the other end-to-end tests, so that none of them runs
+/// beside it.
 #[tokio::test]
 #[ignore = "make test runs it first: cargo test -p browserenv-tests --test perf_smoke -- --ignored"]
 async fn the_server_stays_within_twice_the_raw_cdp_floor() {

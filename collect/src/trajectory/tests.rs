@@ -130,6 +130,36 @@ fn steps_and_episodes_round_trip() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A lock this process let go but a child it is starting still holds for a moment (a fork
+/// shares the open file until the child's exec): the next writer waits for it, not refused.
+#[test]
+fn a_writer_reopened_while_a_starting_child_still_holds_the_lock_waits_for_it() {
+    use std::os::fd::AsRawFd;
+    let dir = scratch();
+    drop(TrajectoryWriter::open(&dir).unwrap());
+    // The child's copy of the lock: another open file on it, locked, let go 100 ms later.
+    let held = std::fs::File::open(dir.join(LOCK_FILE)).unwrap();
+    // SAFETY: flock on a descriptor the test owns.
+    assert_eq!(
+        unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
+    let child = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        drop(held);
+    });
+    let (writer, _) = TrajectoryWriter::open(&dir).unwrap();
+    child.join().unwrap();
+    drop(writer);
+    let pid = std::fs::read_to_string(dir.join(LOCK_FILE)).unwrap();
+    assert_eq!(
+        pid,
+        std::process::id().to_string(),
+        "the holder, written from the start"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn a_killed_recorder_loses_only_the_step_in_flight_and_the_episode_is_marked_incomplete() {
     let dir = scratch();

@@ -239,7 +239,10 @@ pub(super) fn lock_folder(dir: &Path) -> io::Result<File> {
         .open(&path)
         .map_err(|err| io::Error::new(err.kind(), format!("{}: {err}", path.display())))?;
     // SAFETY: flock on a descriptor this function owns; it touches no memory.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+    let lock =
+        |file: &File| unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    let mut tries = 0;
+    while lock(&file) != 0 {
         let err = io::Error::last_os_error();
         if err.kind() != io::ErrorKind::WouldBlock {
             return Err(io::Error::new(
@@ -248,7 +251,16 @@ pub(super) fn lock_folder(dir: &Path) -> io::Result<File> {
             ));
         }
         let mut holder = String::new();
-        let _ = file.read_to_string(&mut holder);
+        let _ = (&file).seek(std::io::SeekFrom::Start(0));
+        let _ = (&file).read_to_string(&mut holder);
+        // A lock this process let go may still be held for a moment by a child it is starting
+        // (a fork shares the open file until the child's exec closes it): CI once refused a
+        // writer reopened right after the last one was dropped, "process" its own.
+        if holder.trim() == std::process::id().to_string() && tries < 20 {
+            tries += 1;
+            std::thread::sleep(std::time::Duration::from_millis(25));
+            continue;
+        }
         let holder = match holder.trim() {
             "" => String::new(),
             pid => format!(", process {pid}"),
@@ -267,7 +279,8 @@ pub(super) fn lock_folder(dir: &Path) -> io::Result<File> {
     // to write it is no reason not to record.
     let _ = file
         .set_len(0)
-        .and_then(|()| write!(file, "{}", std::process::id()));
+        .and_then(|()| file.seek(std::io::SeekFrom::Start(0)))
+        .and_then(|_| write!(file, "{}", std::process::id()));
     Ok(file)
 }
 

@@ -75,8 +75,10 @@ def test_the_folder_installs_as_the_client_package(staged, tmp_path):
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert sorted(p.name for p in (target / "browserenv").glob("*.py")) == [
-        "__init__.py", "client.py", "hf_sandbox.py", "models.py", "trl.py"
+        "__init__.py", "browsergym.py", "client.py", "hf_sandbox.py", "models.py", "trl.py"
     ]
+    # The vendors' computer-use adapters, a package of their own.
+    assert (target / "browserenv" / "computer_use" / "__init__.py").is_file()
     # OpenEnv's layout's client.py (at the folder's root) is the package's client.
     probe = subprocess.run(
         [sys.executable, "-c", "import client, browserenv.client as c; assert client.BrowserClient is c.BrowserClient"],

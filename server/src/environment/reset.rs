@@ -34,7 +34,7 @@ impl<L: Launcher> Environment<L> {
     /// page has none), `task_id`, `archive` (docs/archives.md); unknown ones are ignored.
     pub async fn reset(&mut self, kwargs: &Map<String, Value>) -> Result<StepResult, EnvError> {
         let started = Instant::now();
-        let start = self.start_asked(kwargs).await?;
+        let mut start = self.start_asked(kwargs).await?;
         // How long the episode before lasted, against the last load's time.
         let lasted = self
             .last_reset
@@ -80,7 +80,7 @@ impl<L: Launcher> Environment<L> {
             browser,
             done: false,
             pointer: None,
-            task: start.task.clone(),
+            task: start.task.take(),
             answer: None,
             verdict: None,
             secrets: Secrets::default(),

@@ -32,7 +32,7 @@ DOCKER_BUILD_ARGS ?=
 # Where the Docker daemon `make docker` starts (when none answers) writes its log.
 DOCKERD_LOG ?= /var/log/dockerd.log
 
-.PHONY: demo server miniwob test bench check chromium terminals venv python-venv deploytools docker toolchain image archivetools replayweb
+.PHONY: demo server miniwob test bench check chromium seedtools terminals venv python-venv deploytools docker toolchain image archivetools replayweb
 
 ## The terminal UI on an embedded server and the bundled offline demo site.
 demo: chromium toolchain
@@ -148,8 +148,9 @@ docker:
 	fi
 
 ## Latency, size and memory figures (docs/benchmark.md); the replicas part runs HAProxy and the
-## image (its cold start).
-bench: chromium venv deploytools image
+## image (its cold start); the seed's stand-in (the throughput's reference) drives a full Chromium
+## with Selenium's chromedriver on a display of its own and clicks with xdotool.
+bench: chromium venv deploytools image seedtools
 	cargo run --release -p browserenv-tests --bin browserenv-bench
 
 ## The quick check, no Chromium started (under 3 minutes after a build): formatting, lints, every
@@ -167,6 +168,9 @@ check: toolchain
 
 chromium:
 	@$(APT_INSTALL) "the browser" $(CHROMIUM)=chromium-headless-shell $(FULL_CHROMIUM)=chromium
+
+seedtools: chromium
+	@$(APT_INSTALL) "the seed's stand-in (make bench)" chromedriver=chromium-driver xvfb-run=xvfb xdotool=xdotool
 
 ## The UI's terminal tests run xterm (sixel) and kitty under Xvfb, screenshot them with
 ## ImageMagick, click with xdotool, and read tmux's screen; the terminals draw with DejaVu Sans Mono.

@@ -123,6 +123,16 @@ fn scenarios() -> Vec<(&'static str, Vec<BrowserAction>)> {
                 BrowserAction::click(200, 120),
             ],
         ),
+        // A click's and a keystroke's handler change the page at once (no quiet window for
+        // that) and their scheduler again 15 ms later in message tasks (the quiet window's).
+        (
+            "scheduled.html",
+            vec![
+                BrowserAction::click(200, 50),
+                BrowserAction::click(200, 120),
+                BrowserAction::type_text("ab"),
+            ],
+        ),
         // Scrolling down and back up a long page: each picture shows where the scroll ended.
         (
             "long.html",
@@ -154,6 +164,10 @@ async fn adaptive_screenshots_equal_long_fixed_waits() {
         if page == "frames.html" {
             assert_eq!(title(&got_a[0]), "Frames 12");
             assert_eq!(title(&got_a[1]), "Frames 24");
+        }
+        if page == "scheduled.html" {
+            assert_eq!(title(&got_a[1]), "Scheduled click 1");
+            assert_eq!(title(&got_a[3]), "Scheduled typed ab");
         }
         if page == "rafshim.html" {
             assert_eq!(title(&got_a[2]), "Frame shim 2");

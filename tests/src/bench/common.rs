@@ -38,6 +38,16 @@ impl Series {
         self
     }
 
+    /// The same timings under another name, beside another floor (a step against the floor
+    /// that gives its picture's guarantee, `Floors::click_drawn`).
+    pub fn against(&self, name: &str, floor: f64) -> Self {
+        Series {
+            name: name.into(),
+            millis: self.millis.clone(),
+            floor: Some(floor),
+        }
+    }
+
     pub fn add(&mut self, elapsed: Duration) {
         self.millis.push(elapsed.as_secs_f64() * 1000.0);
     }

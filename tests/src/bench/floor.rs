@@ -31,6 +31,13 @@ pub struct Floors {
     pub click: f64,
     pub type10: f64,
     pub key: f64,
+    /// The same three steps with the picture's guarantee the server's settle gives: after the
+    /// events, two animation frames begun in the page (the first paints the step's effect, the
+    /// second begins once that one has gone to the compositor), then the next frame. The plain
+    /// floor's frame may be one the compositor drew before the effect.
+    pub click_drawn: f64,
+    pub type10_drawn: f64,
+    pub key_drawn: f64,
     pub navigate: f64,
     pub back: f64,
     /// Chromium's CPU per reset back to back (`reset_new_context`: a context and tab opened,
@@ -65,12 +72,17 @@ enum Step {
     Key,
 }
 
-/// `rounds` timings of `step` on `tab`, each followed by the next frame.
+/// Two animation frames begun in the page, awaited.
+const TWO_FRAMES: &str = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))";
+
+/// `rounds` timings of `step` on `tab`, each followed by the next frame (`drawn`: after two
+/// animation frames, `Floors::click_drawn`).
 async fn steps(
     chromium: &mut RawChromium,
     tab: &RawTab,
     rounds: usize,
     step: Step,
+    drawn: bool,
 ) -> anyhow::Result<f64> {
     let mut took = Vec::new();
     for i in 0..rounds {
@@ -84,6 +96,12 @@ async fn steps(
             Step::Click => chromium.click(tab, 700, 500).await?,
             Step::Type => chromium.type_text(tab, "0123456789").await?,
             Step::Key => chromium.backspace(tab).await?,
+        }
+        if drawn {
+            let frames = serde_json::json!({"expression": TWO_FRAMES, "awaitPromise": true});
+            chromium
+                .call("Runtime.evaluate", frames, Some(&tab.session))
+                .await?;
         }
         chromium.frame(tab).await?;
         took.push(ms(started.elapsed()));
@@ -118,12 +136,15 @@ async fn measure(rounds: usize) -> anyhow::Result<Floors> {
     let reset_cpu = (crate::cpu::tree_cpu_ms(chromium.pid() as i32) - cpu_before) / resets as f64;
     let ready: Vec<f64> = load.iter().zip(&screenshot).map(|(l, s)| l + s).collect();
     let new_context: Vec<f64> = ready.iter().zip(&context).map(|(r, c)| r + c).collect();
-    let scroll = steps(&mut chromium, &tab, rounds, Step::Scroll).await?;
-    let click = steps(&mut chromium, &tab, rounds, Step::Click).await?;
+    let scroll = steps(&mut chromium, &tab, rounds, Step::Scroll, false).await?;
+    let click = steps(&mut chromium, &tab, rounds, Step::Click, false).await?;
+    let click_drawn = steps(&mut chromium, &tab, rounds, Step::Click, true).await?;
     chromium.load(&tab, &pages.url("form.html")).await?;
     chromium.click(&tab, 250, 115).await?;
-    let type10 = steps(&mut chromium, &tab, rounds, Step::Type).await?;
-    let key = steps(&mut chromium, &tab, rounds, Step::Key).await?;
+    let type10 = steps(&mut chromium, &tab, rounds, Step::Type, false).await?;
+    let key = steps(&mut chromium, &tab, rounds, Step::Key, false).await?;
+    let type10_drawn = steps(&mut chromium, &tab, rounds, Step::Type, true).await?;
+    let key_drawn = steps(&mut chromium, &tab, rounds, Step::Key, true).await?;
     chromium.load(&tab, &pages.url("nav1.html")).await?;
     let (mut navigate, mut back) = (Vec::new(), Vec::new());
     for _ in 0..rounds.min(20) {
@@ -147,6 +168,9 @@ async fn measure(rounds: usize) -> anyhow::Result<Floors> {
         click,
         type10,
         key,
+        click_drawn,
+        type10_drawn,
+        key_drawn,
         navigate: median(navigate),
         back: median(back),
         reset_cpu,
@@ -178,6 +202,18 @@ pub async fn run(rounds: usize) -> anyhow::Result<()> {
             floors.type10,
         ),
         ("step key (BACKSPACE)", floors.key),
+        (
+            "step click, two animation frames, next frame (the settle's guarantee)",
+            floors.click_drawn,
+        ),
+        (
+            "step type (10 chars), two animation frames, next frame",
+            floors.type10_drawn,
+        ),
+        (
+            "step key (BACKSPACE), two animation frames, next frame",
+            floors.key_drawn,
+        ),
         (
             "step click that navigates: click, load, next frame",
             floors.navigate,

@@ -66,6 +66,14 @@ pub async fn run(rounds: usize) -> anyhow::Result<PngSizes> {
         timed(&mut click, client.step(BrowserAction::click(700, 500))).await?;
     }
     println!("{}", click.row());
+    // Beside the floor that waits for the frames the settle waits for (`Floors::click_drawn`).
+    let drawn = "the same, against the floor with its picture drawn";
+    println!(
+        "{}",
+        click
+            .against(&format!("step click: {drawn}"), floors.click_drawn)
+            .row()
+    );
 
     client
         .reset(ResetOptions::new(harness.page("form.html")))
@@ -82,7 +90,18 @@ pub async fn run(rounds: usize) -> anyhow::Result<PngSizes> {
         timed(&mut key, client.step(BrowserAction::key(Key::Backspace))).await?;
     }
     println!("{}", typing.row());
+    println!(
+        "{}",
+        typing
+            .against(&format!("step type: {drawn}"), floors.type10_drawn)
+            .row()
+    );
     println!("{}", key.row());
+    println!(
+        "{}",
+        key.against(&format!("step key: {drawn}"), floors.key_drawn)
+            .row()
+    );
 
     let mut navigate = Series::new("step click that navigates").with_floor(floors.navigate);
     let mut back = Series::new("step back (history)").with_floor(floors.back);

@@ -27,7 +27,11 @@ async fn run(client: &mut Client, start: &str, actions: &[BrowserAction]) -> Vec
 
 fn assert_same_pictures(adaptive: &[StepResult], fixed: &[StepResult], scenario: &str) {
     for (i, (a, f)) in adaptive.iter().zip(fixed).enumerate() {
-        assert_eq!(a.observation.url, f.observation.url, "{scenario} step {i}");
+        assert_eq!(
+            a.observation.url, f.observation.url,
+            "{scenario} step {i}: {:?} / {:?}",
+            a.observation.metadata, f.observation.metadata
+        );
         assert_eq!(
             title(a),
             title(f),
@@ -124,13 +128,16 @@ fn scenarios() -> Vec<(&'static str, Vec<BrowserAction>)> {
             ],
         ),
         // A click's and a keystroke's handler change the page at once (no quiet window for
-        // that) and their scheduler again 15 ms later in message tasks (the quiet window's).
+        // that), their scheduler again 10 ms later in message tasks (the quiet window's), then
+        // by a timer begun there; a panel's transition ends by a timer begun two animation
+        // frames after the click (begun once the page may have been found quiet).
         (
             "scheduled.html",
             vec![
                 BrowserAction::click(200, 50),
                 BrowserAction::click(200, 120),
                 BrowserAction::type_text("ab"),
+                BrowserAction::click(200, 190),
             ],
         ),
         // Scrolling down and back up a long page: each picture shows where the scroll ended.
@@ -168,6 +175,7 @@ async fn adaptive_screenshots_equal_long_fixed_waits() {
         if page == "scheduled.html" {
             assert_eq!(title(&got_a[1]), "Scheduled click 1");
             assert_eq!(title(&got_a[3]), "Scheduled typed ab");
+            assert_eq!(title(&got_a[4]), "Transition done");
         }
         if page == "rafshim.html" {
             assert_eq!(title(&got_a[2]), "Frame shim 2");

@@ -173,7 +173,8 @@
   // (A tab attached late may have had `event` replaced by the page: then nothing counts as input.)
   const eventGetter = (Object.getOwnPropertyDescriptor(window, 'event') || {}).get;
   const nativeCurrentEvent = eventGetter ? eventGetter.bind(window) : () => undefined;
-  const nativeEventType = Object.getOwnPropertyDescriptor(Event.prototype, 'type').get;
+  const nativeEventType = (Object.getOwnPropertyDescriptor(Event.prototype, 'type') || {}).get;
+  const nativeSetHas = Set.prototype.has;
   const INPUT_EVENTS = new Set([
     'keydown', 'keypress', 'keyup', 'beforeinput', 'input', 'textInput', 'change', 'select',
     'compositionstart', 'compositionupdate', 'compositionend',
@@ -185,10 +186,17 @@
     'copy', 'cut', 'paste', 'dragstart', 'drag', 'dragenter', 'dragover', 'dragleave', 'drop',
     'dragend',
   ]);
+  // Any doubt (a getter the page replaced on a tab attached late) counts as not input: the quiet
+  // window as before.
   const handlingInput = () => {
-    const event = nativeCurrentEvent();
-    // `isTrusted` is the event's own and cannot be replaced; `type` is read natively.
-    return !!event && event.isTrusted === true && INPUT_EVENTS.has(nativeApply(nativeEventType, event, []));
+    try {
+      const event = nativeCurrentEvent();
+      // `isTrusted` is the event's own and cannot be replaced; `type` is read natively.
+      return !!event && event.isTrusted === true && !!nativeEventType
+        && nativeApply(nativeSetHas, INPUT_EVENTS, [nativeApply(nativeEventType, event, [])]);
+    } catch (_) {
+      return false;
+    }
   };
 
   // The quiet window is for what scripts keep changing (rendering frame by frame, a scheduler's
@@ -494,6 +502,10 @@
         // Whether a frame has been asked for, and when frames were last asked for after a pause.
         let asked = false;
         let askedAt = start;
+        // Whether the quiet found was given up for work the page began since (`over`): the poll,
+        // which may be far off once the page was quiet, is then due at once.
+        let reopened = false;
+        let pollTimer = null;
         // What the frames count from.
         const since = () => (readyAt !== null && !quiet ? readyOrder : Math.max(startOrder, state.lastChange));
         const drawn = () => frames.length === frameCount && frames[0] > since();
@@ -504,6 +516,7 @@
           lastFrameAt = browserNow();
           if (frames.length > frameCount) frames.shift();
           if (!over() && !drawn()) wake();
+          if (reopened) pollSoon();
         };
         const wake = () => {
           if (asked || finished) return;
@@ -514,6 +527,17 @@
         // Whether the settle is over (then it has resolved).
         const over = () => {
           const now = browserNow();
+          // A timer or request the page started after it was found quiet and before the
+          // settle ended (a transition's end timed two frames after the click that showed it,
+          // a lazy load begun by a frame callback) is waited for as one pending then would
+          // have been: the input's own changes start no quiet window, so the quiet is often
+          // found before such work begins.
+          if (readyAt !== null && quiet && now - start < maxMs
+            && (state.requests > 0 || state.timers.size > 0)) {
+            readyAt = null;
+            quiet = false;
+            reopened = true;
+          }
           if (readyAt === null || (quiet && now - start >= maxMs)) {
             const busy =
               state.requests > 0 || state.timers.size > 0 || document.readyState !== 'complete';
@@ -547,7 +571,9 @@
         // hidden page). Each poll wakes the page's renderer, which eight sessions pay for
         // each other.
         const poll = () => {
+          pollTimer = null;
           if (finished || over()) return;
+          reopened = false;
           const now = browserNow();
           let next = 10;
           if (readyAt === null) {
@@ -556,7 +582,12 @@
           } else if (!document.hidden) {
             next = Math.max(10, Math.ceil(Math.max(readyAt, askedAt, lastFrameAt) + noFramesMs - now));
           }
-          nativeSetTimeout(poll, next);
+          pollTimer = nativeSetTimeout(poll, next);
+        };
+        const pollSoon = () => {
+          reopened = false;
+          if (pollTimer !== null) nativeClearTimeout(pollTimer);
+          pollTimer = nativeSetTimeout(poll, 10);
         };
         state.wakers.add(wake);
         wake();

@@ -40,6 +40,8 @@ pub struct FakeScript {
     pub evaluations: Vec<serde_json::Value>,
     /// How long a load takes.
     pub load_time: Duration,
+    /// How long a browser takes to launch.
+    pub launch_time: Duration,
 }
 
 #[derive(Default)]
@@ -74,6 +76,7 @@ impl Launcher for FakeLauncher {
     type Browser = FakeBrowser;
 
     async fn launch(&self) -> anyhow::Result<FakeBrowser> {
+        tokio::time::sleep(self.script.launch_time).await;
         let index = self.launched.fetch_add(1, Ordering::SeqCst);
         let holds = self.prepared.lock().ok().and_then(|mut p| p.take());
         Ok(FakeBrowser {

@@ -72,6 +72,11 @@ impl<L: Launcher> Environment<L> {
             browser = next_browser(&*self.launcher, Some(browser)).await?;
         }
         let prepared = handover == Handover::Prepared;
+        // What a page loaded ahead would take is this reset's own work from here: the load, the
+        // settle and the picture, not the browser's launch or the context it waited for (a
+        // session's first reset launches its browser, a second or more on a loaded machine,
+        // which made the next episodes look too short to prepare for).
+        let loading = Instant::now();
         self.state = BrowserState {
             episode_id: Some(start.episode_id.clone()),
             step_count: 0,
@@ -119,7 +124,7 @@ impl<L: Launcher> Environment<L> {
             });
         }
         self.last_start = Some(start_url.to_string());
-        let took = started.elapsed();
+        let took = loading.elapsed();
         self.last_reset = Some(match (prepared, self.last_reset) {
             // A page handed over took no load: the last load's time stays the estimate.
             (true, Some((_, load))) => (Instant::now(), load),

@@ -518,6 +518,26 @@ async fn resets_back_to_back_load_their_own_page() {
     assert!(was_prepared(&reset_after_an_episode(&mut env, a).await));
 }
 
+/// A session's first reset launches its browser: that is not what loading its page ahead takes,
+/// and an episode shorter than the launch still leaves time for the load.
+#[tokio::test]
+async fn an_episode_shorter_than_the_browser_s_launch_still_gets_its_page_prepared() {
+    let (mut env, launcher) = env(FakeScript {
+        load_time: Duration::from_millis(20),
+        launch_time: Duration::from_millis(400),
+        ..FakeScript::default()
+    });
+    let a = "https://a.example/";
+    env.reset(&kwargs(a)).await.unwrap();
+    for episode in 2..=3 {
+        assert!(
+            was_prepared(&reset_after_an_episode(&mut env, a).await),
+            "episode {episode} (100 ms after a reset whose launch took 400) starts prepared"
+        );
+    }
+    assert_eq!(prepares(&launcher), 3);
+}
+
 #[tokio::test]
 async fn nothing_is_prepared_when_turned_off_or_after_a_fixed_wait() {
     for settings in [

@@ -127,9 +127,9 @@ fn scenarios() -> Vec<(&'static str, Vec<BrowserAction>)> {
                 BrowserAction::click(200, 120),
             ],
         ),
-        // A click's and a keystroke's handler change the page at once (no quiet window for
-        // that), their scheduler again 10 ms later in message tasks (the quiet window's), then
-        // by a timer begun there; a panel's transition ends by a timer begun two animation
+        // A click's and a keystroke's handler change the page at once, their scheduler again
+        // 10 ms later in message tasks (within the quiet window the handler's change began),
+        // then by a timer begun there; a panel's transition ends by a timer begun two animation
         // frames after the click (begun once the page may have been found quiet).
         (
             "scheduled.html",

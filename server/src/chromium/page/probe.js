@@ -166,53 +166,14 @@
     return nativeSend.apply(this, args);
   };
 
-  // Whether the browser is dispatching an event of a person's (or an action's) input now: the
-  // window's current event (`window.event`, read through the browser's own getter, which the page
-  // cannot replace), trusted and of input's kinds. Not `scroll`, `message` or a request's `load`:
-  // those come later, on their own.
-  // (A tab attached late may have had `event` replaced by the page: then nothing counts as input.)
-  const eventGetter = (Object.getOwnPropertyDescriptor(window, 'event') || {}).get;
-  const nativeCurrentEvent = eventGetter ? eventGetter.bind(window) : () => undefined;
-  const nativeEventType = (Object.getOwnPropertyDescriptor(Event.prototype, 'type') || {}).get;
-  const nativeSetHas = Set.prototype.has;
-  const INPUT_EVENTS = new Set([
-    'keydown', 'keypress', 'keyup', 'beforeinput', 'input', 'textInput', 'change', 'select',
-    'compositionstart', 'compositionupdate', 'compositionend',
-    'pointerdown', 'pointerup', 'pointermove', 'pointerover', 'pointerout', 'pointerenter',
-    'pointerleave', 'pointercancel', 'gotpointercapture', 'lostpointercapture',
-    'mousedown', 'mouseup', 'mousemove', 'mouseover', 'mouseout', 'mouseenter', 'mouseleave',
-    'click', 'dblclick', 'auxclick', 'contextmenu', 'wheel',
-    'focus', 'blur', 'focusin', 'focusout', 'submit', 'reset', 'invalid',
-    'copy', 'cut', 'paste', 'dragstart', 'drag', 'dragenter', 'dragover', 'dragleave', 'drop',
-    'dragend',
-  ]);
-  // Any doubt (a getter the page replaced on a tab attached late) counts as not input: the quiet
-  // window as before.
-  const handlingInput = () => {
-    try {
-      const event = nativeCurrentEvent();
-      // `isTrusted` is the event's own and cannot be replaced; `type` is read natively.
-      return !!event && event.isTrusted === true && !!nativeEventType
-        && nativeApply(nativeSetHas, INPUT_EVENTS, [nativeApply(nativeEventType, event, [])]);
-    } catch (_) {
-      return false;
-    }
-  };
-
   // The quiet window is for what scripts keep changing (rendering frame by frame, a scheduler's
   // tasks): the parser building the document is not that, and a loaded document is quiet as
   // soon as its scripts are. So changes while the document is still being parsed (`loading`)
   // must be drawn like any other, but start no quiet window; changes from `interactive` on
   // (deferred and module scripts, DOMContentLoaded and load handlers) do. A reset's settle went
   // from 42 to 11 ms (with the navigation window closed at the load: `goto` in seam.rs).
-  //
-  // Nor is what a handler of the action's own input does while the browser dispatches it (a
-  // keystroke's `input` handler setting the title, a click's handler opening a panel, and the
-  // microtasks they queue, which run before the dispatch ends): that is done by the time the
-  // input is answered and needs drawing, not a quiet window (a key step's settle went from 30 to
-  // 20 ms). Its effects that come later (a timer, a request, a message) start one as before.
   new MutationObserver(() => {
-    if (document.readyState !== 'loading' && !handlingInput()) state.lastMutation = browserNow();
+    if (document.readyState !== 'loading') state.lastMutation = browserNow();
     changed();
   }).observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
 
@@ -530,8 +491,7 @@
           // A timer or request the page started after it was found quiet and before the
           // settle ended (a transition's end timed two frames after the click that showed it,
           // a lazy load begun by a frame callback) is waited for as one pending then would
-          // have been: the input's own changes start no quiet window, so the quiet is often
-          // found before such work begins.
+          // have been: the quiet window catches such work only when it begins within it.
           if (readyAt !== null && quiet && now - start < maxMs
             && (state.requests > 0 || state.timers.size > 0)) {
             readyAt = null;

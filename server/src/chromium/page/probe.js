@@ -463,10 +463,6 @@
         // Whether a frame has been asked for, and when frames were last asked for after a pause.
         let asked = false;
         let askedAt = start;
-        // Whether the quiet found was given up for work the page began since (`over`): the poll,
-        // which may be far off once the page was quiet, is then due at once.
-        let reopened = false;
-        let pollTimer = null;
         // What the frames count from.
         const since = () => (readyAt !== null && !quiet ? readyOrder : Math.max(startOrder, state.lastChange));
         const drawn = () => frames.length === frameCount && frames[0] > since();
@@ -477,7 +473,6 @@
           lastFrameAt = browserNow();
           if (frames.length > frameCount) frames.shift();
           if (!over() && !drawn()) wake();
-          if (reopened) pollSoon();
         };
         const wake = () => {
           if (asked || finished) return;
@@ -488,16 +483,6 @@
         // Whether the settle is over (then it has resolved).
         const over = () => {
           const now = browserNow();
-          // A timer or request the page started after it was found quiet and before the
-          // settle ended (a transition's end timed two frames after the click that showed it,
-          // a lazy load begun by a frame callback) is waited for as one pending then would
-          // have been: the quiet window catches such work only when it begins within it.
-          if (readyAt !== null && quiet && now - start < maxMs
-            && (state.requests > 0 || state.timers.size > 0)) {
-            readyAt = null;
-            quiet = false;
-            reopened = true;
-          }
           if (readyAt === null || (quiet && now - start >= maxMs)) {
             const busy =
               state.requests > 0 || state.timers.size > 0 || document.readyState !== 'complete';
@@ -531,9 +516,7 @@
         // hidden page). Each poll wakes the page's renderer, which eight sessions pay for
         // each other.
         const poll = () => {
-          pollTimer = null;
           if (finished || over()) return;
-          reopened = false;
           const now = browserNow();
           let next = 10;
           if (readyAt === null) {
@@ -542,12 +525,7 @@
           } else if (!document.hidden) {
             next = Math.max(10, Math.ceil(Math.max(readyAt, askedAt, lastFrameAt) + noFramesMs - now));
           }
-          pollTimer = nativeSetTimeout(poll, next);
-        };
-        const pollSoon = () => {
-          reopened = false;
-          if (pollTimer !== null) nativeClearTimeout(pollTimer);
-          pollTimer = nativeSetTimeout(poll, 10);
+          nativeSetTimeout(poll, next);
         };
         state.wakers.add(wake);
         wake();

@@ -14,10 +14,7 @@
 //! 2. **Loaded.** A document loading is waited for.
 //! 3. **Quiet.** No fetch/XHR (or its body) pending, no short timer, `readyState` complete, and the
 //!    DOM unchanged for `QUIET_MS` (changes while the parser builds the document start no quiet
-//!    window: they are not what scripts keep changing). A short timer or a request the page
-//!    begins once it was found quiet, before the settle ended (a transition's end timed two
-//!    animation frames after the click that showed it), sends the settle back here: it is
-//!    waited for as one pending then would have been.
+//!    window: they are not what scripts keep changing).
 //! 4. **Drawn.** `FRAMES_AFTER_CHANGE` animation frames have begun since the last change (a DOM
 //!    change, a short timer's callback, a request's end): the frame that painted it has gone to
 //!    the compositor. The frames overlap the quiet; a change once the page was found quiet needs

@@ -189,7 +189,7 @@ impl ChromiumBrowser {
     /// The pointer moved to `at`, with whatever buttons are held; during a drag-and-drop the
     /// page gets it as the drag passing over.
     pub(in crate::chromium) async fn move_pointer(&mut self, at: Point) -> Result<(), PageError> {
-        if self.dragging.is_some() {
+        if self.late_drag(at).await {
             return self.drag_over(at, 0).await;
         }
         self.mouse(&MouseEvent::moved(self.held_buttons, 0), at)
@@ -207,7 +207,7 @@ impl ChromiumBrowser {
         down: bool,
     ) -> Result<(), PageError> {
         let bit = button_bit(button);
-        if !down && self.dragging.is_some() {
+        if !down && self.late_drag(at).await {
             self.held_buttons &= !bit;
             return self.drop_at(at, 0).await;
         }
@@ -257,7 +257,7 @@ impl ChromiumBrowser {
                 break;
             }
         }
-        let released = match self.dragging.is_some() {
+        let released = match self.late_drag(last).await {
             true => {
                 for point in rest {
                     self.drag_over(point, mask).await?;
@@ -311,6 +311,17 @@ impl ChromiumBrowser {
                 data,
                 entered: false,
             });
+        }
+        self.dragging.is_some()
+    }
+
+    /// Whether a drag is under way, taking one the page started on an earlier move of a held
+    /// button that DevTools reported only after answering that move. It usually reports it
+    /// before, not always: on a loaded machine the report came during the step's settle, the
+    /// next step's release went as a plain one, and the page, dragging, never heard it.
+    async fn late_drag(&mut self, at: Point) -> bool {
+        if self.dragging.is_none() && self.held_buttons != 0 {
+            return self.drag_started(at).await;
         }
         self.dragging.is_some()
     }

@@ -164,6 +164,32 @@ async fn a_password_shown_or_a_pin_cannot_be_dragged_out_by_the_agent() {
     }
 }
 
+/// Part of the secret selected (END, SHIFT+HOME, SHIFT+RIGHT: all but its first character, a
+/// text no rule knows) and dragged in steps: a button held, a move, the release over the plain
+/// field, each its own step. The drag out of the secret field is cancelled whenever DevTools
+/// reports it (on the move, or later: `gestures.rs`, `late_drag`); else the part would be dropped
+/// into the note and sent.
+#[tokio::test]
+async fn part_of_a_secret_cannot_be_dragged_out_in_steps() {
+    use browserenv::models::MouseButton;
+    let press = |chord: &str| BrowserAction::press_named(chord).unwrap();
+    for field in [(250, 118), (250, 218)] {
+        let actions = vec![
+            BrowserAction::click(field.0, field.1),
+            press("END"),
+            press("SHIFT+HOME"),
+            press("SHIFT+RIGHT"),
+            BrowserAction::mouse_down(150, field.1, MouseButton::Left),
+            BrowserAction::move_to(150, field.1 + 60),
+            BrowserAction::mouse_up(150, 318, MouseButton::Left),
+            press("ENTER"),
+        ];
+        let url = person_then_agent(field, actions).await;
+        assert!(url.contains("note="), "the form was sent: {url}");
+        assert!(!url.contains("unter2pass"), "{url}");
+    }
+}
+
 /// The PIN echoed by the page (covered in pictures, hidden in text): the agent selects the whole
 /// page (CTRL+A, CTRL+C), pastes it into the plain field and takes the secret's first character
 /// out from the end (END, LEFT 10 times: `human_steps` says it has 11 characters, BACKSPACE).

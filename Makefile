@@ -60,6 +60,8 @@ miniwob: chromium toolchain venv
 ## left from an earlier run; while it waits, the image's build gets normal priority back (where
 ## make runs as root: others may not raise a priority). A failed step, or Ctrl-C, stops the image's
 ## build too.
+## The Python venvs are made beside the formatting and lint checks (mostly downloads: 77 s of a
+## clean clone's run, now under clippy's 100), their log in target/venv.log.
 ## The perf smoke (tests/tests/perf_smoke.rs, a click against its raw-CDP floor) runs first, on
 ## its own: no other end-to-end test beside it.
 ## Four Rust tests at a time: each end-to-end test runs its own Chromium, and on two cores more in
@@ -70,13 +72,17 @@ test: chromium terminals deploytools docker toolchain archivetools replayweb
 	echo "make image: in the background at idle priority, its log in target/image.log"; \
 	setsid sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 "$$@"' sh \
 	  $(MAKE) --no-print-directory image >target/image.log 2>&1 </dev/null & image=$$!; \
-	trap 'kill -TERM -$$image 2>/dev/null || true' EXIT; \
+	echo "make venv: beside the lint, its log in target/venv.log"; \
+	$(MAKE) --no-print-directory venv >target/venv.log 2>&1 </dev/null & venv=$$!; \
+	trap 'kill -TERM -$$image 2>/dev/null || true; kill $$venv 2>/dev/null || true' EXIT; \
 	trap 'exit 130' INT TERM; \
 	times=""; run() { echo "$$*"; t=$$(date +%s); "$$@"; times="$$times  $$(( $$(date +%s) - t )) s: $$*\n"; }; \
-	run $(MAKE) --no-print-directory venv; \
-	run $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/python/test_install.py; \
 	run cargo fmt --all -- --check; \
 	run cargo clippy --workspace --all-targets -- -D warnings; \
+	t=$$(date +%s); wait $$venv || { echo "make venv failed; the end of target/venv.log:"; \
+	  tail -n 40 target/venv.log; exit 1; }; \
+	times="$$times  $$(( $$(date +%s) - t )) s: waiting for make venv\n"; \
+	run $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/python/test_install.py; \
 	run cargo test --workspace --test perf_smoke -- --ignored; \
 	run cargo test --workspace -- --test-threads 4; \
 	run env BROWSERENV_IMAGE=browserenv-image-not-built-yet MCP2_PYTHON=$(MCP2_VENV)/bin/python \

@@ -454,6 +454,8 @@ pub struct ChromiumBrowser {
     held_buttons: u8,
     /// A drag-and-drop the page started and the pointer has not dropped yet (`gestures.rs`).
     dragging: Option<page::gestures::Dragging>,
+    /// Whether a drag report was taken since the last press (dropped on, or cancelled).
+    drag_reported: bool,
     /// The episode's clipboard (`clipboard.rs`).
     clipboard: page::clipboard::Clipboard,
     /// The open `<select>`'s popup as drawn on the page (`dropdown.rs`).

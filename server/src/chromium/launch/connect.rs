@@ -203,6 +203,7 @@ impl ChromiumBrowser {
             pointer: None,
             held_buttons: 0,
             dragging: None,
+            drag_reported: false,
             clipboard,
             dropdown: None,
             tab_changes: tab_changes_seen,

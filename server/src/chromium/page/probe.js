@@ -210,6 +210,13 @@
   window.addEventListener('submit', (event) => {
     state.lastDefault = { event, form: event.target, submitter: event.submitter };
   }, true);
+  // A drag-and-drop the page started since the last press (its `dragstart`, unless a handler
+  // prevented it, read once they have all run): the browser's report of it can come tens of
+  // milliseconds after the move that started it, and a release sent before it is never heard
+  // (server/src/chromium/page/gestures.rs, `late_drag`).
+  let dragStart = null;
+  window.addEventListener('pointerdown', () => { dragStart = null; }, true);
+  window.addEventListener('dragstart', (event) => { dragStart = event; }, true);
   // A navigation of this tab to another document over http(s), from the URL and target a link
   // or form names; a frame or window of another name, a download, a fragment of this document,
   // another scheme (mailto:, the forbidden ones) are not.
@@ -430,6 +437,7 @@
     return taken;
   };
   const api = {
+    dragStarted: () => dragStart !== null && !dragStart.defaultPrevented,
     // The in-page part of the settle rule (server/src/chromium/page/settle.rs says the whole rule and
     // gives the numbers). Resolves once the page is quiet (no requests, no short timers, loaded,
     // no DOM change for quietMs) and drawn: `frameCount` frames

@@ -215,8 +215,9 @@
   // milliseconds after the move that started it, and a release sent before it is never heard
   // (server/src/chromium/page/gestures.rs, `late_drag`).
   let dragStart = null;
-  window.addEventListener('pointerdown', () => { dragStart = null; }, true);
-  window.addEventListener('dragstart', (event) => { dragStart = event; }, true);
+  window.addEventListener('pointerdown', (event) => { if (event.isTrusted) dragStart = null; }, true);
+  // The browser's own events only: a page's made-up dragstart would make a release wait for nothing.
+  window.addEventListener('dragstart', (event) => { if (event.isTrusted) dragStart = event; }, true);
   // A navigation of this tab to another document over http(s), from the URL and target a link
   // or form names; a frame or window of another name, a download, a fragment of this document,
   // another scheme (mailto:, the forbidden ones) are not.

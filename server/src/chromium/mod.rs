@@ -454,8 +454,9 @@ pub struct ChromiumBrowser {
     held_buttons: u8,
     /// A drag-and-drop the page started and the pointer has not dropped yet (`gestures.rs`).
     dragging: Option<page::gestures::Dragging>,
-    /// Whether a drag report was taken since the last press (dropped on, or cancelled).
-    drag_reported: bool,
+    /// Whether the drag of the press now held is decided: its report taken (dropped on, or
+    /// cancelled), or waited for in vain (`gestures.rs`, `late_drag`).
+    drag_decided: bool,
     /// The episode's clipboard (`clipboard.rs`).
     clipboard: page::clipboard::Clipboard,
     /// The open `<select>`'s popup as drawn on the page (`dropdown.rs`).

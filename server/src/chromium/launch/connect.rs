@@ -203,7 +203,7 @@ impl ChromiumBrowser {
             pointer: None,
             held_buttons: 0,
             dragging: None,
-            drag_reported: false,
+            drag_decided: false,
             clipboard,
             dropdown: None,
             tab_changes: tab_changes_seen,

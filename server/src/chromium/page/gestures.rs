@@ -35,8 +35,8 @@ const BINDING: &str = "__browserenvCopied";
 const MISSING: &str = "browserenv: no gestures";
 /// How far a pressed pointer moves before the page may start a drag (Blink's threshold).
 const DRAG_THRESHOLD: f64 = 4.0;
-/// How long a release waits for the browser's report of a drag the page started (`late_drag`):
-/// seen up to tens of milliseconds after the page's `dragstart`.
+/// How long after the page's `dragstart` the browser's report of the drag is waited for
+/// (`late_drag`): seen more than 40 ms after it with the release build.
 const DRAG_REPORT_WAIT: Duration = Duration::from_millis(500);
 
 /// A tab's part of the gestures: its drag interceptions, its isolated world (per document), the
@@ -221,7 +221,7 @@ impl ChromiumBrowser {
         }
         if down {
             self.end_stale_drags(at).await;
-            self.drag_reported = false;
+            self.drag_decided = false;
         }
         let held = if down {
             self.held_buttons | bit
@@ -251,7 +251,7 @@ impl ChromiumBrowser {
         self.send_keys(modifier_events(modifiers, true)).await?;
         let bit = button_bit(button);
         self.end_stale_drags(first).await;
-        self.drag_reported = false;
+        self.drag_decided = false;
         let pressed = MouseEvent::button(true, button, 1, self.held_buttons | bit, mask);
         self.mouse_events(&[pressed], first).await?;
         self.held_buttons |= bit;
@@ -327,7 +327,7 @@ impl ChromiumBrowser {
                 last
             });
         if let Some(data) = intercepted {
-            self.drag_reported = true;
+            self.drag_decided = true;
             if self.focus_is_secret().await {
                 let _ = self
                     .drag_event(DispatchDragEventType::DragCancel, at, &data, 0)
@@ -346,28 +346,37 @@ impl ChromiumBrowser {
     /// left button. DevTools usually reports it before it answers that move, not always: on an
     /// idle machine one move in three was answered first, and with the release build the report
     /// came more than a step (40 ms) after the page heard `dragstart`; a release sent before the
-    /// report is never heard by a page in a drag. So when none was taken since the press, the
-    /// probe says whether the page started one, and if it did, the report is waited for.
+    /// report is never heard by a page in a drag. So while the press's drag is undecided, the
+    /// probe says whether (and how long ago) the page heard the browser's `dragstart`, and the
+    /// report is waited for until `DRAG_REPORT_WAIT` after it: once per press, since a drag Blink
+    /// abandons after its `dragstart` (one out of a password field, a source the page removes)
+    /// is never reported.
     async fn late_drag(&mut self, at: Point) -> bool {
         if self.dragging.is_some() || self.held_buttons & button_bit(MouseButton::Left) == 0 {
             return self.dragging.is_some();
         }
-        if self.drag_started(at).await || self.drag_reported {
+        if self.drag_started(at).await || self.drag_decided {
             return self.dragging.is_some();
         }
-        let started = probe(&self.current.page, "dragStarted()", false).await;
-        if !matches!(started, Ok(Value::Bool(true))) {
-            return self.drag_started(at).await;
-        }
+        let ago = match probe(&self.current.page, "dragStartedAgo()", false).await {
+            Ok(Value::Number(ms)) => ms.as_f64().filter(|ms| ms.is_finite()).unwrap_or(0.0),
+            _ => return self.drag_started(at).await,
+        };
+        let left =
+            DRAG_REPORT_WAIT.saturating_sub(Duration::from_secs_f64(ago.clamp(0.0, 1e6) / 1e3));
         let waiting = Instant::now();
-        while waiting.elapsed() < DRAG_REPORT_WAIT {
-            if self.drag_started(at).await || self.drag_reported {
+        while waiting.elapsed() < left {
+            if self.drag_started(at).await || self.drag_decided {
                 return self.dragging.is_some();
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        tracing::debug!("the page started a drag the browser did not report: released as is");
-        false
+        let reported = self.drag_started(at).await;
+        if !self.drag_decided {
+            tracing::debug!("the page heard a dragstart the browser never reported");
+            self.drag_decided = true;
+        }
+        reported
     }
 
     /// The drag passing over `at` (entering the page first, the first time).

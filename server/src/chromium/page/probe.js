@@ -438,7 +438,9 @@
     return taken;
   };
   const api = {
-    dragStarted: () => dragStart !== null && !dragStart.defaultPrevented,
+    // How long ago (ms) the page heard the browser's `dragstart` since the last press, if it did.
+    dragStartedAgo: () => (dragStart !== null && !dragStart.defaultPrevented
+      ? browserNow() - dragStart.timeStamp : null),
     // The in-page part of the settle rule (server/src/chromium/page/settle.rs says the whole rule and
     // gives the numbers). Resolves once the page is quiet (no requests, no short timers, loaded,
     // no DOM change for quietMs) and drawn: `frameCount` frames

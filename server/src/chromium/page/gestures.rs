@@ -295,38 +295,32 @@ impl ChromiumBrowser {
         if self.held_buttons != 0 {
             return;
         }
-        let mut stale: Vec<DragData> = self.dragging.take().map(|d| d.data).into_iter().collect();
-        if let Ok(mut drags) = self.current.gestures.drags.lock() {
-            while let Some(Some(event)) = drags.next().now_or_never() {
-                stale.push(event.data.clone());
-            }
-        }
-        for data in stale {
+        let held = self.dragging.take().map(|d| d.data);
+        for data in held.into_iter().chain(self.take_reports()) {
             let _ = self
                 .drag_event(DispatchDragEventType::DragCancel, at, &data, 0)
                 .await;
         }
     }
 
-    /// Whether the page started a drag-and-drop on the last move: DevTools reports it before it
-    /// answers the move. The drag is held until it is dropped. A drag out of a secret field (its
-    /// selection) is cancelled, as the browser refuses one out of a password field: else the
-    /// agent drops a secret into a plain field, changes it and reads it back.
+    /// The drags DevTools has reported and no gesture has taken yet, oldest first.
+    fn take_reports(&self) -> Vec<DragData> {
+        let mut reports = Vec::new();
+        if let Ok(mut drags) = self.current.gestures.drags.lock() {
+            while let Some(Some(event)) = drags.next().now_or_never() {
+                reports.push(event.data.clone());
+            }
+        }
+        reports
+    }
+
+    /// Whether the page started a drag-and-drop that DevTools has reported by now (usually
+    /// before it answers the move that started it; `late_drag` for when not). The drag is held
+    /// until it is dropped. A drag out of a secret field (its selection) is cancelled, as the
+    /// browser refuses one out of a password field: else the agent drops a secret into a plain
+    /// field, changes it and reads it back.
     async fn drag_started(&mut self, at: Point) -> bool {
-        let intercepted = self
-            .current
-            .gestures
-            .drags
-            .lock()
-            .ok()
-            .and_then(|mut drags| {
-                let mut last = None;
-                while let Some(Some(event)) = drags.next().now_or_never() {
-                    last = Some(event.data.clone());
-                }
-                last
-            });
-        if let Some(data) = intercepted {
+        if let Some(data) = self.take_reports().pop() {
             self.drag_decided = true;
             if self.focus_is_secret().await {
                 let _ = self
@@ -355,7 +349,9 @@ impl ChromiumBrowser {
         if self.dragging.is_some() || self.held_buttons & button_bit(MouseButton::Left) == 0 {
             return self.dragging.is_some();
         }
-        if self.drag_started(at).await || self.drag_decided {
+        // A report taken (dropped on or cancelled) decides the press's drag.
+        self.drag_started(at).await;
+        if self.drag_decided {
             return self.dragging.is_some();
         }
         let ago = match probe(&self.current.page, "dragStartedAgo()", false).await {
@@ -366,17 +362,18 @@ impl ChromiumBrowser {
             DRAG_REPORT_WAIT.saturating_sub(Duration::from_secs_f64(ago.clamp(0.0, 1e6) / 1e3));
         let waiting = Instant::now();
         while waiting.elapsed() < left {
-            if self.drag_started(at).await || self.drag_decided {
+            self.drag_started(at).await;
+            if self.drag_decided {
                 return self.dragging.is_some();
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        let reported = self.drag_started(at).await;
+        self.drag_started(at).await;
         if !self.drag_decided {
             tracing::debug!("the page heard a dragstart the browser never reported");
             self.drag_decided = true;
         }
-        reported
+        self.dragging.is_some()
     }
 
     /// The drag passing over `at` (entering the page first, the first time).

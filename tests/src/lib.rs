@@ -234,6 +234,29 @@ impl Picture {
         let i = ((y * self.width + x) * 4) as usize;
         [self.pixels[i], self.pixels[i + 1], self.pixels[i + 2]]
     }
+
+    /// How many pixels differ from `other`'s (of the same size).
+    pub fn differing_pixels(&self, other: &Picture) -> usize {
+        self.pixels
+            .chunks(4)
+            .zip(other.pixels.chunks(4))
+            .filter(|(a, b)| a != b)
+            .count()
+    }
+
+    /// The smallest box (x0, y0, x1, y1) that holds every pixel where `other` differs.
+    pub fn differing_box(&self, other: &Picture) -> Option<(u32, u32, u32, u32)> {
+        let mut found: Option<(u32, u32, u32, u32)> = None;
+        for y in 0..self.height.min(other.height) {
+            for x in 0..self.width.min(other.width) {
+                if self.rgb(x, y) != other.rgb(x, y) {
+                    let (x0, y0, x1, y1) = found.unwrap_or((x, y, x, y));
+                    found = Some((x0.min(x), y0.min(y), x1.max(x), y1.max(y)));
+                }
+            }
+        }
+        found
+    }
 }
 
 /// The page title the server reports in observation metadata.

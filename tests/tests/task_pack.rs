@@ -2,6 +2,7 @@
 //! (`browserenv-tui tasks snapshot`), then served from it with the demo site gone: every reference
 //! solution earns 1.0, twice in a row with the same pixels at every step.
 
+use base64::Engine;
 use browserenv::{Client, StepResult};
 use browserenv_server::environment::TaskCatalog;
 use browserenv_server::ServerConfig;
@@ -103,14 +104,29 @@ async fn the_demo_tasks_as_a_pack_are_solved_offline_twice_with_the_same_pixels(
     let second = run_solutions(&mut client, &solutions).await;
     for ((task, a), (_, b)) in first.iter().zip(&second) {
         for (n, (a, b)) in a.iter().zip(b).enumerate() {
-            let (a, b) = (
+            let (pa, pb) = (
                 Picture::from_base64(&a.observation.screenshot),
                 Picture::from_base64(&b.observation.screenshot),
             );
-            assert!(
-                a.pixels == b.pixels,
-                "{task}, observation {n}: other pixels the second time"
-            );
+            if pa.pixels != pb.pixels {
+                // Say where the pictures differ and how each step settled, and keep both
+                // pictures, so a failure in CI can be explained from its log and files.
+                let kept = std::env::temp_dir().join(format!("browserenv-pack-diff-{task}-{n}"));
+                let _ = std::fs::create_dir_all(&kept);
+                for (name, shot) in [("first", a), ("second", b)] {
+                    let png = base64::engine::general_purpose::STANDARD
+                        .decode(&shot.observation.screenshot)
+                        .unwrap();
+                    let _ = std::fs::write(kept.join(format!("{name}.png")), png);
+                }
+                panic!(
+                    "{task}, observation {n}: other pixels the second time, in {:?} (pictures in {}); first {:?}; second {:?}",
+                    pa.differing_box(&pb),
+                    kept.display(),
+                    a.observation.metadata,
+                    b.observation.metadata
+                );
+            }
         }
     }
     client.close().await.unwrap();

@@ -445,15 +445,16 @@ async fn checks_read_the_page_with_the_browser_s_own_functions_and_within_bounds
             .unwrap();
         // Until the page says its posts are out (each `wait` is a step of its own, within the
         // task's step limit: a loaded machine sends the 300 posts more slowly).
-        let mut posted = false;
+        // The page's title says which post failed, if one did.
+        let mut title = Value::Null;
         for _ in 0..MAX_STEPS - 5 {
             let waited = client.step(BrowserAction::wait()).await.unwrap();
-            if waited.observation.metadata["title"] == "posted" {
-                posted = true;
+            title = waited.observation.metadata["title"].clone();
+            if title == "posted" {
                 break;
             }
         }
-        assert!(posted, "{id}: the page's 300 posts did not end");
+        assert_eq!(title, "posted", "{id}: the page's 300 posts did not end");
         let done = client.step(BrowserAction::finish("")).await.unwrap();
         assert_eq!(verdict(&done)["passed"], passed, "{id}: {}", verdict(&done));
         if !passed {

@@ -397,6 +397,8 @@ struct LoadState {
 struct CurrentPage {
     page: Page,
     load: watch::Receiver<LoadState>,
+    /// The navigation events that write `load`, for a settle to take those not yet written.
+    events: page::navigation::SharedLoadEvents,
     tasks: Vec<JoinHandle<()>>,
     /// Its drags, its isolated world, its copies (`gestures.rs`).
     gestures: page::gestures::PageGestures,

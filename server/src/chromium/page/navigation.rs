@@ -18,6 +18,11 @@ use chromiumoxide::cdp::browser_protocol::page::{
     ClientNavigationDisposition, EventFrameRequestedNavigation,
 };
 
+use std::task::{Context, Poll, Waker};
+
+use chromiumoxide::cdp::IntoEventKind;
+use chromiumoxide::listeners::EventStream;
+
 use crate::chromium::*;
 
 /// How long a requested navigation may take to start before the page is judged to stay (the
@@ -35,93 +40,158 @@ impl LoadState {
     }
 }
 
-/// The task that writes a tab's load state from its main frame's navigation events: requests,
-/// starts, commits and stops of loading.
+/// A tab's main-frame navigation events (requests, starts, commits and stops of loading) and
+/// what they have added up to, written into its load state by the task that follows them
+/// (`watch_loading`) and by a settle that must know whether a navigation came before an answer
+/// (`catch_up`).
 ///
-/// They come on four streams, and a task reading one of them may run before the one reading
-/// another: a start and its stop read in the wrong order left the page "loading" for good. So one
-/// task reads them all, and takes each batch latest stage first (stops, commits, starts, then
-/// requests): chromiumoxide puts each event in its stream in the order Chromium sent them, so an
-/// event taken is never missing its causes (a request whose start was taken is taken too). More
-/// stops than starts then means a start came before we listened (a tab we attached to late).
+/// They come on four streams, and reading one of them before another could take a start and its
+/// stop in the wrong order, which left the page "loading" for good. So each take reads them all,
+/// latest stage first (stops, commits, starts, then requests): chromiumoxide puts each event in
+/// its stream in the order Chromium sent them, so an event taken is never missing its causes (a
+/// request whose start was taken is taken too). More stops than starts then means a start came
+/// before we listened (a tab we attached to late).
+pub(in crate::chromium) struct LoadEvents {
+    frame: String,
+    requested: EventStream<EventFrameRequestedNavigation>,
+    started: EventStream<EventFrameStartedLoading>,
+    navigated: EventStream<EventFrameNavigated>,
+    stopped: EventStream<EventFrameStoppedLoading>,
+    starts: u64,
+    stops: u64,
+    state: Arc<watch::Sender<LoadState>>,
+    incidents: Arc<Mutex<Incidents>>,
+    /// The following task's waker: a catch-up polls the streams with another, which takes the
+    /// task's place in them, so the task is woken to put its own back.
+    follower: Option<Waker>,
+}
+
+/// A tab's navigation events, shared by the task that follows them and the tab's settles.
+pub(in crate::chromium) type SharedLoadEvents = Arc<Mutex<LoadEvents>>;
+
+/// Count every event `stream` holds now; false once it has ended.
+fn drain<T>(stream: &mut EventStream<T>, cx: &mut Context<'_>, mut count: impl FnMut(&T)) -> bool
+where
+    T: IntoEventKind + Unpin,
+{
+    loop {
+        match stream.poll_next_unpin(cx) {
+            Poll::Ready(Some(event)) => count(&*event),
+            Poll::Ready(None) => return false,
+            Poll::Pending => return true,
+        }
+    }
+}
+
+impl LoadEvents {
+    /// Take what the streams hold and write it into the load state: `Ready(true)` if anything
+    /// was taken, `Ready(false)` once the tab's streams have ended, `Pending` otherwise.
+    fn poll_take(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        let mut batch = Batch::default();
+        let frame = self.frame.as_str();
+        let main = |id: &str| id == frame;
+        let open = drain(&mut self.stopped, cx, |event| {
+            batch.stops += u64::from(main(event.frame_id.as_ref()))
+        }) & drain(&mut self.navigated, cx, |event| {
+            batch.commits += u64::from(event.frame.parent_id.is_none())
+        }) & drain(&mut self.started, cx, |event| {
+            batch.starts += u64::from(main(event.frame_id.as_ref()))
+        }) & drain(&mut self.requested, cx, |event| {
+            batch.requests += u64::from(in_this_tab(event, &main))
+        });
+        if !batch.is_empty() {
+            self.write(batch);
+            return Poll::Ready(true);
+        }
+        if open {
+            Poll::Pending
+        } else {
+            Poll::Ready(false)
+        }
+    }
+
+    fn write(&mut self, batch: Batch) {
+        self.starts += batch.starts;
+        self.stops += batch.stops;
+        // A start we never heard of: its stop stands for both.
+        self.starts = self.starts.max(self.stops);
+        let loading = self.starts > self.stops;
+        let progressed = batch.starts + batch.commits + batch.stops > 0;
+        self.state.send_modify(|s| {
+            s.loading = loading;
+            s.navigation_events += batch.requests + batch.starts + batch.commits;
+            s.requests += batch.requests;
+            s.loads_finished += batch.stops;
+            s.commits += batch.commits;
+            // A request taken with a later stage is that stage's cause; a request alone is
+            // one the browser has not started yet.
+            if progressed {
+                s.requested = None;
+            } else if batch.requests > 0 {
+                s.requested = Some(Instant::now());
+            }
+        });
+        if batch.commits > 0 {
+            if let Ok(mut incidents) = self.incidents.lock() {
+                incidents.navigated = true;
+            }
+        }
+    }
+}
+
+/// Follow a tab's navigation events into its load state, from now on.
 pub(in crate::chromium) async fn watch_loading(
     page: &Page,
     state: Arc<watch::Sender<LoadState>>,
     incidents: Arc<Mutex<Incidents>>,
-) -> anyhow::Result<JoinHandle<()>> {
-    let frame = page.target_id().as_ref().to_string();
-    let mut requested = page
-        .event_listener::<EventFrameRequestedNavigation>()
-        .await?;
-    let mut started = page.event_listener::<EventFrameStartedLoading>().await?;
-    let mut navigated = page.event_listener::<EventFrameNavigated>().await?;
-    let mut stopped = page.event_listener::<EventFrameStoppedLoading>().await?;
-    Ok(tokio::spawn(async move {
-        use futures_util::FutureExt;
-        let main = |id: &str| id == frame;
-        let (mut starts, mut stops) = (0u64, 0u64);
-        loop {
-            // One event, whichever comes first; then everything the streams hold.
-            let mut batch = Batch::default();
-            tokio::select! {
-                event = stopped.next() => match event {
-                    Some(event) => batch.stops += u64::from(main(event.frame_id.as_ref())),
-                    None => break,
-                },
-                event = navigated.next() => match event {
-                    Some(event) => batch.commits += u64::from(event.frame.parent_id.is_none()),
-                    None => break,
-                },
-                event = started.next() => match event {
-                    Some(event) => batch.starts += u64::from(main(event.frame_id.as_ref())),
-                    None => break,
-                },
-                event = requested.next() => match event {
-                    Some(event) => batch.requests += u64::from(in_this_tab(&event, &main)),
-                    None => break,
-                },
-            }
-            while let Some(Some(event)) = stopped.next().now_or_never() {
-                batch.stops += u64::from(main(event.frame_id.as_ref()));
-            }
-            while let Some(Some(event)) = navigated.next().now_or_never() {
-                batch.commits += u64::from(event.frame.parent_id.is_none());
-            }
-            while let Some(Some(event)) = started.next().now_or_never() {
-                batch.starts += u64::from(main(event.frame_id.as_ref()));
-            }
-            while let Some(Some(event)) = requested.next().now_or_never() {
-                batch.requests += u64::from(in_this_tab(&event, &main));
-            }
-            if batch.is_empty() {
-                continue;
-            }
-            starts += batch.starts;
-            stops += batch.stops;
-            // A start we never heard of: its stop stands for both.
-            starts = starts.max(stops);
-            let progressed = batch.starts + batch.commits + batch.stops > 0;
-            state.send_modify(|s| {
-                s.loading = starts > stops;
-                s.navigation_events += batch.requests + batch.starts + batch.commits;
-                s.requests += batch.requests;
-                s.loads_finished += batch.stops;
-                s.commits += batch.commits;
-                // A request taken with a later stage is that stage's cause; a request alone is
-                // one the browser has not started yet.
-                if progressed {
-                    s.requested = None;
-                } else if batch.requests > 0 {
-                    s.requested = Some(Instant::now());
-                }
-            });
-            if batch.commits > 0 {
-                if let Ok(mut incidents) = incidents.lock() {
-                    incidents.navigated = true;
-                }
-            }
-        }
+) -> anyhow::Result<(JoinHandle<()>, SharedLoadEvents)> {
+    Ok(follow(LoadEvents {
+        frame: page.target_id().as_ref().to_string(),
+        requested: page.event_listener().await?,
+        started: page.event_listener().await?,
+        navigated: page.event_listener().await?,
+        stopped: page.event_listener().await?,
+        starts: 0,
+        stops: 0,
+        state,
+        incidents,
+        follower: None,
     }))
+}
+
+/// The task that writes what comes into the load state until the tab's streams end.
+fn follow(events: LoadEvents) -> (JoinHandle<()>, SharedLoadEvents) {
+    let events = Arc::new(Mutex::new(events));
+    let following = events.clone();
+    let task = tokio::spawn(async move {
+        let take = || {
+            std::future::poll_fn(|cx| {
+                let Ok(mut events) = following.lock() else {
+                    return Poll::Ready(false);
+                };
+                events.follower = Some(cx.waker().clone());
+                events.poll_take(cx)
+            })
+        };
+        while take().await {}
+    });
+    (task, events)
+}
+
+/// Write into the load state every navigation event of the tab that has reached us. The task
+/// that follows them may not have run since they came (a busy machine): an answer of the page
+/// read after this (the settle's probe, sent by the renderer after its navigation's request)
+/// then never misses that navigation.
+pub(in crate::chromium) fn catch_up(events: &SharedLoadEvents) {
+    let Ok(mut events) = events.lock() else {
+        return;
+    };
+    let _ = events.poll_take(&mut Context::from_waker(
+        futures_util::task::noop_waker_ref(),
+    ));
+    if let Some(follower) = &events.follower {
+        follower.wake_by_ref();
+    }
 }
 
 /// Main-frame navigation events taken at once.
@@ -213,5 +283,88 @@ impl ChromiumBrowser {
             .await
             .is_ok_and(|waited| waited.is_ok());
         reached
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chromiumoxide::cdp::browser_protocol::page::{
+        EventFrameStartedLoading, EventFrameStoppedLoading,
+    };
+    use chromiumoxide::cdp::Event;
+    use futures_channel::mpsc::{unbounded, UnboundedSender};
+    use serde_json::json;
+
+    use super::*;
+
+    /// An event as chromiumoxide's handler puts it in a listener's stream.
+    fn send<T: Event + serde::de::DeserializeOwned>(
+        to: &UnboundedSender<Arc<dyn Event>>,
+        v: Value,
+    ) {
+        let event: T = serde_json::from_value(v).unwrap();
+        to.unbounded_send(Arc::new(event)).unwrap();
+    }
+
+    /// A navigation whose request has reached us but not the task that follows the events (one
+    /// thread here: it runs only when the test waits) is in the load state once a settle catches
+    /// up, and the task goes on following after it.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_catch_up_takes_what_the_follower_has_not_yet() {
+        let (requests, requested) = unbounded();
+        let (starts, started) = unbounded();
+        let (_commits, navigated) = unbounded();
+        let (stops, stopped) = unbounded();
+        let (state, load) = watch::channel(LoadState::default());
+        let (task, events) = follow(LoadEvents {
+            frame: "F".into(),
+            requested: EventStream::new(requested),
+            started: EventStream::new(started),
+            navigated: EventStream::new(navigated),
+            stopped: EventStream::new(stopped),
+            starts: 0,
+            stops: 0,
+            state: Arc::new(state),
+            incidents: Arc::default(),
+            follower: None,
+        });
+        // The follower waits on its streams.
+        tokio::task::yield_now().await;
+        send::<EventFrameRequestedNavigation>(
+            &requests,
+            json!({"frameId": "F", "reason": "scriptInitiated", "url": "http://a/",
+                   "disposition": "currentTab"}),
+        );
+        assert!(
+            !load.borrow().navigating(Instant::now()),
+            "the follower has not run"
+        );
+        catch_up(&events);
+        assert!(load.borrow().navigating(Instant::now()));
+        assert_eq!(load.borrow().requests, 1);
+        // The follower still hears its streams once a catch-up has polled them in its place,
+        // with nothing for it to take (its own wake from the request's arrival spent).
+        tokio::task::yield_now().await;
+        catch_up(&events);
+        send::<EventFrameStartedLoading>(&starts, json!({"frameId": "F"}));
+        let mut watching = load.clone();
+        tokio::time::timeout(Duration::from_secs(5), watching.wait_for(|s| s.loading))
+            .await
+            .expect("the follower took the start")
+            .unwrap();
+        send::<EventFrameStoppedLoading>(&stops, json!({"frameId": "F"}));
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            watching.wait_for(|s| !s.navigating(Instant::now())),
+        )
+        .await
+        .expect("the follower took the stop")
+        .unwrap();
+        assert_eq!(
+            (load.borrow().requests, load.borrow().loads_finished),
+            (1, 1)
+        );
+        drop((requests, starts, stops));
+        task.abort();
     }
 }

@@ -70,7 +70,9 @@ pub(in crate::chromium) async fn prepare_page(
         }
     }));
 
-    tasks.push(super::navigation::watch_loading(&page, tx.clone(), incidents.clone()).await?);
+    let (following, events) =
+        super::navigation::watch_loading(&page, tx.clone(), incidents.clone()).await?;
+    tasks.push(following);
     // The main frame's requests, for a task's `request` check (marked when they fail); and a
     // navigation of the main frame that fails (a certificate error, an unreachable host) after a
     // click: its document request is the main frame's, and it fails with Chromium's net error.
@@ -164,6 +166,7 @@ pub(in crate::chromium) async fn prepare_page(
     Ok(CurrentPage {
         page,
         load: rx,
+        events,
         tasks,
         gestures,
     })

@@ -24,6 +24,7 @@
 //! that draws no frame for `NO_FRAMES_MS` (a hidden page, a machine too loaded to draw) ends it
 //! `Bounded` at once. Why each number is what it is: docs/ARCHITECTURE.md, decision 6.
 
+use super::navigation::catch_up;
 use crate::chromium::*;
 
 /// How long the DOM must be unchanged to count as quiet.
@@ -89,6 +90,8 @@ impl ChromiumBrowser {
     /// `settle_once` without keeping what it read: the outcome and the facts the probe read as
     /// it settled.
     async fn settle_attempt(&self, deadline: Instant) -> Option<(SettleOutcome, Option<Value>)> {
+        // A navigation the action's input requested came before the input's answer.
+        catch_up(&self.current.events);
         if !self.wait_arrived(deadline).await {
             return Some((SettleOutcome::Bounded, None));
         }
@@ -102,6 +105,8 @@ impl ChromiumBrowser {
             "settle({QUIET_MS}, {FRAMES_AFTER_CHANGE}, {NO_FRAMES_MS}, {max_ms}, {MAX_TEXT_CHARS})"
         );
         let result = probe(&self.current.page, &call, true).await;
+        // One the page requested while the probe ran (a timer's redirect) came before its answer.
+        catch_up(&self.current.events);
         let (navigated, requests) = {
             let state = self.current.load.borrow();
             (state.navigation_events != before, state.requests)

@@ -147,10 +147,13 @@ pub(in crate::chromium) async fn watch_loading(
 ) -> anyhow::Result<(JoinHandle<()>, SharedLoadEvents)> {
     Ok(follow(LoadEvents {
         frame: page.target_id().as_ref().to_string(),
-        requested: page.event_listener().await?,
-        started: page.event_listener().await?,
-        navigated: page.event_listener().await?,
+        // Latest stage first, as they are taken: an event that comes between two listeners'
+        // registrations may reach the one registered first only, and a stop heard without its
+        // start is counted as both, a start without its stop would be loading for good.
         stopped: page.event_listener().await?,
+        navigated: page.event_listener().await?,
+        started: page.event_listener().await?,
+        requested: page.event_listener().await?,
         starts: 0,
         stops: 0,
         state,
@@ -178,10 +181,10 @@ fn follow(events: LoadEvents) -> (JoinHandle<()>, SharedLoadEvents) {
     (task, events)
 }
 
-/// Write into the load state every navigation event of the tab that has reached us. The task
-/// that follows them may not have run since they came (a busy machine): an answer of the page
-/// read after this (the settle's probe, sent by the renderer after its navigation's request)
-/// then never misses that navigation.
+/// Write into the load state every navigation event of the tab that is in its streams. The task
+/// that follows them may not have run since they came (a busy machine). An event comes into its
+/// stream one pass of chromiumoxide's handler after it was read, while an answer read with it is
+/// handed over at once: `ChromiumBrowser::events_caught_up` makes that pass happen first.
 pub(in crate::chromium) fn catch_up(events: &SharedLoadEvents) {
     let Ok(mut events) = events.lock() else {
         return;
@@ -216,6 +219,20 @@ fn in_this_tab(event: &EventFrameRequestedNavigation, main: &impl Fn(&str) -> bo
 }
 
 impl ChromiumBrowser {
+    /// Every navigation event the browser sent before the last answer we read is in the load
+    /// state: a command the browser process answers (not the renderer) is read by chromiumoxide's handler in a pass after the one that put the
+    /// earlier events in their streams; then `catch_up` takes them. So the settle, reading the
+    /// state after its probe's answer, never misses a navigation the page requested before it
+    /// answered (a timer's redirect), however late the task that follows the events runs.
+    pub(in crate::chromium) async fn events_caught_up(&self) {
+        let _ = self
+            .current
+            .page
+            .execute(GetNavigationHistoryParams::default())
+            .await;
+        catch_up(&self.current.events);
+    }
+
     pub(in crate::chromium) async fn history(
         &self,
     ) -> Result<(i64, Vec<(i64, String)>), PageError> {

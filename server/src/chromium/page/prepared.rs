@@ -121,6 +121,12 @@ impl ChromiumBrowser {
             return false;
         };
         let answer = tokio::time::timeout(FACTS_TIMEOUT, probe(page, &call, false)).await;
-        matches!(answer, Ok(Ok(Value::Bool(true))))
+        if !matches!(answer, Ok(Ok(Value::Bool(true)))) {
+            return false;
+        }
+        // A navigation requested before the page's answer, which the task following the events
+        // may not have written yet.
+        self.events_caught_up().await;
+        self.current.load.borrow().navigation_events == prepared.navigation_events
     }
 }

@@ -90,7 +90,8 @@ impl ChromiumBrowser {
     /// `settle_once` without keeping what it read: the outcome and the facts the probe read as
     /// it settled.
     async fn settle_attempt(&self, deadline: Instant) -> Option<(SettleOutcome, Option<Value>)> {
-        // A navigation the action's input requested came before the input's answer.
+        // A navigation the action's input requested came before the input's answer (one not in
+        // its stream yet is taken after the probe's answer, below).
         catch_up(&self.current.events);
         if !self.wait_arrived(deadline).await {
             return Some((SettleOutcome::Bounded, None));
@@ -106,7 +107,7 @@ impl ChromiumBrowser {
         );
         let result = probe(&self.current.page, &call, true).await;
         // One the page requested while the probe ran (a timer's redirect) came before its answer.
-        catch_up(&self.current.events);
+        self.events_caught_up().await;
         let (navigated, requests) = {
             let state = self.current.load.borrow();
             (state.navigation_events != before, state.requests)

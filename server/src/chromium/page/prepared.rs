@@ -125,8 +125,9 @@ impl ChromiumBrowser {
             return false;
         }
         // A navigation requested before the page's answer, which the task following the events
-        // may not have written yet.
-        self.events_caught_up().await;
+        // may not have written yet. (No round trip first: events that came with the answer are
+        // the page's doing while it answered, which its answer counts.)
+        super::navigation::catch_up(&self.current.events);
         self.current.load.borrow().navigation_events == prepared.navigation_events
     }
 }

@@ -125,8 +125,11 @@ impl ChromiumBrowser {
             return false;
         }
         // A navigation requested before the page's answer, which the task following the events
-        // may not have written yet. (No round trip first: events that came with the answer are
-        // the page's doing while it answered, which its answer counts.)
+        // may not have written yet. No round trip first (`events_caught_up`): it cost the
+        // hand-over about 10 ms, the browser process being busy with the episode that ended; a
+        // navigation requested as the page answered (a script's is activity its answer counts;
+        // a meta refresh's is not) is one a fresh load's page could start right after its
+        // picture too, and the first step's settle waits for it.
         super::navigation::catch_up(&self.current.events);
         self.current.load.borrow().navigation_events == prepared.navigation_events
     }

@@ -14,12 +14,11 @@
 //! never starts). Measured on Chromium 156: a link click's request, start and the document
 //! request all arrive before the click's answer; a 204's start 3-27 ms after it.
 
+use std::task::{Context, Poll, Waker};
+
 use chromiumoxide::cdp::browser_protocol::page::{
     ClientNavigationDisposition, EventFrameRequestedNavigation,
 };
-
-use std::task::{Context, Poll, Waker};
-
 use chromiumoxide::cdp::IntoEventKind;
 use chromiumoxide::listeners::EventStream;
 
@@ -90,6 +89,7 @@ impl LoadEvents {
         let mut batch = Batch::default();
         let frame = self.frame.as_str();
         let main = |id: &str| id == frame;
+        // `&`, not `&&`: every stream is drained, also once one has ended.
         let open = drain(&mut self.stopped, cx, |event| {
             batch.stops += u64::from(main(event.frame_id.as_ref()))
         }) & drain(&mut self.navigated, cx, |event| {
@@ -172,7 +172,13 @@ fn follow(events: LoadEvents) -> (JoinHandle<()>, SharedLoadEvents) {
                 let Ok(mut events) = following.lock() else {
                     return Poll::Ready(false);
                 };
-                events.follower = Some(cx.waker().clone());
+                if !events
+                    .follower
+                    .as_ref()
+                    .is_some_and(|waker| waker.will_wake(cx.waker()))
+                {
+                    events.follower = Some(cx.waker().clone());
+                }
                 events.poll_take(cx)
             })
         };
